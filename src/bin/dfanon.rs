@@ -1,1 +1,154 @@
-fn main() {}
+//! `dfanon`: the DataFusion command-line client with the anonymization functions registered.
+//!
+//! Everything `datafusion-cli` does (`-f`, `-c`, `--format`, `-q`, the REPL with its `\?`
+//! help) works the same; `SELECT * FROM anonymize_help()` lists our functions.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use clap::Parser;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion_anonymize::{register_with, RegisterOptions};
+use datafusion_cli::exec;
+use datafusion_cli::functions::ParquetMetadataFunc;
+use datafusion_cli::object_storage::instrumented::InstrumentedObjectStoreRegistry;
+use datafusion_cli::print_format::PrintFormat;
+use datafusion_cli::print_options::{MaxRows, PrintOptions};
+use indicatif::{ProgressBar, ProgressStyle};
+
+const AFTER_HELP: &str = "\
+Anonymization functions (see README.md and `SELECT * FROM anonymize_help()`):
+  anonymize(source, method => 'ipa', qi => 'col:hierarchy, ...', informative => 'col', epsilon => 1.0, ...)
+  anonymize_metadata(<same arguments>)      public metadata of that release
+  anonymize_diagnostics(<same arguments>)   owner-only diagnostics: never publish
+  interval_hierarchy(domain, level, ...)    numeric interval hierarchy, e.g. ('1..100', '10', '0,30,60,100')
+  mask_hierarchy(source, column, keep)      prefix masking, e.g. I634 -> I63* -> I6* -> *
+  nps_demo(rows, seed)                      synthetic NPS-shaped demo table
+
+Example:
+  dfanon -f sql/demo.sql";
+
+/// Command-line arguments.
+#[derive(Debug, Parser)]
+#[clap(name = "dfanon", version, about = "DataFusion SQL with privacy-preserving microdata release", after_help = AFTER_HELP)]
+struct Args {
+    /// Execute the given command string(s), then exit.
+    #[clap(short = 'c', long, num_args = 0..)]
+    command: Vec<String>,
+
+    /// Execute commands from file(s), then exit.
+    #[clap(short, long, num_args = 0..)]
+    file: Vec<String>,
+
+    /// Output format.
+    #[clap(long, value_enum, default_value_t = PrintFormat::Automatic)]
+    format: PrintFormat,
+
+    /// Reduce printing other than the results.
+    #[clap(short, long)]
+    quiet: bool,
+
+    /// Maximum rows shown for the table format (a number or 'inf').
+    #[clap(long, default_value = "40")]
+    maxrows: MaxRows,
+
+    /// Batch size of each query.
+    #[clap(short = 'b', long)]
+    batch_size: Option<usize>,
+
+    /// Enables console syntax highlighting.
+    #[clap(long)]
+    color: bool,
+
+    /// Hide the progress bar of long anonymization searches.
+    #[clap(long)]
+    no_progress: bool,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn progress_callback() -> datafusion_anonymize::sql::anonymize::ProgressFn {
+    let bar: Arc<Mutex<Option<ProgressBar>>> = Arc::new(Mutex::new(None));
+    Arc::new(move |phase: &str, done: usize, total: usize| {
+        let Ok(mut slot) = bar.lock() else { return };
+        let pb = slot.get_or_insert_with(|| {
+            let pb = ProgressBar::new(total as u64);
+            if let Ok(style) =
+                ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} nodes ({elapsed})")
+            {
+                pb.set_style(style.progress_chars("=> "));
+            }
+            pb
+        });
+        pb.set_length(total as u64);
+        pb.set_message(phase.to_string());
+        pb.set_position(done as u64);
+        if done >= total {
+            pb.finish_and_clear();
+            *slot = None;
+        }
+    })
+}
+
+async fn run() -> Result<()> {
+    let args = Args::parse();
+    if !args.quiet {
+        println!(
+            "dfanon {} (DataFusion CLI {})",
+            env!("CARGO_PKG_VERSION"),
+            datafusion_cli::DATAFUSION_CLI_VERSION
+        );
+    }
+    let mut config = SessionConfig::from_env()?.with_information_schema(true);
+    if let Some(batch_size) = args.batch_size {
+        if batch_size == 0 {
+            return Err(DataFusionError::Configuration(
+                "batch size must be greater than 0".into(),
+            ));
+        }
+        config = config.with_batch_size(batch_size);
+    }
+    let registry = Arc::new(InstrumentedObjectStoreRegistry::new());
+    let runtime = RuntimeEnvBuilder::new()
+        .with_object_store_registry(registry.clone())
+        .build_arc()?;
+    let ctx = SessionContext::new_with_config_rt(config, runtime).enable_url_table();
+    ctx.register_udtf("parquet_metadata", Arc::new(ParquetMetadataFunc {}));
+    let show_progress = !args.no_progress && !args.quiet && std::io::stderr().is_terminal();
+    let options = RegisterOptions {
+        progress: show_progress.then(progress_callback),
+    };
+    register_with(&ctx, options)?;
+
+    let mut print_options = PrintOptions {
+        format: args.format,
+        quiet: args.quiet,
+        maxrows: args.maxrows,
+        color: args.color,
+        instrumented_registry: registry,
+    };
+    if args.command.is_empty() && args.file.is_empty() {
+        return exec::exec_from_repl(&ctx, &mut print_options)
+            .await
+            .map_err(|e| DataFusionError::External(Box::new(e)));
+    }
+    if !args.file.is_empty() {
+        exec::exec_from_files(&ctx, args.file, &print_options).await?;
+    }
+    if !args.command.is_empty() {
+        exec::exec_from_commands(&ctx, args.command, &print_options).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,140 @@
+//! End-to-end benchmark: prints one line per case,
+//! `CASE name=<case> rows=<n> nodes=<n> median_s=<x> peak_rss_mb=<y>`.
+//!
+//! `cargo bench --bench e2e` runs every case; `cargo bench --bench e2e -- <filter>` only the
+//! cases whose name contains the filter; `--runs N` sets the repetitions (default 5).
+
+use std::time::Instant;
+
+use datafusion::error::Result;
+use datafusion::prelude::SessionContext;
+
+const NPS_HIERARCHIES: &str = include_str!("../sql/nps_hierarchies.sql");
+
+/// Peak resident set size of this process so far, in MiB (Linux; 0 elsewhere).
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|kb| kb.parse::<f64>().ok())
+            })
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+async fn run_sql(ctx: &SessionContext, script: &str) -> Result<()> {
+    for statement in script.split(';').map(str::trim) {
+        let code: String = statement
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("--"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        if !code.trim().is_empty() {
+            ctx.sql(&code).await?.collect().await?;
+        }
+    }
+    Ok(())
+}
+
+async fn ipa_nps(parquet: &str, runs: usize) -> Result<(u64, usize, f64)> {
+    let mut times = Vec::with_capacity(runs);
+    let mut rows = 0;
+    let mut nodes = 0;
+    for _ in 0..runs {
+        // A fresh context each run, so nothing is served from a cache.
+        let ctx = SessionContext::new();
+        datafusion_anonymize::register(&ctx)?;
+        let start = Instant::now();
+        ctx.sql(&format!(
+            "CREATE EXTERNAL TABLE nps STORED AS PARQUET LOCATION '{parquet}'"
+        ))
+        .await?
+        .collect()
+        .await?;
+        run_sql(&ctx, NPS_HIERARCHIES).await?;
+        let batches = ctx
+            .sql(
+                "SELECT COUNT(*) FROM anonymize('nps', method => 'ipa', qi => 'age, sex, los, surgery, location', \
+                 informative => 'disease', epsilon => 1.0)",
+            )
+            .await?
+            .collect()
+            .await?;
+        times.push(start.elapsed().as_secs_f64());
+        let count = datafusion::arrow::array::AsArray::as_primitive::<
+            datafusion::arrow::datatypes::Int64Type,
+        >(batches[0].column(0))
+        .value(0);
+        rows = count as u64;
+        let diag = ctx
+            .sql(
+                "SELECT COUNT(*) FROM anonymize_diagnostics('nps', method => 'ipa', qi => 'age, sex, los, surgery, location', \
+                 informative => 'disease', epsilon => 1.0)",
+            )
+            .await?
+            .collect()
+            .await?;
+        nodes = datafusion::arrow::array::AsArray::as_primitive::<
+            datafusion::arrow::datatypes::Int64Type,
+        >(diag[0].column(0))
+        .value(0) as usize;
+    }
+    times.sort_by(|a, b| a.total_cmp(b));
+    let _ = rows;
+    Ok((
+        datafusion_anonymize::demo::nps::NPS_DEFAULT_ROWS as u64,
+        nodes,
+        times[times.len() / 2],
+    ))
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut runs = 5usize;
+    let mut filter: Option<String> = None;
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--runs" => {
+                runs = args
+                    .get(i + 1)
+                    .and_then(|r| r.parse().ok())
+                    .unwrap_or(5)
+                    .max(1);
+                i += 1;
+            }
+            "--bench" => {}
+            other if !other.starts_with('-') => filter = Some(other.to_string()),
+            _ => {}
+        }
+        i += 1;
+    }
+    let wanted = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
+
+    let dir = tempfile::tempdir().map_err(datafusion::error::DataFusionError::from)?;
+    if wanted("ipa_nps_1361000") {
+        let parquet = dir.path().join("nps.parquet");
+        let parquet = parquet.to_string_lossy().to_string();
+        {
+            let ctx = SessionContext::new();
+            datafusion_anonymize::register(&ctx)?;
+            ctx.sql(&format!(
+                "COPY (SELECT * FROM nps_demo()) TO '{parquet}' STORED AS PARQUET"
+            ))
+            .await?
+            .collect()
+            .await?;
+        }
+        let (rows, nodes, median) = ipa_nps(&parquet, runs).await?;
+        println!(
+            "CASE name=ipa_nps_1361000 rows={rows} nodes={nodes} median_s={median:.3} peak_rss_mb={:.0}",
+            peak_rss_mb()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,297 @@
+//! Builders that produce ARX-layout hierarchy rows: numeric interval ladders and prefix masks.
+
+use datafusion::common::{plan_err, Result};
+
+use super::STAR;
+
+/// Largest number of leaves an interval domain may enumerate.
+pub const MAX_INTERVAL_DOMAIN: usize = 10_000_000;
+
+/// Parses an integer domain such as `"1..100"` or `"11, 21..26, 31..39"` (inclusive ranges).
+pub fn parse_integer_domain(spec: &str) -> Result<Vec<i64>> {
+    let mut values = Vec::new();
+    for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if let Some((lo, hi)) = item.split_once("..") {
+            let lo = parse_int(lo, "domain")?;
+            let hi = parse_int(hi, "domain")?;
+            if lo > hi {
+                return plan_err!("domain range '{item}' is empty: {lo} > {hi}");
+            }
+            if (hi - lo) as u64 >= MAX_INTERVAL_DOMAIN as u64 {
+                return plan_err!(
+                    "domain range '{item}' has more than {MAX_INTERVAL_DOMAIN} values"
+                );
+            }
+            values.extend(lo..=hi);
+        } else {
+            values.push(parse_int(item, "domain")?);
+        }
+        if values.len() > MAX_INTERVAL_DOMAIN {
+            return plan_err!("domain '{spec}' has more than {MAX_INTERVAL_DOMAIN} values");
+        }
+    }
+    values.sort_unstable();
+    values.dedup();
+    if values.is_empty() {
+        return plan_err!("domain '{spec}' is empty; write e.g. '1..100' or '11, 21..26'");
+    }
+    Ok(values)
+}
+
+fn parse_int(text: &str, what: &str) -> Result<i64> {
+    match text.trim().parse::<i64>() {
+        Ok(v) => Ok(v),
+        Err(_) => plan_err!("{what}: '{}' is not an integer", text.trim()),
+    }
+}
+
+/// One level of an interval ladder.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IntervalLevel {
+    /// Fixed-width bins `[k·w, (k+1)·w)`.
+    Width(i64),
+    /// Explicit, strictly increasing breakpoints `b0 < b1 < … < bn`: bins `[b_i, b_{i+1})`,
+    /// the last bin also holding the value `bn` itself (label `[b_{n-1}-b_n]`).
+    Breakpoints(Vec<i64>),
+}
+
+impl IntervalLevel {
+    /// Parses `"10"` (a width) or `"0, 30, 60, 100"` (breakpoints).
+    pub fn parse(spec: &str) -> Result<Self> {
+        let numbers = spec
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| parse_int(s, "interval level"))
+            .collect::<Result<Vec<_>>>()?;
+        match numbers.len() {
+            0 => plan_err!("interval level '{spec}' is empty; write a width like '10' or breakpoints like '0,30,60,100'"),
+            1 if numbers[0] > 0 => Ok(Self::Width(numbers[0])),
+            1 => plan_err!("interval width must be positive, got {}", numbers[0]),
+            _ => {
+                if numbers.windows(2).any(|w| w[0] >= w[1]) {
+                    return plan_err!("interval breakpoints '{spec}' must be strictly increasing");
+                }
+                Ok(Self::Breakpoints(numbers))
+            }
+        }
+    }
+
+    /// Label of `value`; with `close_last`, the last bin includes the last breakpoint.
+    fn label(&self, value: i64, close_last: bool) -> Result<String> {
+        match self {
+            Self::Width(width) => {
+                let lo = value.div_euclid(*width) * width;
+                Ok(interval_label(lo, lo + width, false))
+            }
+            Self::Breakpoints(points) => {
+                let last = points[points.len() - 1];
+                let beyond = if close_last {
+                    value > last
+                } else {
+                    value >= last
+                };
+                if value < points[0] || beyond {
+                    let note = if close_last {
+                        ""
+                    } else {
+                        " (the last breakpoint is exclusive unless it is the domain maximum)"
+                    };
+                    return plan_err!(
+                        "value {value} lies outside the breakpoints {}..{last}{note}",
+                        points[0]
+                    );
+                }
+                let upper = points
+                    .partition_point(|&b| b <= value)
+                    .min(points.len() - 1);
+                let is_last_bin = upper == points.len() - 1;
+                Ok(interval_label(
+                    points[upper - 1],
+                    points[upper],
+                    close_last && is_last_bin,
+                ))
+            }
+        }
+    }
+
+    fn closes_last_bin(&self, domain_max: i64) -> bool {
+        matches!(self, Self::Breakpoints(points) if points[points.len() - 1] == domain_max)
+    }
+}
+
+/// Label of an integer interval: the value itself when it holds one integer, otherwise
+/// `[lo-hi)` (half-open) or `[lo-hi]` (closed).
+pub fn interval_label(lo: i64, hi: i64, closed: bool) -> String {
+    if !closed && hi - lo == 1 {
+        lo.to_string()
+    } else if closed && hi == lo {
+        lo.to_string()
+    } else if closed {
+        format!("[{lo}-{hi}]")
+    } else {
+        format!("[{lo}-{hi})")
+    }
+}
+
+/// Builds ARX-layout rows for an integer domain and a ladder of interval levels. A final
+/// `*` level is appended unless the last level already maps everything to one value.
+pub fn interval_hierarchy_rows(
+    domain: &[i64],
+    levels: &[IntervalLevel],
+) -> Result<Vec<Vec<String>>> {
+    let domain_max = domain.iter().copied().max().unwrap_or_default();
+    let mut rows = Vec::with_capacity(domain.len());
+    for &value in domain {
+        let mut row = Vec::with_capacity(levels.len() + 2);
+        row.push(value.to_string());
+        for level in levels {
+            row.push(level.label(value, level.closes_last_bin(domain_max))?);
+        }
+        rows.push(row);
+    }
+    append_star_level(&mut rows);
+    Ok(rows)
+}
+
+/// Builds ARX-layout rows that mask codes from the right: with `keep = [3, 2]`,
+/// `I634 → I63* → I6* → *`. An empty `keep` uses every prefix length from the longest
+/// code's length − 1 down to 1.
+pub fn mask_hierarchy_rows(values: &[String], keep: &[usize]) -> Result<Vec<Vec<String>>> {
+    if values.is_empty() {
+        return plan_err!("cannot build a masking hierarchy from an empty set of values");
+    }
+    let longest = values.iter().map(|v| v.chars().count()).max().unwrap_or(0);
+    let keep: Vec<usize> = if keep.is_empty() {
+        (1..longest).rev().collect()
+    } else {
+        if keep.windows(2).any(|w| w[0] <= w[1]) {
+            return plan_err!("mask lengths must be strictly decreasing, got {keep:?}");
+        }
+        keep.to_vec()
+    };
+    let mut rows = Vec::with_capacity(values.len());
+    for value in values {
+        let mut row = Vec::with_capacity(keep.len() + 2);
+        row.push(value.clone());
+        for &k in &keep {
+            let prefix: String = value.chars().take(k).collect();
+            row.push(format!("{prefix}{STAR}"));
+        }
+        rows.push(row);
+    }
+    append_star_level(&mut rows);
+    Ok(rows)
+}
+
+/// Appends a `*` column unless the last column already holds one value for every row.
+fn append_star_level(rows: &mut [Vec<String>]) {
+    let Some(first) = rows.first() else { return };
+    let width = first.len();
+    let top = &first[width - 1];
+    let single_top = width > 1 && rows.iter().all(|r| &r[width - 1] == top);
+    if !single_top {
+        for row in rows.iter_mut() {
+            row.push(STAR.to_string());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hierarchy::Hierarchy;
+
+    #[test]
+    fn domain_parsing() {
+        assert_eq!(parse_integer_domain("3, 1..2").unwrap(), vec![1, 2, 3]);
+        assert_eq!(parse_integer_domain("11,21..26,31..39").unwrap().len(), 16);
+        assert!(parse_integer_domain("5..1").is_err());
+        assert!(parse_integer_domain("a..b").is_err());
+        assert!(parse_integer_domain("").is_err());
+    }
+
+    #[test]
+    fn reference_nps_age_hierarchy() {
+        let domain = parse_integer_domain("1..100").unwrap();
+        let levels = [
+            IntervalLevel::parse("10").unwrap(),
+            IntervalLevel::parse("0,30,60,100").unwrap(),
+        ];
+        let rows = interval_hierarchy_rows(&domain, &levels).unwrap();
+        assert_eq!(rows[0], vec!["1", "[0-10)", "[0-30)", "*"]);
+        assert_eq!(rows[36], vec!["37", "[30-40)", "[30-60)", "*"]);
+        assert_eq!(rows[99], vec!["100", "[100-110)", "[60-100]", "*"]);
+        let h = Hierarchy::from_rows("age", &rows).unwrap();
+        assert_eq!(h.height(), 3);
+        assert_eq!(h.level(1).cardinality(), 11);
+        assert_eq!(h.level(2).labels(), &["[0-30)", "[30-60)", "[60-100]"]);
+    }
+
+    #[test]
+    fn reference_nps_los_and_location_hierarchies() {
+        let los = interval_hierarchy_rows(
+            &parse_integer_domain("1..400").unwrap(),
+            &[
+                IntervalLevel::parse("1,2,5,10,30,400").unwrap(),
+                IntervalLevel::parse("1,2,400").unwrap(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(los[0], vec!["1", "1", "1", "*"]);
+        assert_eq!(los[2], vec!["3", "[2-5)", "[2-400]", "*"]);
+        assert_eq!(los[399], vec!["400", "[30-400]", "[2-400]", "*"]);
+        let loc = interval_hierarchy_rows(
+            &parse_integer_domain("11,21..26,31..39").unwrap(),
+            &[
+                IntervalLevel::parse("11,12,21,27,31,40").unwrap(),
+                IntervalLevel::parse("11,12,21,40").unwrap(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(loc[0], vec!["11", "11", "11", "*"]);
+        assert_eq!(loc[1], vec!["21", "[21-27)", "[21-40)", "*"]);
+        assert_eq!(loc[15], vec!["39", "[31-40)", "[21-40)", "*"]);
+        let h = Hierarchy::from_rows("location", &loc).unwrap();
+        assert_eq!(h.ncp_per_code(2), vec![0.0, 15.0 / 16.0]);
+    }
+
+    #[test]
+    fn interval_errors() {
+        assert!(IntervalLevel::parse("0").is_err());
+        assert!(IntervalLevel::parse("5,3").is_err());
+        assert!(IntervalLevel::parse("x").is_err());
+        let domain = parse_integer_domain("1..10").unwrap();
+        let err =
+            interval_hierarchy_rows(&domain, &[IntervalLevel::parse("2,5").unwrap()]).unwrap_err();
+        assert!(err.to_string().contains("outside the breakpoints"), "{err}");
+        // Ladders that are not nested are caught by validation.
+        let rows = interval_hierarchy_rows(
+            &domain,
+            &[
+                IntervalLevel::parse("0,4,11").unwrap(),
+                IntervalLevel::parse("0,3,11").unwrap(),
+            ],
+        )
+        .unwrap();
+        assert!(Hierarchy::from_rows("x", &rows)
+            .unwrap_err()
+            .to_string()
+            .contains("two parents"));
+    }
+
+    #[test]
+    fn masking() {
+        let values: Vec<String> = ["I634", "I619", "J189"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let rows = mask_hierarchy_rows(&values, &[3, 2]).unwrap();
+        assert_eq!(rows[0], vec!["I634", "I63*", "I6*", "*"]);
+        let rows = mask_hierarchy_rows(&values, &[]).unwrap();
+        assert_eq!(rows[2], vec!["J189", "J18*", "J1*", "J*", "*"]);
+        assert!(mask_hierarchy_rows(&values, &[2, 3]).is_err());
+        assert!(mask_hierarchy_rows(&[], &[]).is_err());
+        Hierarchy::from_rows("disease", &rows).unwrap();
+    }
+}

@@ -1,0 +1,58 @@
+//! Loading hierarchies from Arrow data (any table or view in ARX's layout).
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{plan_err, Result};
+
+use super::Hierarchy;
+
+/// Converts an Arrow array to text the way hierarchy matching sees values (`None` for null).
+pub fn array_to_strings(array: &ArrayRef) -> Result<Vec<Option<String>>> {
+    let utf8 = cast(array, &DataType::Utf8)?;
+    let strings = utf8.as_string::<i32>();
+    Ok((0..strings.len())
+        .map(|i| (!strings.is_null(i)).then(|| strings.value(i).to_string()))
+        .collect())
+}
+
+/// Builds a hierarchy from the batches of a table in ARX layout: column 0 the raw value,
+/// column `i` its level-`i` generalization. `source` names the table in error messages.
+pub fn hierarchy_from_batches(
+    attribute: &str,
+    source: &str,
+    batches: &[RecordBatch],
+) -> Result<Hierarchy> {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for batch in batches {
+        if batch.num_columns() < 2 {
+            return plan_err!(
+                "hierarchy table '{source}' for column '{attribute}' has {} column(s); it needs the raw value and at least one generalization level",
+                batch.num_columns()
+            );
+        }
+        let columns = batch
+            .columns()
+            .iter()
+            .map(array_to_strings)
+            .collect::<Result<Vec<_>>>()?;
+        for row in 0..batch.num_rows() {
+            let mut cells = Vec::with_capacity(columns.len());
+            for column in &columns {
+                match &column[row] {
+                    Some(text) => cells.push(text.trim().to_string()),
+                    // Ragged CSV rows arrive as trailing nulls: treat them as missing levels.
+                    None => break,
+                }
+            }
+            rows.push(cells);
+        }
+    }
+    Hierarchy::from_rows(attribute, &rows).map_err(|e| {
+        datafusion::error::DataFusionError::Plan(format!(
+            "{} (hierarchy table '{source}')",
+            e.strip_backtrace()
+                .trim_start_matches("Error during planning: ")
+        ))
+    })
+}

@@ -1,0 +1,582 @@
+//! IPA — informative-attribute preserving anonymization (Lee & Chung 2020).
+//!
+//! For every node of the full-domain lattice the data are generalized, classes are
+//! suppressed under a noisy threshold, counterfeit records are inserted with a noisy count
+//! and exponential-mechanism choice of informative values (paper Algorithm 1). Every
+//! candidate is scored by information loss (NCP + EMD + Rate) and one is chosen with the
+//! exponential mechanism (Algorithm 2). The released data are exactly the scored candidate:
+//! each node draws from its own reproducible random stream, which is replayed for the chosen
+//! node.
+//!
+//! Privacy caveat (see the `guarantee` text): the paper claims ε-differential privacy for
+//! the whole pipeline; that claim does not hold (truthful values, visible classes, one-sided
+//! insertion noise, no composition over the lattice).
+
+use std::collections::HashMap;
+
+use datafusion::common::{internal_err, plan_err, Result};
+
+use crate::hierarchy::Hierarchy;
+use crate::histogram::GroupedHistogram;
+use crate::lattice::{Lattice, Node};
+use crate::mechanism::exponential::{exponential_mechanism, sample_weighted_index};
+use crate::mechanism::noise::{
+    sample_discrete_laplace, sample_floor_laplace, sample_uniform_below, ExactScale,
+};
+use crate::mechanism::rng::{derive_child, AnonRng};
+use crate::release::{ReleasedHistogram, SUPPRESSED};
+
+/// Which reading of the paper to follow where it is ambiguous (SPEC §1.11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IpaVariant {
+    /// The paper's formulas: threshold noise `Lap((t−1)/ε_sup)`, suppress iff `|E| ≤ t + noise`,
+    /// IL as the sum NCP + EMD + Rate with `Δu = 3`.
+    Paper,
+    /// The reference implementation's parameter choices: threshold noise `Lap(1/ε_sup)`
+    /// clamped at `t` and compared with `<`, node choice with `ε/3` and `Δu = 1` on the
+    /// averaged IL — without its defects.
+    Reference,
+}
+
+impl IpaVariant {
+    /// Parses `paper` or `reference`.
+    pub fn parse(text: &str) -> Result<Self> {
+        match text.to_ascii_lowercase().as_str() {
+            "paper" => Ok(Self::Paper),
+            "reference" => Ok(Self::Reference),
+            other => {
+                plan_err!("unknown variant '{other}' for method 'ipa'; valid: 'paper', 'reference'")
+            }
+        }
+    }
+
+    /// The variant's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Paper => "paper",
+            Self::Reference => "reference",
+        }
+    }
+}
+
+/// Parameters of an IPA run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IpaParams {
+    /// Ambiguity resolution.
+    pub variant: IpaVariant,
+    /// Budget for the noisy suppression threshold.
+    pub eps_sup: f64,
+    /// Budget for the counterfeit counts.
+    pub eps_ins: f64,
+    /// Budget for the informative-value choice.
+    pub eps_val: f64,
+    /// Budget for the node choice.
+    pub eps_cand: f64,
+    /// Suppression threshold `t`.
+    pub threshold: u64,
+    /// Whether the suppressed class `*` also receives counterfeits.
+    pub insert_into_suppressed: bool,
+}
+
+impl IpaParams {
+    /// Default budget split for a total ε: paper 0.1/0.3/0.3/0.3; reference 0.1/0.3/0.3/(1/3).
+    pub fn with_defaults(variant: IpaVariant, epsilon: f64, threshold: u64) -> Self {
+        let cand = match variant {
+            IpaVariant::Paper => 0.3 * epsilon,
+            IpaVariant::Reference => epsilon / 3.0,
+        };
+        Self {
+            variant,
+            eps_sup: 0.1 * epsilon,
+            eps_ins: 0.3 * epsilon,
+            eps_val: 0.3 * epsilon,
+            eps_cand: cand,
+            threshold,
+            insert_into_suppressed: true,
+        }
+    }
+
+    /// The total budget the paper's Theorem 9 would claim.
+    pub fn claimed_epsilon(&self) -> f64 {
+        self.eps_sup + self.eps_ins + self.eps_val + self.eps_cand
+    }
+
+    fn validate(&self) -> Result<()> {
+        for (name, value) in [
+            ("epsilon_sup", self.eps_sup),
+            ("epsilon_ins", self.eps_ins),
+            ("epsilon_val", self.eps_val),
+            ("epsilon_cand", self.eps_cand),
+        ] {
+            if !(value.is_finite() && value > 0.0) {
+                return plan_err!("{name} must be a positive finite number, got {value}");
+            }
+        }
+        if self.variant == IpaVariant::Paper && self.threshold < 2 {
+            return plan_err!(
+                "suppression_threshold must be at least 2 for variant 'paper' (its noise scale is (t-1)/epsilon_sup), got {}",
+                self.threshold
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Scores and counts of one candidate (owner-only diagnostics).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeOutcome {
+    /// The lattice node.
+    pub node: Node,
+    /// Normalized certainty penalty of the candidate.
+    pub ncp: f64,
+    /// Mean per-class total-variation distance between real and released values.
+    pub emd: f64,
+    /// Mean per-class share of counterfeit records.
+    pub rate: f64,
+    /// Information loss as the variant defines it (sum, or mean for `reference`).
+    pub il: f64,
+    /// Number of released equivalence classes (including `*`).
+    pub classes: usize,
+    /// Number of classes suppressed.
+    pub suppressed_classes: usize,
+    /// Number of real records suppressed.
+    pub suppressed_records: u64,
+    /// Number of counterfeit records inserted.
+    pub counterfeits: u64,
+    /// Number of released rows (real + counterfeit).
+    pub released_rows: u64,
+}
+
+/// The result of an IPA run.
+#[derive(Debug, Clone)]
+pub struct IpaResult {
+    /// Outcome of every node, in lattice order.
+    pub outcomes: Vec<NodeOutcome>,
+    /// Index of the chosen node in `outcomes`.
+    pub chosen: usize,
+    /// The released histogram of the chosen node.
+    pub release: ReleasedHistogram,
+}
+
+/// Runs IPA over the whole lattice. `base` is the leaf-level histogram, `value_domain` the
+/// number of distinct informative values; `progress(done, total)` is called as nodes finish.
+pub fn run_ipa(
+    base: &GroupedHistogram,
+    hierarchies: &[&Hierarchy],
+    lattice: &Lattice,
+    value_domain: usize,
+    params: &IpaParams,
+    rng: &mut AnonRng,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<IpaResult> {
+    params.validate()?;
+    if base.total() == 0 {
+        return plan_err!("cannot anonymize an empty table");
+    }
+    let scales = Scales::new(params)?;
+    let nodes = lattice.nodes();
+    let streams: Vec<AnonRng> = nodes.iter().map(|_| derive_child(rng)).collect();
+    let total = nodes.len();
+
+    // Group nodes by level sum; each node rolls up from its smallest already-computed
+    // predecessor.
+    let max_sum: usize = lattice.heights().iter().sum();
+    let mut by_sum: Vec<Vec<usize>> = vec![Vec::new(); max_sum + 1];
+    for (i, node) in nodes.iter().enumerate() {
+        by_sum[node.iter().sum::<usize>()].push(i);
+    }
+    let mut outcomes: Vec<Option<NodeOutcome>> = vec![None; total];
+    let mut previous: HashMap<usize, GroupedHistogram> = HashMap::new();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .max(1);
+
+    for level_nodes in &by_sum {
+        let work = |indices: &[usize]| -> Result<Vec<(usize, GroupedHistogram, NodeOutcome)>> {
+            let mut out = Vec::with_capacity(indices.len());
+            for &i in indices {
+                let node = &nodes[i];
+                let hist = if node.iter().all(|&l| l == 0) {
+                    base.clone()
+                } else {
+                    let source = lattice
+                        .predecessors(node)
+                        .into_iter()
+                        .filter_map(|p| previous.get(&lattice.index_of(&p)))
+                        .min_by_key(|h| h.pair_count());
+                    match source {
+                        Some(src) => src.roll_up(hierarchies, node, value_domain)?,
+                        None => base.roll_up(hierarchies, node, value_domain)?,
+                    }
+                };
+                let mut stream = streams[i].clone();
+                let (outcome, _) = perturb_node(
+                    &hist,
+                    hierarchies,
+                    value_domain,
+                    params,
+                    &scales,
+                    &mut stream,
+                    false,
+                )?;
+                out.push((i, hist, outcome));
+                let finished = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                progress(finished, total);
+            }
+            Ok(out)
+        };
+        let chunk = level_nodes.len().div_ceil(threads).max(1);
+        let results: Vec<Result<Vec<_>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = level_nodes
+                .chunks(chunk)
+                .map(|part| scope.spawn(move || work(part)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| internal_err!("an IPA worker thread panicked"))
+                })
+                .collect()
+        });
+        let mut next = HashMap::with_capacity(level_nodes.len());
+        for result in results {
+            for (i, hist, outcome) in result? {
+                outcomes[i] = Some(outcome);
+                next.insert(i, hist);
+            }
+        }
+        previous = next;
+    }
+    let outcomes: Vec<NodeOutcome> = outcomes
+        .into_iter()
+        .collect::<Option<Vec<_>>>()
+        .map_or_else(
+            || internal_err!("an IPA lattice node was not evaluated"),
+            Ok,
+        )?;
+
+    // Node choice (Eq. 11-12).
+    let (max_il, sensitivity) = match params.variant {
+        IpaVariant::Paper => (3.0, 3.0),
+        IpaVariant::Reference => (1.0, 1.0),
+    };
+    let utilities: Vec<f64> = outcomes.iter().map(|o| max_il - o.il).collect();
+    let chosen = exponential_mechanism(rng, &utilities, params.eps_cand, sensitivity)
+        .map_err(|e| datafusion::error::DataFusionError::Execution(e.to_string()))?;
+
+    // Replay the chosen node's stream: the release is exactly the scored candidate.
+    let node = &nodes[chosen];
+    let hist = base.roll_up(hierarchies, node, value_domain)?;
+    let mut stream = streams[chosen].clone();
+    let (outcome, release) = perturb_node(
+        &hist,
+        hierarchies,
+        value_domain,
+        params,
+        &scales,
+        &mut stream,
+        true,
+    )?;
+    if outcome != outcomes[chosen] {
+        return internal_err!("IPA replay of node {node:?} differs from the scored candidate");
+    }
+    let Some(release) = release else {
+        return internal_err!("IPA replay produced no release");
+    };
+    Ok(IpaResult {
+        outcomes,
+        chosen,
+        release,
+    })
+}
+
+/// Exact noise scales derived once from the budget.
+struct Scales {
+    suppression: ExactScale,
+    insertion: ExactScale,
+}
+
+impl Scales {
+    fn new(params: &IpaParams) -> Result<Self> {
+        let sup_sensitivity = match params.variant {
+            IpaVariant::Paper => params.threshold - 1,
+            IpaVariant::Reference => 1,
+        };
+        let to_err = |e: crate::mechanism::noise::NoiseError| {
+            datafusion::error::DataFusionError::Plan(e.to_string())
+        };
+        Ok(Self {
+            suppression: ExactScale::from_sensitivity_epsilon(sup_sensitivity, params.eps_sup)
+                .map_err(to_err)?,
+            insertion: ExactScale::from_sensitivity_epsilon(1, params.eps_ins).map_err(to_err)?,
+        })
+    }
+}
+
+/// Per-class scratch state while perturbing one node.
+struct ClassWork {
+    /// (value, real count) of the class, ascending by value.
+    real: Vec<(u32, u64)>,
+    /// Counterfeit values drawn for the class.
+    fake: Vec<u32>,
+}
+
+/// Algorithm 1 on one node plus its information loss. With `collect`, also returns the
+/// released histogram.
+fn perturb_node(
+    hist: &GroupedHistogram,
+    hierarchies: &[&Hierarchy],
+    value_domain: usize,
+    params: &IpaParams,
+    scales: &Scales,
+    rng: &mut AnonRng,
+    collect: bool,
+) -> Result<(NodeOutcome, Option<ReleasedHistogram>)> {
+    let attrs = hierarchies.len();
+    let ncp_tables: Vec<Vec<f64>> = (0..attrs)
+        .map(|a| hierarchies[a].ncp_per_code(hist.levels[a]))
+        .collect();
+    let mut acc = Accumulator::default();
+    let mut release = collect.then(|| ReleasedHistogram::new(hist.levels.clone(), attrs));
+    let mut suppressed = vec![0u64; value_domain];
+    let mut suppressed_touched: Vec<u32> = Vec::new();
+    let mut work = ClassWork {
+        real: Vec::new(),
+        fake: Vec::new(),
+    };
+
+    for c in 0..hist.class_count() {
+        let range = hist.class_offsets[c]..hist.class_offsets[c + 1];
+        let n: u64 = hist.pair_counts[range.clone()].iter().sum();
+        if suppress(n, params, scales, rng) {
+            acc.suppressed_classes += 1;
+            acc.suppressed_records += n;
+            for p in range {
+                let v = hist.pair_values[p];
+                if suppressed[v as usize] == 0 {
+                    suppressed_touched.push(v);
+                }
+                suppressed[v as usize] += hist.pair_counts[p];
+            }
+            continue;
+        }
+        work.real.clear();
+        work.real
+            .extend(range.map(|p| (hist.pair_values[p], hist.pair_counts[p])));
+        insert_counterfeits(&mut work, n, value_domain, params, scales, rng)?;
+        let ncp_per_record: f64 = (0..attrs)
+            .map(|a| ncp_tables[a][hist.class_codes[a][c] as usize])
+            .sum();
+        acc.add_class(&work, n, ncp_per_record);
+        if let Some(rel) = release.as_mut() {
+            let codes: Vec<u32> = (0..attrs).map(|a| hist.class_codes[a][c]).collect();
+            rel.push_class(&codes, &work.real, &work.fake);
+        }
+    }
+
+    if acc.suppressed_records > 0 {
+        suppressed_touched.sort_unstable();
+        work.real.clear();
+        work.real.extend(
+            suppressed_touched
+                .iter()
+                .map(|&v| (v, suppressed[v as usize])),
+        );
+        let n = acc.suppressed_records;
+        work.fake.clear();
+        if params.insert_into_suppressed {
+            insert_counterfeits(&mut work, n, value_domain, params, scales, rng)?;
+        }
+        acc.add_class(&work, n, attrs as f64);
+        if let Some(rel) = release.as_mut() {
+            rel.push_class(&vec![SUPPRESSED; attrs], &work.real, &work.fake);
+        }
+    }
+
+    let rows = acc.real + acc.counterfeits;
+    let classes = acc.classes;
+    let ncp = if rows == 0 || attrs == 0 {
+        0.0
+    } else {
+        acc.ncp_sum / (attrs as f64 * rows as f64)
+    };
+    let emd = if classes == 0 {
+        0.0
+    } else {
+        acc.emd_sum / classes as f64
+    };
+    let rate = if classes == 0 {
+        0.0
+    } else {
+        acc.rate_sum / classes as f64
+    };
+    let sum = ncp + emd + rate;
+    let il = match params.variant {
+        IpaVariant::Paper => sum,
+        IpaVariant::Reference => sum / 3.0,
+    };
+    Ok((
+        NodeOutcome {
+            node: hist.levels.clone(),
+            ncp,
+            emd,
+            rate,
+            il,
+            classes,
+            suppressed_classes: acc.suppressed_classes,
+            suppressed_records: acc.suppressed_records,
+            counterfeits: acc.counterfeits,
+            released_rows: rows,
+        },
+        release,
+    ))
+}
+
+/// Noisy-threshold suppression of a class of `n` records.
+///
+/// Paper: suppress iff `n ≤ t + L`, `L ~ Lap((t−1)/ε_sup)`. Reference: `τ = max(t, t + L)`,
+/// `L ~ Lap(1/ε_sup)`, suppress iff `n < τ`. Both compare an integer with `t + L`, which is
+/// decided exactly by `floor(L) ≥ n − t` (up to the probability-zero event `L = n − t`).
+fn suppress(n: u64, params: &IpaParams, scales: &Scales, rng: &mut AnonRng) -> bool {
+    let t = params.threshold;
+    if params.variant == IpaVariant::Reference && n < t {
+        return true;
+    }
+    let floor_noise = sample_floor_laplace(rng, scales.suppression);
+    let margin = n as i128 - t as i128;
+    floor_noise as i128 >= margin
+}
+
+/// Draws the number of counterfeits (`max(0, Z)`, `Z` two-sided geometric with scale
+/// `1/ε_ins`) and their values by the exponential mechanism of Eq. (3)–(4).
+fn insert_counterfeits(
+    work: &mut ClassWork,
+    n: u64,
+    value_domain: usize,
+    params: &IpaParams,
+    scales: &Scales,
+    rng: &mut AnonRng,
+) -> Result<()> {
+    work.fake.clear();
+    let noise = sample_discrete_laplace(rng, scales.insertion);
+    if noise <= 0 {
+        return Ok(());
+    }
+    let count = noise as u64;
+    let present = work.real.len();
+    let absent = value_domain.saturating_sub(present);
+    let denominator = (n + 1) as f64;
+    let absent_score = if absent > 0 {
+        1.0 / (denominator * absent as f64)
+    } else {
+        0.0
+    };
+    let mut max_score = if absent > 0 { absent_score } else { f64::MIN };
+    for &(_, c) in &work.real {
+        max_score = max_score.max(c as f64 / denominator);
+    }
+    // ΔS = 1: weight exp(ε_val·(S − S_max)/2).
+    let half_eps = params.eps_val / 2.0;
+    let mut weights: Vec<f64> = work
+        .real
+        .iter()
+        .map(|&(_, c)| (half_eps * (c as f64 / denominator - max_score)).exp())
+        .collect();
+    if absent > 0 {
+        weights.push(absent as f64 * (half_eps * (absent_score - max_score)).exp());
+    }
+    for _ in 0..count {
+        let pick = sample_weighted_index(rng, &weights)
+            .map_err(|e| datafusion::error::DataFusionError::Execution(e.to_string()))?;
+        if pick < present {
+            work.fake.push(work.real[pick].0);
+        } else {
+            let j = sample_uniform_below(rng, absent as u64);
+            work.fake.push(nth_absent(&work.real, j as u32));
+        }
+    }
+    Ok(())
+}
+
+/// The `j`-th value code (ascending) that is not among the class's present values.
+fn nth_absent(present: &[(u32, u64)], j: u32) -> u32 {
+    let mut candidate = j;
+    for &(v, _) in present {
+        if v <= candidate {
+            candidate += 1;
+        } else {
+            break;
+        }
+    }
+    candidate
+}
+
+#[derive(Default)]
+struct Accumulator {
+    classes: usize,
+    suppressed_classes: usize,
+    suppressed_records: u64,
+    real: u64,
+    counterfeits: u64,
+    ncp_sum: f64,
+    emd_sum: f64,
+    rate_sum: f64,
+}
+
+impl Accumulator {
+    /// Adds one released class: `n` real records, `work.fake` counterfeits.
+    fn add_class(&mut self, work: &ClassWork, n: u64, ncp_per_record: f64) {
+        let f = work.fake.len() as u64;
+        let size = (n + f) as f64;
+        self.classes += 1;
+        self.real += n;
+        self.counterfeits += f;
+        self.ncp_sum += size * ncp_per_record;
+        self.rate_sum += f as f64 / size;
+        self.emd_sum += class_total_variation(work, n);
+    }
+}
+
+/// Total-variation distance between a class's real values and its released values
+/// (real + counterfeit): `½ Σ_v |c_v/n − (c_v + f_v)/(n + f)|` (Eq. 7 per class).
+fn class_total_variation(work: &ClassWork, n: u64) -> f64 {
+    if work.fake.is_empty() || n == 0 {
+        return 0.0;
+    }
+    let f = work.fake.len() as f64;
+    let n_f = n as f64;
+    let mut fake_counts: Vec<(u32, u64)> = Vec::with_capacity(work.fake.len());
+    let mut sorted = work.fake.clone();
+    sorted.sort_unstable();
+    for v in sorted {
+        match fake_counts.last_mut() {
+            Some((last, c)) if *last == v => *c += 1,
+            _ => fake_counts.push((v, 1)),
+        }
+    }
+    let mut tv = 0.0;
+    let mut j = 0;
+    for &(v, c) in &work.real {
+        while j < fake_counts.len() && fake_counts[j].0 < v {
+            tv += fake_counts[j].1 as f64 / (n_f + f);
+            j += 1;
+        }
+        let added = if j < fake_counts.len() && fake_counts[j].0 == v {
+            j += 1;
+            fake_counts[j - 1].1
+        } else {
+            0
+        };
+        tv += (c as f64 / n_f - (c + added) as f64 / (n_f + f)).abs();
+    }
+    for &(_, c) in &fake_counts[j..] {
+        tv += c as f64 / (n_f + f);
+    }
+    tv / 2.0
+}
+
+#[cfg(test)]
+mod tests;

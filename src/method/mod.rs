@@ -1,0 +1,3 @@
+//! Anonymization methods: each maps a histogram, parameters and a random stream to a release.
+
+pub mod ipa;

@@ -1,0 +1,339 @@
+//! Argument binding for our table functions: positional and `name => value` arguments,
+//! checked against a declared parameter list, with canonical rendering for cache keys.
+
+use std::collections::BTreeMap;
+
+use datafusion::common::{plan_err, Result, ScalarValue};
+
+/// Arguments as written in SQL, already reduced to literal values.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallArgs {
+    /// Unnamed arguments in order.
+    pub positional: Vec<ScalarValue>,
+    /// `name => value` arguments in order (names lower-cased).
+    pub named: Vec<(String, ScalarValue)>,
+}
+
+/// A declared parameter of a table function.
+#[derive(Debug, Clone, Copy)]
+pub struct ParamSpec {
+    /// Parameter name (lower case).
+    pub name: &'static str,
+    /// One-line description, shown by `anonymize_help()`.
+    pub doc: &'static str,
+    /// Default shown in help (`None` = required or method-dependent).
+    pub default: Option<&'static str>,
+}
+
+/// Arguments bound to parameter names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoundArgs {
+    function: String,
+    values: BTreeMap<String, ScalarValue>,
+}
+
+/// Binds `args` to `params`: positional arguments fill `positional_names` in order; named
+/// arguments must be declared; nothing may be given twice.
+pub fn bind(
+    function: &str,
+    params: &[ParamSpec],
+    positional_names: &[&str],
+    args: CallArgs,
+) -> Result<BoundArgs> {
+    let mut values = BTreeMap::new();
+    if args.positional.len() > positional_names.len() {
+        return plan_err!(
+            "{function}() takes at most {} positional argument(s) ({}); pass the others as name => value",
+            positional_names.len(),
+            positional_names.join(", ")
+        );
+    }
+    for (name, value) in positional_names.iter().zip(args.positional) {
+        values.insert(name.to_string(), value);
+    }
+    for (name, value) in args.named {
+        let name = name.to_ascii_lowercase();
+        if !params.iter().any(|p| p.name == name) {
+            let valid: Vec<&str> = params.iter().map(|p| p.name).collect();
+            let hint = closest(&name, &valid)
+                .map(|c| format!(" (did you mean '{c}'?)"))
+                .unwrap_or_default();
+            return plan_err!(
+                "{function}(): unknown argument '{name}'{hint}; valid arguments: {}",
+                valid.join(", ")
+            );
+        }
+        if values.insert(name.clone(), value).is_some() {
+            return plan_err!("{function}(): argument '{name}' is given twice");
+        }
+    }
+    Ok(BoundArgs {
+        function: function.to_string(),
+        values,
+    })
+}
+
+fn closest<'a>(name: &str, valid: &[&'a str]) -> Option<&'a str> {
+    valid
+        .iter()
+        .map(|v| (edit_distance(name, v), *v))
+        .filter(|(d, v)| *d <= 2.max(v.len() / 4))
+        .min()
+        .map(|(_, v)| v)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for j in 0..b.len() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != b[j]))
+                .min(row[j] + 1)
+                .min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+impl BoundArgs {
+    /// Whether an argument was given.
+    pub fn has(&self, name: &str) -> bool {
+        self.values.contains_key(name)
+    }
+
+    /// A text argument.
+    pub fn string(&self, name: &str) -> Result<Option<String>> {
+        match self.values.get(name) {
+            None => Ok(None),
+            Some(v) => match v {
+                ScalarValue::Utf8(Some(s))
+                | ScalarValue::Utf8View(Some(s))
+                | ScalarValue::LargeUtf8(Some(s)) => Ok(Some(s.clone())),
+                other => plan_err!(
+                    "{}(): argument '{name}' must be a string, got {other}",
+                    self.function
+                ),
+            },
+        }
+    }
+
+    /// A required text argument.
+    pub fn required_string(&self, name: &str) -> Result<String> {
+        match self.string(name)? {
+            Some(s) => Ok(s),
+            None => plan_err!("{}(): argument '{name}' is required", self.function),
+        }
+    }
+
+    /// A real-number argument (integers accepted).
+    pub fn f64(&self, name: &str) -> Result<Option<f64>> {
+        let Some(v) = self.values.get(name) else {
+            return Ok(None);
+        };
+        let x = match v {
+            ScalarValue::Float64(Some(x)) => *x,
+            ScalarValue::Float32(Some(x)) => *x as f64,
+            ScalarValue::Int64(Some(x)) => *x as f64,
+            ScalarValue::Int32(Some(x)) => *x as f64,
+            ScalarValue::Decimal128(Some(x), _, scale) => *x as f64 / 10f64.powi(*scale as i32),
+            ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
+                match s.trim().parse::<f64>() {
+                    Ok(x) => x,
+                    Err(_) => {
+                        return plan_err!(
+                            "{}(): argument '{name}' must be a number, got '{s}'",
+                            self.function
+                        )
+                    }
+                }
+            }
+            other => {
+                return plan_err!(
+                    "{}(): argument '{name}' must be a number, got {other}",
+                    self.function
+                )
+            }
+        };
+        Ok(Some(x))
+    }
+
+    /// A non-negative integer argument.
+    pub fn u64(&self, name: &str) -> Result<Option<u64>> {
+        let Some(v) = self.values.get(name) else {
+            return Ok(None);
+        };
+        match v {
+            ScalarValue::Int64(Some(x)) if *x >= 0 => Ok(Some(*x as u64)),
+            ScalarValue::Int32(Some(x)) if *x >= 0 => Ok(Some(*x as u64)),
+            ScalarValue::UInt64(Some(x)) => Ok(Some(*x)),
+            ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s))
+                if s.trim().parse::<u64>().is_ok() =>
+            {
+                Ok(s.trim().parse::<u64>().ok())
+            }
+            other => plan_err!(
+                "{}(): argument '{name}' must be a non-negative integer, got {other}",
+                self.function
+            ),
+        }
+    }
+
+    /// A boolean argument (`true`/`false`, also as text).
+    pub fn bool(&self, name: &str) -> Result<Option<bool>> {
+        let Some(v) = self.values.get(name) else {
+            return Ok(None);
+        };
+        match v {
+            ScalarValue::Boolean(Some(b)) => Ok(Some(*b)),
+            ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
+                match s.to_ascii_lowercase().as_str() {
+                    "true" | "yes" | "1" => Ok(Some(true)),
+                    "false" | "no" | "0" => Ok(Some(false)),
+                    _ => plan_err!(
+                        "{}(): argument '{name}' must be true or false, got '{s}'",
+                        self.function
+                    ),
+                }
+            }
+            other => plan_err!(
+                "{}(): argument '{name}' must be true or false, got {other}",
+                self.function
+            ),
+        }
+    }
+
+    /// Canonical text of all arguments (sorted by name), for cache keys.
+    pub fn canonical(&self) -> String {
+        self.values
+            .iter()
+            .map(|(k, v)| format!("{k}={}", canonical_value(v)))
+            .collect::<Vec<_>>()
+            .join(";")
+    }
+}
+
+fn canonical_value(v: &ScalarValue) -> String {
+    match v {
+        ScalarValue::Utf8(Some(s))
+        | ScalarValue::Utf8View(Some(s))
+        | ScalarValue::LargeUtf8(Some(s)) => {
+            format!("{s:?}")
+        }
+        ScalarValue::Float64(Some(x)) => format!("{x:?}"),
+        ScalarValue::Int64(Some(x)) => format!("{:?}", *x as f64),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PARAMS: &[ParamSpec] = &[
+        ParamSpec {
+            name: "source",
+            doc: "",
+            default: None,
+        },
+        ParamSpec {
+            name: "epsilon",
+            doc: "",
+            default: Some("1.0"),
+        },
+        ParamSpec {
+            name: "seed",
+            doc: "",
+            default: None,
+        },
+    ];
+
+    fn s(x: &str) -> ScalarValue {
+        ScalarValue::Utf8(Some(x.into()))
+    }
+
+    #[test]
+    fn binds_positional_and_named() {
+        let args = CallArgs {
+            positional: vec![s("nps")],
+            named: vec![("EPSILON".into(), ScalarValue::Int64(Some(1)))],
+        };
+        let b = bind("anonymize", PARAMS, &["source"], args).unwrap();
+        assert_eq!(b.required_string("source").unwrap(), "nps");
+        assert_eq!(b.f64("epsilon").unwrap(), Some(1.0));
+        assert_eq!(b.u64("seed").unwrap(), None);
+        // 1 and 1.0 are the same argument for caching.
+        let b2 = bind(
+            "anonymize",
+            PARAMS,
+            &["source"],
+            CallArgs {
+                positional: vec![s("nps")],
+                named: vec![("epsilon".into(), ScalarValue::Float64(Some(1.0)))],
+            },
+        )
+        .unwrap();
+        assert_eq!(b.canonical(), b2.canonical());
+    }
+
+    #[test]
+    fn rejects_unknown_duplicate_and_extra() {
+        let err = bind(
+            "anonymize",
+            PARAMS,
+            &["source"],
+            CallArgs {
+                positional: vec![],
+                named: vec![("epsilno".into(), s("1"))],
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("unknown argument 'epsilno' (did you mean 'epsilon'?)"),
+            "{err}"
+        );
+        assert!(
+            err.contains("valid arguments: source, epsilon, seed"),
+            "{err}"
+        );
+        let err = bind(
+            "anonymize",
+            PARAMS,
+            &["source"],
+            CallArgs {
+                positional: vec![s("a")],
+                named: vec![("source".into(), s("b"))],
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("given twice"), "{err}");
+        let err = bind(
+            "anonymize",
+            PARAMS,
+            &["source"],
+            CallArgs {
+                positional: vec![s("a"), s("b")],
+                named: vec![],
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("at most 1 positional"), "{err}");
+        let b = bind(
+            "anonymize",
+            PARAMS,
+            &["source"],
+            CallArgs {
+                positional: vec![],
+                named: vec![("seed".into(), ScalarValue::Int64(Some(-1)))],
+            },
+        )
+        .unwrap();
+        assert!(b.u64("seed").is_err());
+    }
+}

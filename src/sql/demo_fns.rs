@@ -1,0 +1,170 @@
+//! `nps_demo(...)`: the embedded NPS-shaped demo table, and `anonymize_help()`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::catalog::TableProvider;
+use datafusion::common::{plan_err, Result};
+use datafusion::datasource::MemTable;
+use datafusion::execution::SessionState;
+use datafusion::logical_expr::planner::RelationPlannerContext;
+use tokio::sync::OnceCell;
+
+use super::args::{bind, CallArgs, ParamSpec};
+use super::lazy::{BatchProducer, LazyTable};
+use super::planner::SqlTableFunction;
+use crate::demo::nps::{generate_nps, nps_schema, NPS_DEFAULT_ROWS, NPS_DEFAULT_SEED};
+
+const NPS_PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "rows",
+        doc: "number of rows",
+        default: Some("1361000"),
+    },
+    ParamSpec {
+        name: "seed",
+        doc: "generator seed (the data are synthetic and deterministic)",
+        default: Some("2011"),
+    },
+];
+
+/// Largest demo table.
+const MAX_DEMO_ROWS: u64 = 100_000_000;
+
+type DemoCells = Mutex<HashMap<(u64, u64), Arc<OnceCell<Arc<Vec<RecordBatch>>>>>>;
+
+/// `nps_demo(rows, seed)`.
+#[derive(Debug, Default)]
+pub struct NpsDemoFunction {
+    cells: DemoCells,
+}
+
+impl SqlTableFunction for NpsDemoFunction {
+    fn name(&self) -> &'static str {
+        "nps_demo"
+    }
+    fn params(&self) -> &'static [ParamSpec] {
+        NPS_PARAMS
+    }
+    fn about(&self) -> &'static str {
+        "Synthetic, deterministic NPS-shaped patient table (age, sex, los, surgery, location, disease) whose stroke counts and stays follow the IPA paper's Tables 9-12."
+    }
+    fn create(
+        &self,
+        args: CallArgs,
+        _context: &mut dyn RelationPlannerContext,
+    ) -> Result<Arc<dyn TableProvider>> {
+        let bound = bind(self.name(), NPS_PARAMS, &["rows", "seed"], args)?;
+        let rows = bound.u64("rows")?.unwrap_or(NPS_DEFAULT_ROWS as u64);
+        if rows > MAX_DEMO_ROWS {
+            return plan_err!("nps_demo(): rows must be at most {MAX_DEMO_ROWS}, got {rows}");
+        }
+        let seed = bound.u64("seed")?.unwrap_or(NPS_DEFAULT_SEED);
+        let cell = {
+            let mut cells = match self.cells.lock() {
+                Ok(c) => c,
+                Err(p) => p.into_inner(),
+            };
+            cells.entry((rows, seed)).or_default().clone()
+        };
+        Ok(Arc::new(LazyTable::new(
+            nps_schema(),
+            Arc::new(NpsProducer { rows, seed, cell }),
+        )))
+    }
+}
+
+#[derive(Debug)]
+struct NpsProducer {
+    rows: u64,
+    seed: u64,
+    cell: Arc<OnceCell<Arc<Vec<RecordBatch>>>>,
+}
+
+#[async_trait]
+impl BatchProducer for NpsProducer {
+    async fn batches(&self, _state: &SessionState) -> Result<Arc<Vec<RecordBatch>>> {
+        let (rows, seed) = (self.rows as usize, self.seed);
+        self.cell
+            .get_or_try_init(|| async move {
+                let batches = tokio::task::spawn_blocking(move || generate_nps(rows, seed, 65_536))
+                    .await
+                    .map_err(|e| {
+                        datafusion::error::DataFusionError::Execution(format!("nps_demo(): {e}"))
+                    })??;
+                Ok(Arc::new(batches))
+            })
+            .await
+            .cloned()
+    }
+}
+
+/// `anonymize_help()`: every function and parameter, with defaults.
+#[derive(Debug)]
+pub struct HelpFunction {
+    entries: Vec<(String, String, String, String)>,
+}
+
+impl HelpFunction {
+    /// Help over the given functions.
+    pub fn new(functions: &[Arc<dyn SqlTableFunction>]) -> Self {
+        let mut entries = Vec::new();
+        for f in functions {
+            entries.push((
+                f.name().to_string(),
+                String::new(),
+                String::new(),
+                f.about().to_string(),
+            ));
+            for p in f.params() {
+                entries.push((
+                    f.name().to_string(),
+                    p.name.to_string(),
+                    p.default.unwrap_or("").to_string(),
+                    p.doc.to_string(),
+                ));
+            }
+        }
+        Self { entries }
+    }
+}
+
+impl SqlTableFunction for HelpFunction {
+    fn name(&self) -> &'static str {
+        "anonymize_help"
+    }
+    fn params(&self) -> &'static [ParamSpec] {
+        &[]
+    }
+    fn about(&self) -> &'static str {
+        "Lists every anonymization function and its parameters."
+    }
+    fn create(
+        &self,
+        args: CallArgs,
+        _context: &mut dyn RelationPlannerContext,
+    ) -> Result<Arc<dyn TableProvider>> {
+        bind(self.name(), &[], &[], args)?;
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("function", DataType::Utf8, false),
+            Field::new("parameter", DataType::Utf8, false),
+            Field::new("default", DataType::Utf8, false),
+            Field::new("description", DataType::Utf8, false),
+        ]));
+        let col = |i: usize| -> ArrayRef {
+            Arc::new(StringArray::from_iter_values(self.entries.iter().map(
+                |e| match i {
+                    0 => e.0.as_str(),
+                    1 => e.1.as_str(),
+                    2 => e.2.as_str(),
+                    _ => e.3.as_str(),
+                },
+            )))
+        };
+        let batch = RecordBatch::try_new(schema.clone(), vec![col(0), col(1), col(2), col(3)])?;
+        Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
+    }
+}

@@ -1,0 +1,9 @@
+//! The SQL surface: argument grammar, the relation planner and every table function.
+
+pub mod anonymize;
+pub mod args;
+pub mod demo_fns;
+pub mod hierarchy_fns;
+pub mod lazy;
+pub mod planner;
+pub mod resolve;

@@ -1,0 +1,149 @@
+//! SQL surface: a `RelationPlanner` that turns `FROM anonymize(...)` (any letter case,
+//! positional and `name => value` arguments) into a scan of our table providers.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use datafusion::catalog::TableProvider;
+use datafusion::common::{plan_err, DFSchema, Result, ScalarValue, TableReference};
+use datafusion::datasource::provider_as_source;
+use datafusion::logical_expr::planner::{
+    PlannedRelation, RelationPlanner, RelationPlannerContext, RelationPlanning,
+};
+use datafusion::logical_expr::{Expr, LogicalPlanBuilder};
+use datafusion::sql::sqlparser::ast::{FunctionArg, FunctionArgExpr, TableFactor};
+
+use super::args::{CallArgs, ParamSpec};
+
+/// A table function planned by [`FunctionPlanner`].
+pub trait SqlTableFunction: Debug + Send + Sync {
+    /// Lower-case name used in SQL.
+    fn name(&self) -> &'static str;
+    /// Declared parameters (for errors and help).
+    fn params(&self) -> &'static [ParamSpec];
+    /// One-paragraph description for help.
+    fn about(&self) -> &'static str;
+    /// Builds the provider for one call.
+    fn create(
+        &self,
+        args: CallArgs,
+        context: &mut dyn RelationPlannerContext,
+    ) -> Result<Arc<dyn TableProvider>>;
+}
+
+/// Plans calls of our table functions, matching names case-insensitively.
+#[derive(Debug, Default)]
+pub struct FunctionPlanner {
+    functions: HashMap<String, Arc<dyn SqlTableFunction>>,
+}
+
+impl FunctionPlanner {
+    /// A planner for the given functions.
+    pub fn new(functions: Vec<Arc<dyn SqlTableFunction>>) -> Self {
+        Self {
+            functions: functions
+                .into_iter()
+                .map(|f| (f.name().to_string(), f))
+                .collect(),
+        }
+    }
+}
+
+impl RelationPlanner for FunctionPlanner {
+    fn plan_relation(
+        &self,
+        relation: TableFactor,
+        context: &mut dyn RelationPlannerContext,
+    ) -> Result<RelationPlanning> {
+        let TableFactor::Table {
+            name,
+            alias,
+            args: Some(function_args),
+            ..
+        } = &relation
+        else {
+            return Ok(RelationPlanning::Original(Box::new(relation)));
+        };
+        let Some(ident) = (name.0.len() == 1).then(|| name.0[0].as_ident()).flatten() else {
+            return Ok(RelationPlanning::Original(Box::new(relation)));
+        };
+        let Some(function) = self
+            .functions
+            .get(&ident.value.to_ascii_lowercase())
+            .cloned()
+        else {
+            return Ok(RelationPlanning::Original(Box::new(relation)));
+        };
+        let alias = alias.clone();
+        let mut call = CallArgs::default();
+        for arg in function_args.args.clone() {
+            match arg {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => {
+                    if !call.named.is_empty() {
+                        return plan_err!(
+                            "{}(): positional arguments must come before named ones",
+                            function.name()
+                        );
+                    }
+                    call.positional
+                        .push(literal(context, e, function.name(), None)?);
+                }
+                FunctionArg::Named {
+                    name,
+                    arg: FunctionArgExpr::Expr(e),
+                    ..
+                } => {
+                    let key = name.value.to_ascii_lowercase();
+                    let value = literal(context, e, function.name(), Some(&key))?;
+                    call.named.push((key, value));
+                }
+                other => return plan_err!("{}(): unsupported argument '{other}'", function.name()),
+            }
+        }
+        let provider = function.create(call, context)?;
+        let plan = LogicalPlanBuilder::scan(
+            TableReference::bare(format!("{}()", function.name())),
+            provider_as_source(provider),
+            None,
+        )?
+        .build()?;
+        Ok(RelationPlanning::Planned(Box::new(PlannedRelation::new(
+            plan, alias,
+        ))))
+    }
+}
+
+/// Reduces an argument expression to a literal value.
+fn literal(
+    context: &mut dyn RelationPlannerContext,
+    expr: datafusion::sql::sqlparser::ast::Expr,
+    function: &str,
+    name: Option<&str>,
+) -> Result<ScalarValue> {
+    let shown = expr.to_string();
+    let planned = context.sql_to_expr(expr, &DFSchema::empty())?;
+    match fold(&planned) {
+        Some(v) => Ok(v),
+        None => {
+            let which = name
+                .map(|n| format!("argument '{n}'"))
+                .unwrap_or_else(|| "an argument".into());
+            plan_err!("{function}(): {which} must be a literal value, got {shown}")
+        }
+    }
+}
+
+fn fold(expr: &Expr) -> Option<ScalarValue> {
+    match expr {
+        Expr::Literal(v, _) => Some(v.clone()),
+        Expr::Negative(inner) => match fold(inner)? {
+            ScalarValue::Int64(Some(x)) => Some(ScalarValue::Int64(Some(x.checked_neg()?))),
+            ScalarValue::Float64(Some(x)) => Some(ScalarValue::Float64(Some(-x))),
+            _ => None,
+        },
+        Expr::Cast(c) => fold(&c.expr)?.cast_to(c.field.data_type()).ok(),
+        Expr::Alias(a) => fold(&a.expr),
+        _ => None,
+    }
+}
