@@ -123,9 +123,7 @@ impl IntervalLevel {
 /// Label of an integer interval: the value itself when it holds one integer, otherwise
 /// `[lo-hi)` (half-open) or `[lo-hi]` (closed).
 pub fn interval_label(lo: i64, hi: i64, closed: bool) -> String {
-    if !closed && hi - lo == 1 {
-        lo.to_string()
-    } else if closed && hi == lo {
+    if (!closed && hi - lo == 1) || (closed && hi == lo) {
         lo.to_string()
     } else if closed {
         format!("[{lo}-{hi}]")
