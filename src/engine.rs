@@ -4,9 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Float64Array, RecordBatch, StringArray, UInt64Array,
-};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::{cast, concat, sort_to_indices, take};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
@@ -21,7 +19,7 @@ use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::lattice::{node_label, Lattice};
 use crate::mechanism::rng::{rng_from_os, rng_from_seed};
-use crate::method::ipa::{run_ipa, IpaParams, IpaVariant, NodeOutcome};
+use crate::method::{MethodInput, MethodOutput, MethodParams};
 use crate::sql::anonymize::ProgressFn;
 
 /// A quasi-identifier and its hierarchy table.
@@ -33,13 +31,6 @@ pub struct QiSpec {
     pub hierarchy_name: String,
     /// The hierarchy table.
     pub hierarchy: Arc<dyn TableProvider>,
-}
-
-/// Method-specific parameters.
-#[derive(Debug, Clone, PartialEq)]
-pub enum MethodParams {
-    /// IPA (Lee & Chung 2020).
-    Ipa(IpaParams),
 }
 
 /// A fully validated anonymization request.
@@ -112,23 +103,6 @@ pub struct ReleaseOutput {
     pub metadata: Vec<(String, String)>,
     /// Owner-only diagnostics (one row per lattice node).
     pub diagnostics: Arc<Vec<RecordBatch>>,
-}
-
-/// Schema of `anonymize_diagnostics`.
-pub fn diagnostics_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("node", DataType::Utf8, false),
-        Field::new("chosen", DataType::Boolean, false),
-        Field::new("ncp", DataType::Float64, false),
-        Field::new("emd", DataType::Float64, false),
-        Field::new("rate", DataType::Float64, false),
-        Field::new("il", DataType::Float64, false),
-        Field::new("classes", DataType::UInt64, false),
-        Field::new("suppressed_classes", DataType::UInt64, false),
-        Field::new("suppressed_records", DataType::UInt64, false),
-        Field::new("counterfeits", DataType::UInt64, false),
-        Field::new("released_rows", DataType::UInt64, false),
-    ]))
 }
 
 /// The leaf-level histogram of a source plus the decoded informative values.
@@ -290,87 +264,58 @@ fn run_method(
     base: BaseData,
     progress: Option<ProgressFn>,
 ) -> Result<ReleaseOutput> {
-    let MethodParams::Ipa(params) = &request.method;
     let refs: Vec<&Hierarchy> = base.hierarchies.iter().collect();
     let lattice = Lattice::new(refs.iter().map(|h| h.height()).collect(), request.max_nodes)?;
     let mut rng = match request.seed {
         Some(seed) => rng_from_seed(seed),
         None => rng_from_os(),
     };
+    let method_name = request.method.name();
     let report = |done: usize, total: usize| {
         if let Some(p) = &progress {
-            p("ipa lattice", done, total);
+            p(method_name, done, total);
         }
     };
-    let value_domain = base.values.len();
-    let result = run_ipa(
-        &base.histogram,
-        &refs,
-        &lattice,
-        value_domain,
-        params,
-        &mut rng,
-        &report,
-    )?;
+    let input = MethodInput {
+        histogram: &base.histogram,
+        hierarchies: &refs,
+        value_domain: base.values.len(),
+        lattice: &lattice,
+        progress: &report,
+    };
+    let output = request.method.run(&input, &mut rng)?;
     let schema = request.release_schema();
-    let rows = result.release.expand(&refs, &base.values, &schema)?;
+    let rows = output.release.expand(&refs, &base.values, &schema)?;
     let released: u64 = rows.iter().map(|b| b.num_rows() as u64).sum();
-    if released != result.release.row_count() {
+    if released != output.release.row_count() {
         return exec_err!(
             "release expansion produced {released} rows, expected {}",
-            result.release.row_count()
+            output.release.row_count()
         );
     }
-    let chosen = &result.outcomes[result.chosen];
-    let metadata = ipa_metadata(request, params, &lattice, chosen, released);
-    let diagnostics = diagnostics_batch(&result.outcomes, result.chosen)?;
+    let metadata = common_metadata(request, &output, released);
     Ok(ReleaseOutput {
         rows: Arc::new(rows),
         metadata,
-        diagnostics: Arc::new(vec![diagnostics]),
+        diagnostics: Arc::new(vec![output.diagnostics]),
     })
 }
 
-fn ipa_metadata(
+/// Public metadata every method shares, around the method's own entries.
+fn common_metadata(
     request: &AnonymizeRequest,
-    params: &IpaParams,
-    lattice: &Lattice,
-    chosen: &NodeOutcome,
+    output: &MethodOutput,
     released_rows: u64,
 ) -> Vec<(String, String)> {
     let levels = request
         .qi
         .iter()
-        .zip(&chosen.node)
+        .zip(&output.node)
         .map(|(q, l)| format!("{}={l}", q.column))
         .collect::<Vec<_>>()
         .join(", ");
-    let (sup_scale, comparison) = match params.variant {
-        IpaVariant::Paper => (
-            format!("Lap(({}-1)/epsilon_sup)", params.threshold),
-            "suppress iff |E| <= t + noise",
-        ),
-        IpaVariant::Reference => (
-            "Lap(1/epsilon_sup), threshold clamped at t".to_string(),
-            "suppress iff |E| < max(t, t + noise)",
-        ),
-    };
-    let claimed = params.claimed_epsilon();
-    let guarantee = format!(
-        "No formal differential-privacy guarantee. The IPA paper (Lee & Chung 2020, Theorem 9) claims \
-         epsilon-DP with epsilon = epsilon_sup + epsilon_ins + epsilon_val + epsilon_cand = {claimed}; that claim \
-         does not hold: (1) every real informative value is published truthfully, which no pure epsilon-DP \
-         mechanism can do; (2) only classes holding real records can appear, so a class with one record is \
-         visible with probability about 0.45 at epsilon_sup = 0.1 and never without that record; (3) the \
-         counterfeit count uses noise clamped at zero (one-sided), so a class's released size is never below \
-         its true size; (4) all {nodes} lattice candidates are perturbed with fresh noise and scored on the \
-         data, and the selection does not compose over them. Treat this release as generalized, \
-         noise-augmented microdata that resists simple re-identification, not as differentially private.",
-        nodes = lattice.len()
-    );
-    vec![
-        ("method".into(), "ipa".into()),
-        ("variant".into(), params.variant.name().into()),
+    let mut out: Vec<(String, String)> = vec![
+        ("method".into(), request.method.name().into()),
         ("source".into(), request.source_name.clone()),
         (
             "quasi_identifiers".into(),
@@ -392,27 +337,11 @@ fn ipa_metadata(
         ),
         ("informative".into(), request.informative.clone()),
         ("dropped_columns".into(), request.dropped.join(", ")),
-        ("epsilon".into(), format!("{claimed}")),
-        ("epsilon_sup".into(), format!("{}", params.eps_sup)),
-        ("epsilon_ins".into(), format!("{}", params.eps_ins)),
-        ("epsilon_val".into(), format!("{}", params.eps_val)),
-        ("epsilon_cand".into(), format!("{}", params.eps_cand)),
-        ("suppression_threshold".into(), params.threshold.to_string()),
-        (
-            "suppression_noise".into(),
-            format!("{sup_scale}; {comparison}"),
-        ),
-        (
-            "insertion_noise".into(),
-            "two-sided geometric (discrete Laplace) with scale 1/epsilon_ins, clamped at 0".into(),
-        ),
-        (
-            "insert_into_suppressed".into(),
-            params.insert_into_suppressed.to_string(),
-        ),
-        ("lattice_nodes".into(), lattice.len().to_string()),
+    ];
+    out.extend(output.metadata.iter().cloned());
+    out.extend([
         ("levels".into(), levels),
-        ("node".into(), node_label(&chosen.node)),
+        ("node".into(), node_label(&output.node)),
         ("released_rows".into(), released_rows.to_string()),
         (
             "row_order".into(),
@@ -429,33 +358,6 @@ fn ipa_metadata(
             }
             .into(),
         ),
-        ("guarantee".into(), guarantee),
-    ]
-}
-
-fn diagnostics_batch(outcomes: &[NodeOutcome], chosen: usize) -> Result<RecordBatch> {
-    let u64s = |f: &dyn Fn(&NodeOutcome) -> u64| {
-        Arc::new(UInt64Array::from_iter_values(outcomes.iter().map(f))) as ArrayRef
-    };
-    let f64s = |f: &dyn Fn(&NodeOutcome) -> f64| {
-        Arc::new(Float64Array::from_iter_values(outcomes.iter().map(f))) as ArrayRef
-    };
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from_iter_values(
-            outcomes.iter().map(|o| node_label(&o.node)),
-        )),
-        Arc::new(BooleanArray::from_iter(
-            (0..outcomes.len()).map(|i| Some(i == chosen)),
-        )),
-        f64s(&|o| o.ncp),
-        f64s(&|o| o.emd),
-        f64s(&|o| o.rate),
-        f64s(&|o| o.il),
-        u64s(&|o| o.classes as u64),
-        u64s(&|o| o.suppressed_classes as u64),
-        u64s(&|o| o.suppressed_records),
-        u64s(&|o| o.counterfeits),
-        u64s(&|o| o.released_rows),
-    ];
-    Ok(RecordBatch::try_new(diagnostics_schema(), columns)?)
+    ]);
+    out
 }

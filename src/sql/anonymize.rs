@@ -20,9 +20,10 @@ use tokio::sync::OnceCell;
 use super::args::{bind, BoundArgs, CallArgs, ParamSpec};
 use super::lazy::{BatchProducer, LazyTable};
 use super::planner::SqlTableFunction;
-use crate::engine::{self, AnonymizeRequest, MethodParams, QiSpec, ReleaseOutput};
+use crate::engine::{self, AnonymizeRequest, QiSpec, ReleaseOutput};
 use crate::lattice::DEFAULT_MAX_NODES;
 use crate::method::ipa::{IpaParams, IpaVariant};
+use crate::method::MethodParams;
 
 /// Which view of a release a function returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +95,30 @@ pub const ANONYMIZE_PARAMS: &[ParamSpec] = &[
     ParamSpec { name: "seed", doc: "fixed random seed, for tests and reproduction only (marked in the metadata)", default: None },
 ];
 
+/// Arguments every method accepts.
+const COMMON_PARAMS: &[&str] = &[
+    "source",
+    "method",
+    "qi",
+    "informative",
+    "epsilon",
+    "max_nodes",
+    "seed",
+];
+
+/// Arguments specific to one method.
+fn method_specific_params(method: &str) -> &'static [&'static str] {
+    match method {
+        "ipa" => &[
+            "budget_split",
+            "suppression_threshold",
+            "variant",
+            "insert_into_suppressed",
+        ],
+        _ => &[],
+    }
+}
+
 /// `anonymize`, `anonymize_metadata` or `anonymize_diagnostics`.
 #[derive(Debug)]
 pub struct AnonymizeFunction {
@@ -157,7 +182,7 @@ impl SqlTableFunction for AnonymizeFunction {
         let schema = match self.view {
             ReleaseView::Rows => entry.request.release_schema(),
             ReleaseView::Metadata => metadata_schema(),
-            ReleaseView::Diagnostics => engine::diagnostics_schema(),
+            ReleaseView::Diagnostics => entry.request.method.diagnostics_schema(),
         };
         let producer = ReleaseProducer {
             view: self.view,
@@ -303,13 +328,14 @@ fn build_request(
         return plan_err!("{function}(): argument 'qi' names no columns");
     }
 
-    let informative =
-        match args.string("informative")? {
-            Some(i) => i,
-            None => return plan_err!(
+    let informative = match args.string("informative")? {
+        Some(i) => i,
+        None => {
+            return plan_err!(
                 "{function}(): argument 'informative' is required, e.g. informative => 'disease'"
-            ),
-        };
+            )
+        }
+    };
     let informative_columns: Vec<&str> = informative
         .split(',')
         .map(str::trim)
@@ -338,6 +364,16 @@ fn build_request(
         "ipa" => MethodParams::Ipa(ipa_params(function, args, epsilon)?),
         other => return plan_err!("{function}(): unknown method '{other}'; valid methods: ipa"),
     };
+    let specific = method_specific_params(method.name());
+    for name in args.names() {
+        if !COMMON_PARAMS.contains(&name) && !specific.contains(&name) {
+            return plan_err!(
+                "{function}(): argument '{name}' does not apply to method '{}'; its arguments are: {}",
+                method.name(),
+                COMMON_PARAMS.iter().chain(specific).copied().collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
     let max_nodes = match args.u64("max_nodes")? {
         Some(0) => return plan_err!("{function}(): max_nodes must be at least 1"),
         Some(n) => usize::try_from(n).unwrap_or(usize::MAX),

@@ -206,6 +206,11 @@ impl BoundArgs {
         }
     }
 
+    /// Names of the arguments given.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.values.keys().map(String::as_str)
+    }
+
     /// Canonical text of all arguments (sorted by name), for cache keys.
     pub fn canonical(&self) -> String {
         self.values
