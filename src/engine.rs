@@ -44,10 +44,8 @@ pub struct AnonymizeRequest {
     pub source: Arc<dyn TableProvider>,
     /// Quasi-identifiers in release order.
     pub qi: Vec<QiSpec>,
-    /// The informative column.
-    pub informative: String,
-    /// Its Arrow type (kept in the release).
-    pub informative_type: DataType,
+    /// The informative column and its Arrow type (kept in the release), if any.
+    pub informative: Option<(String, DataType)>,
     /// Source columns that are not released.
     pub dropped: Vec<String>,
     /// Method parameters.
@@ -78,18 +76,17 @@ impl AnonymizeRequest {
         key
     }
 
-    /// Schema of the released rows: quasi-identifiers as text, then the informative column.
+    /// Schema of the released rows: quasi-identifiers as text, then the informative column
+    /// (when there is one) with its source type.
     pub fn release_schema(&self) -> SchemaRef {
         let mut fields: Vec<Field> = self
             .qi
             .iter()
             .map(|q| Field::new(&q.column, DataType::Utf8, false))
             .collect();
-        fields.push(Field::new(
-            &self.informative,
-            self.informative_type.clone(),
-            false,
-        ));
+        if let Some((name, data_type)) = &self.informative {
+            fields.push(Field::new(name, data_type.clone(), false));
+        }
         Arc::new(Schema::new(fields))
     }
 }
@@ -133,7 +130,9 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
         .iter()
         .map(|q| Expr::Column(Column::new_unqualified(&q.column)))
         .collect();
-    group.push(Expr::Column(Column::new_unqualified(&request.informative)));
+    if let Some((name, _)) = &request.informative {
+        group.push(Expr::Column(Column::new_unqualified(name)));
+    }
     let batches = ctx
         .read_table(request.source.clone())?
         .aggregate(group, vec![count(lit(1)).alias("__anonymize_count")])?
@@ -185,21 +184,61 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
         }
     }
 
-    // Informative values: canonical codes by sorted value.
-    let inf_arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(attrs).as_ref()).collect();
+    let count_column = if request.informative.is_some() {
+        attrs + 1
+    } else {
+        attrs
+    };
+    let (codes, values) = match &request.informative {
+        Some((name, _)) => informative_codes(&batches, attrs, name, &request.source_name)?,
+        // Without an informative column every record carries the same (unreleased) value.
+        None => (
+            vec![0u32; rows],
+            Arc::new(datafusion::arrow::array::NullArray::new(1)) as ArrayRef,
+        ),
+    };
+    let mut counts = Vec::with_capacity(rows);
+    for batch in &batches {
+        let column = cast(batch.column(count_column), &DataType::UInt64)?;
+        counts.extend(
+            column
+                .as_primitive::<datafusion::arrow::datatypes::UInt64Type>()
+                .values()
+                .iter()
+                .copied(),
+        );
+    }
+    let refs: Vec<&Hierarchy> = hierarchies.iter().collect();
+    let histogram = GroupedHistogram::from_rows(&refs, leaf_codes, codes, counts, values.len())?;
+    Ok(BaseData {
+        hierarchies,
+        histogram,
+        values,
+    })
+}
+
+/// Informative values of the phase-1 result: a code per row, and the distinct values in
+/// canonical (sorted) order so that codes never depend on the order rows arrived in.
+fn informative_codes(
+    batches: &[RecordBatch],
+    column: usize,
+    name: &str,
+    source_name: &str,
+) -> Result<(Vec<u32>, ArrayRef)> {
+    let inf_arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(column).as_ref()).collect();
     let informative = concat(&inf_arrays)?;
     if informative.null_count() > 0 {
         return plan_err!(
             "anonymize(): informative column '{}' of table '{}' contains NULL values; filter or impute them first",
-            request.informative,
-            request.source_name
+            name,
+            source_name
         );
     }
     let keys = cast(&informative, &DataType::Utf8)?;
     let keys = keys.as_string::<i32>();
     let mut provisional: HashMap<&str, u32> = HashMap::new();
     let mut first_rows: Vec<u32> = Vec::new();
-    let mut codes: Vec<u32> = Vec::with_capacity(rows);
+    let mut codes: Vec<u32> = Vec::with_capacity(keys.len());
     for (row, key) in keys.iter().enumerate() {
         let key = key.unwrap_or_default();
         let next = provisional.len() as u32;
@@ -224,24 +263,7 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
         *c = rank[*c as usize];
     }
 
-    let mut counts = Vec::with_capacity(rows);
-    for batch in &batches {
-        let column = cast(batch.column(attrs + 1), &DataType::UInt64)?;
-        counts.extend(
-            column
-                .as_primitive::<datafusion::arrow::datatypes::UInt64Type>()
-                .values()
-                .iter()
-                .copied(),
-        );
-    }
-    let refs: Vec<&Hierarchy> = hierarchies.iter().collect();
-    let histogram = GroupedHistogram::from_rows(&refs, leaf_codes, codes, counts, values.len())?;
-    Ok(BaseData {
-        hierarchies,
-        histogram,
-        values,
-    })
+    Ok((codes, values))
 }
 
 /// Runs the whole pipeline for a request.
@@ -335,7 +357,14 @@ fn common_metadata(
                 .collect::<Vec<_>>()
                 .join(", "),
         ),
-        ("informative".into(), request.informative.clone()),
+        (
+            "informative".into(),
+            request
+                .informative
+                .as_ref()
+                .map(|(n, _)| n.clone())
+                .unwrap_or_default(),
+        ),
         ("dropped_columns".into(), request.dropped.join(", ")),
     ];
     out.extend(output.metadata.iter().cloned());

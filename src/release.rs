@@ -74,8 +74,8 @@ impl ReleasedHistogram {
     }
 
     /// Expands the histogram into rows: one Utf8 column per quasi-identifier (its label at
-    /// the released level, `*` when suppressed), then the informative column taken from
-    /// `values` (one entry per value code).
+    /// the released level, `*` when suppressed), then — when `schema` has one more field —
+    /// the informative column taken from `values` (one entry per value code).
     pub fn expand(
         &self,
         hierarchies: &[&Hierarchy],
@@ -83,13 +83,16 @@ impl ReleasedHistogram {
         schema: &SchemaRef,
     ) -> Result<Vec<RecordBatch>> {
         let attrs = hierarchies.len();
-        if schema.fields().len() != attrs + 1 {
-            return internal_err!(
-                "release schema has {} fields, expected {}",
-                schema.fields().len(),
-                attrs + 1
-            );
-        }
+        let with_values = match schema.fields().len() {
+            n if n == attrs + 1 => true,
+            n if n == attrs => false,
+            n => {
+                return internal_err!(
+                    "release schema has {n} fields, expected {attrs} or {}",
+                    attrs + 1
+                )
+            }
+        };
         let label_arrays: Vec<ArrayRef> = (0..attrs)
             .map(|a| {
                 let labels = hierarchies[a].level(self.levels[a]).labels();
@@ -118,7 +121,9 @@ impl ReleasedHistogram {
                 columns.push(take(label_arrays[a].as_ref(), &idx, None)?);
             }
             let idx = UInt32Array::from(std::mem::take(val_idx));
-            columns.push(take(values.as_ref(), &idx, None)?);
+            if with_values {
+                columns.push(take(values.as_ref(), &idx, None)?);
+            }
             batches.push(RecordBatch::try_new(schema.clone(), columns)?);
             Ok(())
         };

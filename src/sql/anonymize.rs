@@ -329,39 +329,41 @@ fn build_request(
     }
 
     let informative = match args.string("informative")? {
-        Some(i) => i,
-        None => {
-            return plan_err!(
-                "{function}(): argument 'informative' is required, e.g. informative => 'disease'"
-            )
+        None => None,
+        Some(text) => {
+            let columns: Vec<&str> = text
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect();
+            let name =
+                match columns.as_slice() {
+                    [one] => resolve_column(function, &schema, &source_name, one)?,
+                    _ => return plan_err!(
+                        "{function}(): 'informative' must name exactly one column, got '{text}'"
+                    ),
+                };
+            if qi.iter().any(|q| q.column == name) {
+                return plan_err!(
+                    "{function}(): column '{name}' cannot be both quasi-identifier and informative"
+                );
+            }
+            let data_type = schema.field_with_name(&name)?.data_type().clone();
+            Some((name, data_type))
         }
     };
-    let informative_columns: Vec<&str> = informative
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
-    let informative = match informative_columns.as_slice() {
-        [one] => resolve_column(function, &schema, &source_name, one)?,
-        _ => {
-            return plan_err!(
-                "{function}(): 'informative' must name exactly one column, got '{informative}'"
-            )
-        }
-    };
-    if qi.iter().any(|q| q.column == informative) {
-        return plan_err!(
-            "{function}(): column '{informative}' cannot be both quasi-identifier and informative"
-        );
-    }
-    let informative_type = schema.field_with_name(&informative)?.data_type().clone();
 
     let epsilon = args.f64("epsilon")?.unwrap_or(1.0);
     if !(epsilon.is_finite() && epsilon > 0.0) {
         return plan_err!("{function}(): epsilon must be a positive finite number, got {epsilon}");
     }
     let method = match method.as_str() {
-        "ipa" => MethodParams::Ipa(ipa_params(function, args, epsilon)?),
+        "ipa" => {
+            if informative.is_none() {
+                return plan_err!("{function}(): argument 'informative' is required for method 'ipa', e.g. informative => 'disease'");
+            }
+            MethodParams::Ipa(ipa_params(function, args, epsilon)?)
+        }
         other => return plan_err!("{function}(): unknown method '{other}'; valid methods: ipa"),
     };
     let specific = method_specific_params(method.name());
@@ -384,7 +386,9 @@ fn build_request(
         .fields()
         .iter()
         .map(|f| f.name().clone())
-        .filter(|n| n != &informative && !qi.iter().any(|q| &q.column == n))
+        .filter(|n| {
+            informative.as_ref().is_none_or(|(i, _)| i != n) && !qi.iter().any(|q| &q.column == n)
+        })
         .collect();
 
     Ok(AnonymizeRequest {
@@ -393,7 +397,6 @@ fn build_request(
         source,
         qi,
         informative,
-        informative_type,
         dropped,
         method,
         epsilon,
