@@ -154,3 +154,61 @@ impl ReleasedHistogram {
         Ok(batches)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::AsArray;
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+
+    fn hierarchy() -> Hierarchy {
+        let rows: Vec<Vec<String>> = [["a", "ab", "*"], ["b", "ab", "*"], ["c", "c", "*"]]
+            .iter()
+            .map(|r| r.iter().map(|s| s.to_string()).collect())
+            .collect();
+        Hierarchy::from_rows("x", &rows).unwrap()
+    }
+
+    #[test]
+    fn expands_in_canonical_order_with_suppressed_class_last() {
+        let h = hierarchy();
+        let mut release = ReleasedHistogram::new(vec![1], 1);
+        release.push_class(&[0], &[(0, 2), (2, 1)], &[1, 2]);
+        release.push_class(&[1], &[(1, 1)], &[]);
+        release.push_class(&[SUPPRESSED], &[(0, 1)], &[0]);
+        assert_eq!(release.row_count(), 8);
+        let values: ArrayRef = Arc::new(StringArray::from(vec!["v0", "v1", "v2"]));
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("x", DataType::Utf8, false),
+            Field::new("inf", DataType::Utf8, false),
+        ]));
+        let batches = release.expand(&[&h], &values, &schema).unwrap();
+        let rows: Vec<(String, String)> = batches
+            .iter()
+            .flat_map(|b| {
+                let x = b.column(0).as_string::<i32>().clone();
+                let v = b.column(1).as_string::<i32>().clone();
+                (0..b.num_rows()).map(move |i| (x.value(i).to_string(), v.value(i).to_string()))
+            })
+            .collect();
+        let expected: Vec<(String, String)> = [
+            ("ab", "v0"),
+            ("ab", "v0"),
+            ("ab", "v1"),
+            ("ab", "v2"),
+            ("ab", "v2"),
+            ("c", "v1"),
+            ("*", "v0"),
+            ("*", "v0"),
+        ]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+        assert_eq!(rows, expected);
+        // Without the informative field only the quasi-identifiers are released.
+        let qi_only = Arc::new(Schema::new(vec![Field::new("x", DataType::Utf8, false)]));
+        let batches = release.expand(&[&h], &values, &qi_only).unwrap();
+        assert_eq!(batches[0].num_columns(), 1);
+        assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 8);
+    }
+}
