@@ -40,7 +40,7 @@ struct Args {
     command: Vec<String>,
 
     /// Execute commands from file(s), then exit.
-    #[clap(short, long, num_args = 0..)]
+    #[clap(short, long, num_args = 0.., value_parser(parse_valid_file))]
     file: Vec<String>,
 
     /// Output format.
@@ -66,6 +66,14 @@ struct Args {
     /// Hide the progress bar of long anonymization searches.
     #[clap(long)]
     no_progress: bool,
+}
+
+fn parse_valid_file(path: &str) -> std::result::Result<String, String> {
+    if std::path::Path::new(path).is_file() {
+        Ok(path.to_string())
+    } else {
+        Err(format!("no such file: '{path}'"))
+    }
 }
 
 #[tokio::main]
