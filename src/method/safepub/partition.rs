@@ -53,37 +53,96 @@ impl SampleData {
 }
 
 /// The kept equivalence classes of one scheme, as groups of sample leaf classes.
+///
+/// Inside a class, leaf classes are grouped into *units*: leaf classes that agree on every
+/// attribute one level below the scheme (`max(level − 1, 0)`). No direct predecessor of
+/// the scheme can tell the leaf classes of a unit apart, so scoring a predecessor visits
+/// units, not leaf classes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Partition {
     /// The scheme.
     pub levels: Vec<usize>,
+    /// Sample leaf classes, grouped by unit, units grouped by class.
     members: Vec<u32>,
-    starts: Vec<u32>,
-    sizes: Vec<u64>,
+    /// Unit `u` owns `members[unit_starts[u]..unit_starts[u + 1]]`.
+    unit_starts: Vec<u32>,
+    /// Records of each unit.
+    unit_sizes: Vec<u64>,
+    /// Class `s` owns units `class_starts[s]..class_starts[s + 1]`.
+    class_starts: Vec<u32>,
+    /// Records of each class (at least k).
+    class_sizes: Vec<u64>,
+}
+
+/// The level units are homogeneous at, for a scheme at `level`.
+fn unit_level(level: usize) -> usize {
+    level.saturating_sub(1)
 }
 
 impl Partition {
+    fn empty(levels: Vec<usize>) -> Self {
+        Self {
+            levels,
+            members: Vec::new(),
+            unit_starts: vec![0],
+            unit_sizes: Vec::new(),
+            class_starts: vec![0],
+            class_sizes: Vec::new(),
+        }
+    }
+
     /// Number of kept classes.
     pub fn class_count(&self) -> usize {
-        self.sizes.len()
+        self.class_sizes.len()
+    }
+
+    /// Number of units.
+    pub fn unit_count(&self) -> usize {
+        self.unit_sizes.len()
     }
 
     /// Records in kept classes.
     pub fn kept(&self) -> u64 {
-        self.sizes.iter().sum()
+        self.class_sizes.iter().sum()
     }
 
     /// Every kept class: its sample leaf classes and its number of records.
     pub fn classes(&self) -> impl Iterator<Item = (&[u32], u64)> + '_ {
-        (0..self.class_count()).map(|s| (self.class(s), self.sizes[s]))
+        (0..self.class_count()).map(|s| (self.class_members(s), self.class_sizes[s]))
     }
 
-    fn class(&self, s: usize) -> &[u32] {
-        &self.members[self.starts[s] as usize..self.starts[s + 1] as usize]
+    /// Every unit: its sample leaf classes.
+    pub fn units(&self) -> impl Iterator<Item = &[u32]> + '_ {
+        (0..self.unit_count()).map(|u| self.unit_members(u))
     }
 
-    /// Groups every sample leaf class by its codes at `levels` and keeps groups of at
-    /// least `k` records.
+    fn class_members(&self, s: usize) -> &[u32] {
+        let first = self.unit_starts[self.class_starts[s] as usize] as usize;
+        let last = self.unit_starts[self.class_starts[s + 1] as usize] as usize;
+        &self.members[first..last]
+    }
+
+    fn class_units(&self, s: usize) -> std::ops::Range<usize> {
+        self.class_starts[s] as usize..self.class_starts[s + 1] as usize
+    }
+
+    fn unit_members(&self, u: usize) -> &[u32] {
+        &self.members[self.unit_starts[u] as usize..self.unit_starts[u + 1] as usize]
+    }
+
+    fn push_unit(&mut self, members: &[u32], size: u64) {
+        self.members.extend_from_slice(members);
+        self.unit_starts.push(self.members.len() as u32);
+        self.unit_sizes.push(size);
+    }
+
+    fn close_class(&mut self, size: u64) {
+        self.class_starts.push(self.unit_sizes.len() as u32);
+        self.class_sizes.push(size);
+    }
+
+    /// Groups every sample leaf class by its codes at `levels` (classes) and one level
+    /// below (units), keeping classes of at least `k` records.
     pub fn from_scratch(
         sample: &SampleData,
         hierarchies: &[&Hierarchy],
@@ -92,58 +151,69 @@ impl Partition {
     ) -> Self {
         let attrs = hierarchies.len();
         let classes = sample.sizes.len();
-        let maps: Vec<&[u32]> = (0..attrs)
+        let class_maps: Vec<&[u32]> = (0..attrs)
             .map(|a| hierarchies[a].level(levels[a]).leaf_to_code())
             .collect();
-        let mut keys = vec![0u32; classes * attrs];
+        let unit_maps: Vec<&[u32]> = (0..attrs)
+            .map(|a| hierarchies[a].level(unit_level(levels[a])).leaf_to_code())
+            .collect();
+        // Key: class codes, then unit codes.
+        let width = 2 * attrs;
+        let mut keys = vec![0u32; classes * width];
         for c in 0..classes {
             for a in 0..attrs {
-                keys[c * attrs + a] = maps[a][sample.leaf(a, c as u32) as usize];
+                let leaf = sample.leaf(a, c as u32) as usize;
+                keys[c * width + a] = class_maps[a][leaf];
+                keys[c * width + attrs + a] = unit_maps[a][leaf];
             }
         }
-        let key = |c: u32| &keys[c as usize * attrs..(c as usize + 1) * attrs];
+        let class_key = |c: u32| &keys[c as usize * width..c as usize * width + attrs];
+        let full_key = |c: u32| &keys[c as usize * width..(c as usize + 1) * width];
         let mut order: Vec<u32> = (0..classes as u32).collect();
-        order.sort_by(|&x, &y| key(x).cmp(key(y)));
-        let mut partition = Self {
-            levels: levels.to_vec(),
-            members: Vec::new(),
-            starts: vec![0],
-            sizes: Vec::new(),
-        };
+        order.sort_by(|&x, &y| full_key(x).cmp(full_key(y)));
+        let mut partition = Self::empty(levels.to_vec());
         let mut i = 0;
         while i < order.len() {
             let mut j = i;
             let mut size = 0;
-            while j < order.len() && key(order[j]) == key(order[i]) {
+            while j < order.len() && class_key(order[j]) == class_key(order[i]) {
                 size += sample.sizes[order[j] as usize];
                 j += 1;
             }
             if size >= k {
-                partition.push(&order[i..j], size);
+                let mut u = i;
+                while u < j {
+                    let mut v = u;
+                    let mut unit_size = 0;
+                    while v < j && full_key(order[v]) == full_key(order[u]) {
+                        unit_size += sample.sizes[order[v] as usize];
+                        v += 1;
+                    }
+                    partition.push_unit(&order[u..v], unit_size);
+                    u = v;
+                }
+                partition.close_class(size);
             }
             i = j;
         }
         partition
     }
-
-    fn push(&mut self, members: &[u32], size: u64) {
-        self.members.extend_from_slice(members);
-        self.starts.push(self.members.len() as u32);
-        self.sizes.push(size);
-    }
 }
 
-/// Reusable per-code scratch arrays for splitting classes.
+/// Counting sort of small items by a code, in ascending code order, with reusable
+/// per-code scratch arrays.
 #[derive(Debug, Default)]
-struct SplitScratch {
+struct Grouper {
     size: Vec<u64>,
     count: Vec<u32>,
     rep: Vec<u32>,
     touched: Vec<u32>,
     grouped: Vec<u32>,
+    /// `(code, start, end)` of each group in `grouped`, after [`Grouper::group`].
+    runs: Vec<(u32, usize, usize)>,
 }
 
-impl SplitScratch {
+impl Grouper {
     fn ensure(&mut self, codes: usize) {
         if self.size.len() < codes {
             self.size.resize(codes, 0);
@@ -151,98 +221,81 @@ impl SplitScratch {
             self.rep.resize(codes, 0);
         }
     }
-}
 
-/// Calls `f(representative, size, members)` for every class of at least `k` records of the
-/// refinement of `parent` in attribute `attr` (codes at the finer level through
-/// `child_map`). `members` is filled only when `group` is set.
-#[allow(clippy::too_many_arguments)]
-fn visit_refinement(
-    sample: &SampleData,
-    parent: &Partition,
-    attr: usize,
-    child_map: &[u32],
-    codes: usize,
-    k: u64,
-    group: bool,
-    scratch: &mut SplitScratch,
-    mut f: impl FnMut(u32, u64, &[u32]),
-) {
-    scratch.ensure(codes);
-    let leaves = &sample.histogram.class_codes[attr];
-    for s in 0..parent.class_count() {
-        let class = parent.class(s);
-        if class.len() == 1 {
-            f(class[0], parent.sizes[s], class);
-            continue;
+    /// Sums `weight(item)` per `code(item)`; afterwards `touched` lists the codes seen
+    /// (first-seen order) with their sums in `size` and first items in `rep`.
+    fn tally(
+        &mut self,
+        items: impl Iterator<Item = u32>,
+        code: impl Fn(u32) -> u32,
+        weight: impl Fn(u32) -> u64,
+    ) {
+        for item in items {
+            let c = code(item) as usize;
+            if self.count[c] == 0 {
+                self.touched.push(c as u32);
+                self.rep[c] = item;
+            }
+            self.count[c] += 1;
+            self.size[c] += weight(item);
         }
-        for &m in class {
-            let c = child_map[leaves[m as usize] as usize] as usize;
-            if scratch.count[c] == 0 {
-                scratch.touched.push(c as u32);
-                scratch.rep[c] = m;
-            }
-            scratch.count[c] += 1;
-            scratch.size[c] += sample.sizes[m as usize];
+    }
+
+    /// After [`Grouper::tally`] of the same items: orders them by code into `grouped` and
+    /// lists the runs (ascending code).
+    fn group(&mut self, items: impl Iterator<Item = u32>, code: impl Fn(u32) -> u32) {
+        self.touched.sort_unstable();
+        let mut offset = 0u32;
+        for &c in &self.touched {
+            let n = self.count[c as usize];
+            self.count[c as usize] = offset;
+            offset += n;
         }
-        if scratch.touched.len() == 1 {
-            let c = scratch.touched[0] as usize;
-            f(scratch.rep[c], scratch.size[c], class);
-        } else if group {
-            scratch.touched.sort_unstable();
-            let mut offset = 0u32;
-            for &c in &scratch.touched {
-                let n = scratch.count[c as usize];
-                scratch.count[c as usize] = offset;
-                offset += n;
-            }
-            scratch.grouped.clear();
-            scratch.grouped.resize(class.len(), 0);
-            for &m in class {
-                let c = child_map[leaves[m as usize] as usize] as usize;
-                scratch.grouped[scratch.count[c] as usize] = m;
-                scratch.count[c] += 1;
-            }
-            let mut start = 0usize;
-            for &c in &scratch.touched {
-                let end = scratch.count[c as usize] as usize;
-                let size = scratch.size[c as usize];
-                if size >= k {
-                    f(scratch.rep[c as usize], size, &scratch.grouped[start..end]);
-                }
-                start = end;
-            }
-        } else {
-            for &c in &scratch.touched {
-                let size = scratch.size[c as usize];
-                if size >= k {
-                    f(scratch.rep[c as usize], size, &[]);
-                }
-            }
+        self.grouped.clear();
+        self.grouped.resize(offset as usize, 0);
+        for item in items {
+            let c = code(item) as usize;
+            self.grouped[self.count[c] as usize] = item;
+            self.count[c] += 1;
         }
-        for &c in &scratch.touched {
-            scratch.count[c as usize] = 0;
-            scratch.size[c as usize] = 0;
+        self.runs.clear();
+        let mut start = 0usize;
+        for &c in &self.touched {
+            let end = self.count[c as usize] as usize;
+            self.runs.push((c, start, end));
+            start = end;
         }
-        scratch.touched.clear();
+    }
+
+    /// Clears the per-code arrays touched since the last reset.
+    fn reset(&mut self) {
+        for &c in &self.touched {
+            self.count[c as usize] = 0;
+            self.size[c as usize] = 0;
+        }
+        self.touched.clear();
     }
 }
 
-/// Largest number of records sharing one informative value among `members`.
+/// Largest number of records sharing one informative value among the leaf classes of
+/// `units` of `partition`.
 fn majority(
     sample: &SampleData,
-    members: &[u32],
+    partition: &Partition,
+    units: impl Iterator<Item = u32>,
     counts: &mut [u64],
     touched: &mut Vec<u32>,
 ) -> u64 {
     let h = &sample.histogram;
-    for &m in members {
-        for p in h.class_offsets[m as usize]..h.class_offsets[m as usize + 1] {
-            let v = h.pair_values[p] as usize;
-            if counts[v] == 0 {
-                touched.push(v as u32);
+    for u in units {
+        for &m in partition.unit_members(u as usize) {
+            for p in h.class_offsets[m as usize]..h.class_offsets[m as usize + 1] {
+                let v = h.pair_values[p] as usize;
+                if counts[v] == 0 {
+                    touched.push(v as u32);
+                }
+                counts[v] += h.pair_counts[p];
             }
-            counts[v] += h.pair_counts[p];
         }
     }
     let mut best = 0;
@@ -265,7 +318,8 @@ pub struct Evaluator<'a> {
     tables: ScoreTables,
     partitions: HashMap<usize, Partition>,
     origins: HashMap<usize, (usize, usize)>,
-    scratch: SplitScratch,
+    classes: Grouper,
+    units: Grouper,
     value_counts: Vec<u64>,
     value_touched: Vec<u32>,
 }
@@ -281,6 +335,15 @@ impl<'a> Evaluator<'a> {
         function: ScoreFunction,
         value_domain: usize,
     ) -> Self {
+        let mut classes = Grouper::default();
+        let mut units = Grouper::default();
+        let widest = hierarchies
+            .iter()
+            .flat_map(|h| (0..=h.height()).map(|l| h.level(l).cardinality()))
+            .max()
+            .unwrap_or(1);
+        classes.ensure(widest);
+        units.ensure(widest);
         Self {
             sample,
             hierarchies,
@@ -290,35 +353,39 @@ impl<'a> Evaluator<'a> {
             tables: ScoreTables::new(hierarchies),
             partitions: HashMap::new(),
             origins: HashMap::new(),
-            scratch: SplitScratch::default(),
+            classes,
+            units,
             value_counts: vec![0; value_domain.max(1)],
             value_touched: Vec::new(),
         }
     }
 
+    /// Code maps (leaf → code) of every attribute at `levels`.
+    fn maps(&self, levels: &[usize]) -> Vec<&'a [u32]> {
+        (0..self.hierarchies.len())
+            .map(|a| self.hierarchies[a].level(levels[a]).leaf_to_code())
+            .collect()
+    }
+
     /// Scores a partition's own classes.
     pub fn score_partition(&mut self, partition: &Partition) -> Evaluation {
-        let maps: Vec<&[u32]> = (0..self.hierarchies.len())
-            .map(|a| {
-                self.hierarchies[a]
-                    .level(partition.levels[a])
-                    .leaf_to_code()
-            })
-            .collect();
+        let maps = self.maps(&partition.levels);
+        let sample = self.sample;
         let mut acc = ScoreAccumulator::new(
             self.function,
             &self.tables,
             &partition.levels,
-            self.sample.input_rows,
+            sample.input_rows,
         );
         let classify = self.function == ScoreFunction::Classification;
         for s in 0..partition.class_count() {
-            let class = partition.class(s);
-            let rep = class[0];
+            let rep = partition.class_members(s)[0];
             let best = if classify {
+                let units = partition.class_units(s);
                 majority(
-                    self.sample,
-                    class,
+                    sample,
+                    partition,
+                    units.start as u32..units.end as u32,
                     &mut self.value_counts,
                     &mut self.value_touched,
                 )
@@ -326,71 +393,148 @@ impl<'a> Evaluator<'a> {
                 0
             };
             acc.add_class(
-                partition.sizes[s],
-                |a| maps[a][self.sample.leaf(a, rep) as usize],
+                partition.class_sizes[s],
+                |a| maps[a][sample.leaf(a, rep) as usize],
                 best,
             );
         }
         acc.finish()
     }
 
-    /// Scores the refinement of `parent` one level finer in `attr`.
+    /// Scores the refinement of `parent` one level finer in `attr`: one pass over its
+    /// units.
     pub fn score_refinement(&mut self, parent: &Partition, attr: usize) -> Evaluation {
         let mut levels = parent.levels.clone();
         levels[attr] -= 1;
-        let maps: Vec<&[u32]> = (0..self.hierarchies.len())
-            .map(|a| self.hierarchies[a].level(levels[a]).leaf_to_code())
-            .collect();
-        let level = self.hierarchies[attr].level(levels[attr]);
-        let mut acc =
-            ScoreAccumulator::new(self.function, &self.tables, &levels, self.sample.input_rows);
-        let classify = self.function == ScoreFunction::Classification;
+        let maps = self.maps(&levels);
+        let child_map = maps[attr];
         let sample = self.sample;
-        let value_counts = &mut self.value_counts;
-        let value_touched = &mut self.value_touched;
-        visit_refinement(
-            sample,
-            parent,
-            attr,
-            level.leaf_to_code(),
-            level.cardinality(),
-            self.k,
-            classify,
-            &mut self.scratch,
-            |rep, size, members| {
+        let leaves = &sample.histogram.class_codes[attr];
+        let first = |u: u32| parent.members[parent.unit_starts[u as usize] as usize];
+        let code = |u: u32| child_map[leaves[first(u) as usize] as usize];
+        let weight = |u: u32| parent.unit_sizes[u as usize];
+        let mut acc =
+            ScoreAccumulator::new(self.function, &self.tables, &levels, sample.input_rows);
+        let classify = self.function == ScoreFunction::Classification;
+        let g = &mut self.classes;
+        for s in 0..parent.class_count() {
+            let units = parent.class_units(s);
+            let range = units.start as u32..units.end as u32;
+            if units.len() > 1 {
+                g.tally(range.clone(), code, weight);
+            }
+            if units.len() == 1 || g.touched.len() == 1 {
+                // The whole class stays one class.
                 let best = if classify {
-                    majority(sample, members, value_counts, value_touched)
+                    majority(
+                        sample,
+                        parent,
+                        range,
+                        &mut self.value_counts,
+                        &mut self.value_touched,
+                    )
                 } else {
                     0
                 };
-                acc.add_class(size, |a| maps[a][sample.leaf(a, rep) as usize], best);
-            },
-        );
+                let rep = first(units.start as u32);
+                acc.add_class(
+                    parent.class_sizes[s],
+                    |a| maps[a][sample.leaf(a, rep) as usize],
+                    best,
+                );
+            } else if classify {
+                g.group(range, code);
+                for &(c, start, end) in &g.runs {
+                    let size = g.size[c as usize];
+                    if size < self.k {
+                        continue;
+                    }
+                    let best = majority(
+                        sample,
+                        parent,
+                        g.grouped[start..end].iter().copied(),
+                        &mut self.value_counts,
+                        &mut self.value_touched,
+                    );
+                    let rep = first(g.rep[c as usize]);
+                    acc.add_class(size, |a| maps[a][sample.leaf(a, rep) as usize], best);
+                }
+            } else {
+                for &c in &g.touched {
+                    let size = g.size[c as usize];
+                    if size >= self.k {
+                        let rep = first(g.rep[c as usize]);
+                        acc.add_class(size, |a| maps[a][sample.leaf(a, rep) as usize], 0);
+                    }
+                }
+            }
+            g.reset();
+        }
         acc.finish()
     }
 
-    /// The refinement of `parent` one level finer in `attr`.
+    /// The refinement of `parent` one level finer in `attr`, its units one level below.
     pub fn refine(&mut self, parent: &Partition, attr: usize) -> Partition {
         let mut levels = parent.levels.clone();
         levels[attr] -= 1;
-        let level = self.hierarchies[attr].level(levels[attr]);
-        let mut child = Partition {
-            levels,
-            members: Vec::with_capacity(parent.members.len()),
-            starts: vec![0],
-            sizes: Vec::new(),
+        let child_map = self.hierarchies[attr].level(levels[attr]).leaf_to_code();
+        // Units of the parent agree at unit_level(parent level) = levels[attr]; the child's
+        // units must agree one level lower still.
+        let split_units = unit_level(levels[attr]) < levels[attr];
+        let unit_map = self.hierarchies[attr]
+            .level(unit_level(levels[attr]))
+            .leaf_to_code();
+        let sample = self.sample;
+        let leaves = &sample.histogram.class_codes[attr];
+        let first = |u: u32| parent.members[parent.unit_starts[u as usize] as usize];
+        let code = |u: u32| child_map[leaves[first(u) as usize] as usize];
+        let weight = |u: u32| parent.unit_sizes[u as usize];
+        let member_code = |m: u32| unit_map[leaves[m as usize] as usize];
+        let member_weight = |m: u32| sample.sizes[m as usize];
+        let mut child = Partition::empty(levels);
+        child.members.reserve(parent.members.len());
+        let g = &mut self.classes;
+        let gu = &mut self.units;
+        let mut push_units = |child: &mut Partition, units: &mut dyn Iterator<Item = u32>| {
+            for u in units {
+                let members = parent.unit_members(u as usize);
+                if !split_units || members.len() == 1 {
+                    child.push_unit(members, parent.unit_sizes[u as usize]);
+                    continue;
+                }
+                gu.tally(members.iter().copied(), member_code, member_weight);
+                if gu.touched.len() == 1 {
+                    child.push_unit(members, parent.unit_sizes[u as usize]);
+                } else {
+                    gu.group(members.iter().copied(), member_code);
+                    for &(c, start, end) in &gu.runs {
+                        child.push_unit(&gu.grouped[start..end], gu.size[c as usize]);
+                    }
+                }
+                gu.reset();
+            }
         };
-        visit_refinement(
-            self.sample,
-            parent,
-            attr,
-            level.leaf_to_code(),
-            level.cardinality(),
-            self.k,
-            true,
-            &mut self.scratch,
-            |_, size, members| child.push(members, size),
-        );
+        for s in 0..parent.class_count() {
+            let units = parent.class_units(s);
+            let range = units.start as u32..units.end as u32;
+            if units.len() > 1 {
+                g.tally(range.clone(), code, weight);
+            }
+            if units.len() == 1 || g.touched.len() == 1 {
+                push_units(&mut child, &mut range.clone());
+                child.close_class(parent.class_sizes[s]);
+            } else {
+                g.group(range, code);
+                for &(c, start, end) in &g.runs {
+                    let size = g.size[c as usize];
+                    if size >= self.k {
+                        push_units(&mut child, &mut g.grouped[start..end].iter().copied());
+                        child.close_class(size);
+                    }
+                }
+            }
+            g.reset();
+        }
         child
     }
 

@@ -222,6 +222,35 @@ fn canonical(p: &Partition) -> Vec<(Vec<u32>, u64)> {
     classes
 }
 
+/// A partition's units as sorted member lists, in sorted order.
+fn canonical_units(p: &Partition) -> Vec<Vec<u32>> {
+    let mut units: Vec<Vec<u32>> = p
+        .units()
+        .map(|members| {
+            let mut m = members.to_vec();
+            m.sort_unstable();
+            m
+        })
+        .collect();
+    units.sort();
+    units
+}
+
+/// The leaf classes of a unit agree on every attribute one level below the scheme.
+fn assert_units_homogeneous(p: &Partition, sample: &SampleData, hs: &[&Hierarchy]) {
+    for members in p.units() {
+        for a in 0..hs.len() {
+            let level = hs[a].level(p.levels[a].saturating_sub(1));
+            let code =
+                |m: u32| level.leaf_to_code()[sample.histogram.class_codes[a][m as usize] as usize];
+            assert!(
+                members.iter().all(|&m| code(m) == code(members[0])),
+                "unit not homogeneous"
+            );
+        }
+    }
+}
+
 /// Scoring a predecessor from its pivot's partition, and refining the partition, give the
 /// same results as starting from the leaves.
 #[test]
@@ -257,6 +286,8 @@ fn refinement_matches_from_scratch() {
                         assert_eq!(refined.kept(), direct.kept());
                         assert_eq!(refined.class_count(), direct.class_count());
                         assert_eq!(canonical(&refined), canonical(&direct));
+                        assert_eq!(canonical_units(&refined), canonical_units(&direct));
+                        assert_units_homogeneous(&refined, &sample, &hs);
                         let again = evaluator.score_partition(&refined);
                         assert!(close(again.score, want.score));
                     }
