@@ -276,14 +276,14 @@ pub fn safepub_metadata(
         }
     };
     let guarantee = format!(
-        "({epsilon}, {delta})-differential privacy: epsilon = epsilon_anon + epsilon_search = {epsilon_anon} + {search}, \
-         delta = {delta} (an upper bound on d(k, beta, epsilon_anon), computed with interval arithmetic; requested {requested}). \
+        "({epsilon}, {delta:e})-differential privacy: epsilon = epsilon_anon + epsilon_search = {epsilon_anon} + {search}, \
+         delta = {delta:e} (an upper bound on d(k, beta, epsilon_anon), computed with interval arithmetic; requested {requested}). \
          Probabilistic form: for neighbouring inputs (one record added or removed) the e^epsilon bound on output \
          probabilities holds except with probability at most delta (SafePub, Bild, Kuhn & Prasser, Theorems 3, 4 and 10). \
          Truthful: every released row is a real input record, kept by random sampling with probability beta = {beta}, \
          its quasi-identifiers generalized to the chosen levels and its other released values unchanged; records in \
          classes with fewer than k = {k} sampled records are removed, and no value is perturbed or invented. \
-         Smoothness (Theorem 11): the same release is also ({eps_prime}, {delta_prime})-differentially private. {selection} \
+         Smoothness (Theorem 11): the same release is also ({eps_prime}, {delta_prime:e})-differentially private. {selection} \
          The exponential mechanism runs in floating point: its epsilon excess over this search is at most {excess:.1e}.",
         epsilon = params.epsilon,
         delta = c.delta_delivered,

@@ -68,6 +68,8 @@ pub struct Partition {
     unit_starts: Vec<u32>,
     /// Records of each unit.
     unit_sizes: Vec<u64>,
+    /// First leaf class of each unit (its codes stand for the unit's).
+    unit_reps: Vec<u32>,
     /// Class `s` owns units `class_starts[s]..class_starts[s + 1]`.
     class_starts: Vec<u32>,
     /// Records of each class (at least k).
@@ -86,6 +88,7 @@ impl Partition {
             members: Vec::new(),
             unit_starts: vec![0],
             unit_sizes: Vec::new(),
+            unit_reps: Vec::new(),
             class_starts: vec![0],
             class_sizes: Vec::new(),
         }
@@ -131,6 +134,7 @@ impl Partition {
     }
 
     fn push_unit(&mut self, members: &[u32], size: u64) {
+        self.unit_reps.push(members[0]);
         self.members.extend_from_slice(members);
         self.unit_starts.push(self.members.len() as u32);
         self.unit_sizes.push(size);
@@ -410,7 +414,7 @@ impl<'a> Evaluator<'a> {
         let child_map = maps[attr];
         let sample = self.sample;
         let leaves = &sample.histogram.class_codes[attr];
-        let first = |u: u32| parent.members[parent.unit_starts[u as usize] as usize];
+        let first = |u: u32| parent.unit_reps[u as usize];
         let code = |u: u32| child_map[leaves[first(u) as usize] as usize];
         let weight = |u: u32| parent.unit_sizes[u as usize];
         let mut acc =
@@ -486,7 +490,7 @@ impl<'a> Evaluator<'a> {
             .leaf_to_code();
         let sample = self.sample;
         let leaves = &sample.histogram.class_codes[attr];
-        let first = |u: u32| parent.members[parent.unit_starts[u as usize] as usize];
+        let first = |u: u32| parent.unit_reps[u as usize];
         let code = |u: u32| child_map[leaves[first(u) as usize] as usize];
         let weight = |u: u32| parent.unit_sizes[u as usize];
         let member_code = |m: u32| unit_map[leaves[m as usize] as usize];
