@@ -77,31 +77,8 @@ impl Interval {
         }
     }
 
-    /// Interval sum.
-    pub fn add(self, other: Self) -> Self {
-        Self::outward(self.lo + other.lo, self.hi + other.hi, 1)
-    }
-
-    /// Interval difference.
-    pub fn sub(self, other: Self) -> Self {
-        Self::outward(self.lo - other.hi, self.hi - other.lo, 1)
-    }
-
-    /// Interval product.
-    pub fn mul(self, other: Self) -> Self {
-        let products = [
-            self.lo * other.lo,
-            self.lo * other.hi,
-            self.hi * other.lo,
-            self.hi * other.hi,
-        ];
-        let lo = products.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = products.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        Self::outward(lo, hi, 1)
-    }
-
     /// Interval quotient; `None` when the divisor contains zero.
-    pub fn div(self, other: Self) -> Option<Self> {
+    pub fn checked_div(self, other: Self) -> Option<Self> {
         if other.lo <= 0.0 && other.hi >= 0.0 {
             return None;
         }
@@ -143,6 +120,41 @@ impl Interval {
     }
 }
 
+impl std::ops::Add for Interval {
+    type Output = Self;
+
+    /// Interval sum.
+    fn add(self, other: Self) -> Self {
+        Self::outward(self.lo + other.lo, self.hi + other.hi, 1)
+    }
+}
+
+impl std::ops::Sub for Interval {
+    type Output = Self;
+
+    /// Interval difference.
+    fn sub(self, other: Self) -> Self {
+        Self::outward(self.lo - other.hi, self.hi - other.lo, 1)
+    }
+}
+
+impl std::ops::Mul for Interval {
+    type Output = Self;
+
+    /// Interval product.
+    fn mul(self, other: Self) -> Self {
+        let products = [
+            self.lo * other.lo,
+            self.lo * other.hi,
+            self.hi * other.lo,
+            self.hi * other.hi,
+        ];
+        let lo = products.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = products.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Self::outward(lo, hi, 1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,17 +163,19 @@ mod tests {
     fn encloses_exact_results() {
         // 0.1 + 0.2 is not representable: the enclosure contains the exact sum of the two
         // doubles, which lies strictly between the rounded result's neighbours.
-        let s = Interval::point(0.1).add(Interval::point(0.2));
+        let s = Interval::point(0.1) + Interval::point(0.2);
         assert!(s.lo() < 0.30000000000000004 && s.hi() > 0.30000000000000004);
         assert!(s.hi() - s.lo() <= 4.0 * f64::EPSILON);
         // 1/3 encloses the true third: lo < 1/3 < hi with a width of two ulps.
-        let third = Interval::int(1).div(Interval::int(3)).unwrap();
+        let third = Interval::int(1).checked_div(Interval::int(3)).unwrap();
         assert!(third.lo() < 1.0 / 3.0 && 1.0 / 3.0 < third.hi());
         assert_eq!(third.lo().next_up().next_up(), third.hi());
         // Products of mixed signs.
-        let p = Interval::new(-2.0, 3.0).mul(Interval::new(-5.0, 1.0));
+        let p = Interval::new(-2.0, 3.0) * Interval::new(-5.0, 1.0);
         assert!(p.contains(-15.0) && p.contains(10.0) && !p.contains(10.1));
-        assert!(Interval::int(1).div(Interval::new(-1.0, 1.0)).is_none());
+        assert!(Interval::int(1)
+            .checked_div(Interval::new(-1.0, 1.0))
+            .is_none());
     }
 
     #[test]

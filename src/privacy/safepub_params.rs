@@ -39,6 +39,8 @@
 
 use datafusion::common::{plan_err, Result};
 
+use std::ops::{Add, Mul, Sub};
+
 use super::interval::Interval;
 
 /// Largest `n` the calculation may visit before giving up.
@@ -160,19 +162,20 @@ impl DeltaCalculator {
         let one_minus_beta = one.sub(Interval::point(beta));
         let e_minus = Interval::point(-epsilon).exp();
         // Theorem 3 needs ε >= −ln(1 − β), i.e. β <= 1 − e^{−ε}, decided conservatively.
-        if !(beta <= one.sub(e_minus).lo()) {
+        let bound = one.sub(e_minus).lo();
+        if bound.is_nan() || beta > bound {
             return plan_err!(
                 "sampling probability {beta} is too large for epsilon = {epsilon} (Theorem 3 needs beta <= 1 - e^(-epsilon))"
             );
         }
         // γ = 1 − (1 − β) e^{−ε}.
         let gamma = one.sub(one_minus_beta.mul(e_minus));
-        if !(gamma.hi() < 1.0) {
+        if !gamma.is_finite() || gamma.hi() >= 1.0 {
             return plan_err!(
                 "epsilon = {epsilon} is too large for the parameter calculation (gamma = (e^epsilon - 1 + beta) / e^epsilon rounds to 1)"
             );
         }
-        if !(gamma.lo() > beta) {
+        if gamma.lo() <= beta {
             return plan_err!(
                 "epsilon = {epsilon} is too small for sampling probability {beta} (Theorem 3 needs epsilon >= -ln(1 - beta))"
             );
@@ -185,13 +188,13 @@ impl DeltaCalculator {
         let one = Interval::int(1);
         let b = Interval::point(beta);
         let one_minus_beta = one.sub(b);
-        let Some(rho) = b.div(one_minus_beta) else {
+        let Some(rho) = b.checked_div(one_minus_beta) else {
             return plan_err!("the sampling probability must lie in (0, 1), got {beta}");
         };
         // The rate is increasing in γ on (β, 1): its value at γ_lo bounds it from below.
         let g = Interval::point(gamma.lo());
         let rate = g
-            .div(b)
+            .checked_div(b)
             .and_then(Interval::ln)
             .map(|l| g.mul(l).sub(g.sub(b)));
         let chernoff_rate = match rate {
@@ -258,7 +261,7 @@ impl DeltaCalculator {
         let j = self.boundary;
         // P(X_{n+1} = j) = P(X_n = j) · (n+1)/(n+1−j) · (1 − β).
         let factor = Interval::int(n + 1)
-            .div(Interval::int(n + 1 - j))
+            .checked_div(Interval::int(n + 1 - j))
             .unwrap_or(Interval::point(f64::INFINITY));
         let mut term = self.boundary_term.mul(factor).mul(self.one_minus_beta);
         let next_boundary = floor_mul(self.gamma.lo(), n + 1) + 1;
@@ -275,7 +278,7 @@ impl DeltaCalculator {
     /// `P(X_n = j+1) / P(X_n = j) = (n − j)/(j + 1) · β/(1 − β)`.
     fn ratio(&self, n: u64, j: u64) -> Interval {
         Interval::int(n - j)
-            .div(Interval::int(j + 1))
+            .checked_div(Interval::int(j + 1))
             .unwrap_or(Interval::point(f64::INFINITY))
             .mul(self.rho)
     }
@@ -289,7 +292,7 @@ impl DeltaCalculator {
             let r = self.ratio(n, i);
             if r.hi() < 1.0 {
                 // Later ratios are smaller, so Σ_{l > i} P(X_n = l) <= term · r / (1 − r).
-                let remainder = term.mul(r).div(Interval::int(1).sub(r));
+                let remainder = term.mul(r).checked_div(Interval::int(1).sub(r));
                 if let Some(rem) = remainder {
                     if rem.hi() <= sum.lo() * TAIL_CUTOFF {
                         return sum.add(rem.zero_to_hi());

@@ -40,8 +40,8 @@ pub fn sample_histogram(
             }
         }
         if pair_values.len() > *class_offsets.last().unwrap_or(&0) {
-            for a in 0..attrs {
-                class_codes[a].push(base.class_codes[a][c]);
+            for (codes, base_codes) in class_codes.iter_mut().zip(&base.class_codes) {
+                codes.push(base_codes[c]);
             }
             class_offsets.push(pair_values.len());
         }

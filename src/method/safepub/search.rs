@@ -139,9 +139,8 @@ pub fn top_down_search(
             if !in_candidates.insert(index) {
                 continue;
             }
-            if !scores.contains_key(&index) {
-                let evaluation = scorer.score(&node, Some((&pivot, attr)))?;
-                scores.insert(index, evaluation);
+            if let std::collections::hash_map::Entry::Vacant(slot) = scores.entry(index) {
+                slot.insert(scorer.score(&node, Some((&pivot, attr)))?);
             }
             candidates.push((index, node));
         }

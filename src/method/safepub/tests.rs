@@ -239,8 +239,8 @@ fn canonical_units(p: &Partition) -> Vec<Vec<u32>> {
 /// The leaf classes of a unit agree on every attribute one level below the scheme.
 fn assert_units_homogeneous(p: &Partition, sample: &SampleData, hs: &[&Hierarchy]) {
     for members in p.units() {
-        for a in 0..hs.len() {
-            let level = hs[a].level(p.levels[a].saturating_sub(1));
+        for (a, h) in hs.iter().enumerate() {
+            let level = h.level(p.levels[a].saturating_sub(1));
             let code =
                 |m: u32| level.leaf_to_code()[sample.histogram.class_codes[a][m as usize] as usize];
             assert!(
