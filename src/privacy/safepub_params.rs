@@ -246,7 +246,7 @@ impl DeltaCalculator {
         }
         if n > MAX_N {
             return plan_err!(
-                "the SafePub parameter calculation needs n > {MAX_N}; use a larger epsilon or delta"
+                "the SafePub parameter calculation needs n > {MAX_N} (its Chernoff bound decays too slowly); use a larger delta, or an epsilon_anon between 0.01 and 3"
             );
         }
         while (self.tails.len() as u64) < n {
@@ -306,19 +306,56 @@ impl DeltaCalculator {
         sum
     }
 
-    /// Encloses `d(k, β, ε)` (Theorem 4 with the earlier stop `c_N <= running max`).
+    /// The smallest `N >= n` with `c_N <= m` (by the upper bound of `c_N`); `None` when
+    /// `m <= 0`, which no bound can reach.
+    fn stop_index(&self, n: u64, m: f64) -> Option<u64> {
+        if m.is_nan() || m <= 0.0 {
+            return None;
+        }
+        if self.chernoff_upper(n) <= m {
+            return Some(n);
+        }
+        // exp(−N·rate) <= m  ⇔  N >= −ln(m)/rate: start near there, then settle exactly.
+        let estimate = (-m.ln() / self.chernoff_rate).ceil();
+        let mut stop = if estimate.is_finite() && estimate < MAX_N as f64 {
+            (estimate as u64).max(n + 1)
+        } else {
+            MAX_N + 1
+        };
+        while stop <= MAX_N && self.chernoff_upper(stop) > m {
+            stop += 1;
+        }
+        while stop > n + 1 && self.chernoff_upper(stop - 1) <= m {
+            stop -= 1;
+        }
+        Some(stop)
+    }
+
+    /// Encloses `d(k, β, ε)` (Theorem 4 with the earlier stop `c_N <= running max`): the
+    /// maximum of `a_n` from `n_m` to the first `N` whose Chernoff bound is at most the
+    /// running maximum (beyond it every `a_n <= c_n <= c_N`).
     pub fn delta(&mut self, k: u64) -> Result<DeltaBound> {
         let n_m = self.n_min(k)?;
-        let mut max = self.tail(n_m)?;
+        let first = self.tail(n_m)?;
+        let (mut lo, mut hi) = (first.lo(), first.hi());
         let mut n = n_m;
-        loop {
-            if self.chernoff_upper(n) <= max.lo() {
-                break;
-            }
+        let mut stop = self.stop_index(n, lo);
+        // The stop is recomputed when the maximum has grown by 1%: a stop computed for a
+        // smaller maximum is later, which only scans a few more terms.
+        let mut stop_for = lo;
+        while stop.is_none_or(|s| n < s) {
             n += 1;
             let a = self.tail(n)?;
-            max = Interval::new(max.lo().max(a.lo()), max.hi().max(a.hi()));
+            hi = hi.max(a.hi());
+            if a.lo() > lo {
+                lo = a.lo();
+                if stop.is_none() || lo > stop_for * 1.01 {
+                    stop = self.stop_index(n, lo);
+                    stop_for = lo;
+                }
+            }
         }
+        let max = Interval::new(lo, hi);
         if !max.is_finite() {
             return plan_err!("the SafePub parameter calculation lost precision (k = {k})");
         }
@@ -329,18 +366,40 @@ impl DeltaCalculator {
         })
     }
 
-    /// `d'(δ) = min{k : d(k) <= δ}`, deciding with the upper bound of `d(k)`.
+    /// `d'(δ) = min{k : d(k) <= δ}`, deciding with the upper bound of `d(k)`; `d` is
+    /// non-increasing in k, so an exponential then a binary search finds it.
     pub fn minimal_k(&mut self, delta: f64) -> Result<(u64, DeltaBound)> {
         if !(delta > 0.0 && delta < 1.0) {
             return plan_err!("delta must lie in (0, 1), got {delta}");
         }
-        for k in 1..=MAX_K {
-            let bound = self.delta(k)?;
-            if bound.delta.hi() <= delta {
-                return Ok((k, bound));
+        let reaches = |calc: &mut Self, k: u64| -> Result<Option<DeltaBound>> {
+            let bound = calc.delta(k)?;
+            Ok((bound.delta.hi() <= delta).then_some(bound))
+        };
+        // Exponential search: `below` fails (or is 0), `above` reaches δ.
+        let mut below = 0u64;
+        let mut above = 1u64;
+        let mut found = loop {
+            if let Some(bound) = reaches(self, above)? {
+                break bound;
+            }
+            below = above;
+            above *= 2;
+            if above > MAX_K {
+                return plan_err!("no k up to {MAX_K} reaches delta = {delta}; use a larger delta");
+            }
+        };
+        while above - below > 1 {
+            let middle = below + (above - below) / 2;
+            match reaches(self, middle)? {
+                Some(bound) => {
+                    above = middle;
+                    found = bound;
+                }
+                None => below = middle,
             }
         }
-        plan_err!("no k up to {MAX_K} reaches delta = {delta}; use a larger delta")
+        Ok((above, found))
     }
 
     /// The sampling probability (exact).
