@@ -114,7 +114,7 @@ pub const ANONYMIZE_PARAMS: &[ParamSpec] = &[
         doc: "safepub: 'best' (best-scoring pivot, as in the paper) or 'last' (last pivot, a function of the private choices only)",
         default: Some("'best'"),
     },
-    ParamSpec { name: "max_nodes", doc: "largest lattice to evaluate", default: Some("100000") },
+    ParamSpec { name: "max_nodes", doc: "largest lattice to evaluate (safepub, which walks the lattice without enumerating it: no limit unless given)", default: Some("100000") },
     ParamSpec { name: "seed", doc: "fixed random seed, for tests and reproduction only (marked in the metadata)", default: None },
 ];
 
@@ -419,6 +419,8 @@ fn build_request(
     let max_nodes = match args.u64("max_nodes")? {
         Some(0) => return plan_err!("{function}(): max_nodes must be at least 1"),
         Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        // SafePub walks the lattice without enumerating it: no size limit unless asked.
+        None if matches!(method, MethodParams::SafePub(_)) => usize::MAX,
         None => DEFAULT_MAX_NODES,
     };
 
