@@ -30,6 +30,7 @@ pub mod histogram;
 pub mod lattice;
 pub mod mechanism;
 pub mod method;
+pub mod privacy;
 pub mod release;
 pub mod sql;
 

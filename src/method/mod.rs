@@ -2,6 +2,7 @@
 //! released histogram plus its public metadata and owner-only diagnostics.
 
 pub mod ipa;
+pub mod safepub;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -44,6 +45,8 @@ pub struct MethodOutput {
 pub enum MethodParams {
     /// IPA (Lee & Chung 2020).
     Ipa(ipa::IpaParams),
+    /// SafePub (Bild, Kuhn & Prasser 2018).
+    SafePub(safepub::SafePubParams),
 }
 
 impl MethodParams {
@@ -51,6 +54,7 @@ impl MethodParams {
     pub fn name(&self) -> &'static str {
         match self {
             Self::Ipa(_) => "ipa",
+            Self::SafePub(_) => "safepub",
         }
     }
 
@@ -58,6 +62,7 @@ impl MethodParams {
     pub fn diagnostics_schema(&self) -> SchemaRef {
         match self {
             Self::Ipa(_) => ipa::ipa_diagnostics_schema(),
+            Self::SafePub(_) => safepub::safepub_diagnostics_schema(),
         }
     }
 
@@ -78,6 +83,15 @@ impl MethodParams {
                     node: result.outcomes[result.chosen].node.clone(),
                     metadata: ipa::ipa_metadata(params, input.lattice),
                     diagnostics: ipa::ipa_diagnostics_batch(&result.outcomes, result.chosen)?,
+                    release: result.release,
+                })
+            }
+            Self::SafePub(params) => {
+                let result = safepub::run_safepub(input, params, rng)?;
+                Ok(MethodOutput {
+                    node: result.search.chosen.clone(),
+                    metadata: safepub::safepub_metadata(params, &result, input.lattice),
+                    diagnostics: safepub::safepub_diagnostics_batch(&result)?,
                     release: result.release,
                 })
             }

@@ -23,6 +23,7 @@ use super::planner::SqlTableFunction;
 use crate::engine::{self, AnonymizeRequest, QiSpec, ReleaseOutput};
 use crate::lattice::DEFAULT_MAX_NODES;
 use crate::method::ipa::{IpaParams, IpaVariant};
+use crate::method::safepub::{FinalSelection, SafePubParams, ScoreFunction};
 use crate::method::MethodParams;
 
 /// Which view of a release a function returns.
@@ -75,7 +76,7 @@ struct CacheEntry {
 /// The parameters `anonymize` accepts.
 pub const ANONYMIZE_PARAMS: &[ParamSpec] = &[
     ParamSpec { name: "source", doc: "table or view to anonymize (first positional argument)", default: None },
-    ParamSpec { name: "method", doc: "anonymization method: 'ipa'", default: Some("'ipa'") },
+    ParamSpec { name: "method", doc: "anonymization method: 'ipa' or 'safepub'", default: Some("'ipa'") },
     ParamSpec {
         name: "qi",
         doc: "quasi-identifiers as 'col[:hierarchy_table], ...'; without ':table' the hierarchy <source>_hierarchy_<col> is used",
@@ -91,7 +92,29 @@ pub const ANONYMIZE_PARAMS: &[ParamSpec] = &[
     ParamSpec { name: "suppression_threshold", doc: "ipa: threshold t of the noisy suppression", default: Some("2") },
     ParamSpec { name: "variant", doc: "ipa: 'paper' or 'reference' (the reference implementation's parameter choices)", default: Some("'paper'") },
     ParamSpec { name: "insert_into_suppressed", doc: "ipa: whether the suppressed class '*' also receives counterfeits", default: Some("true") },
-    ParamSpec { name: "max_nodes", doc: "largest lattice to evaluate", default: Some("100000") },
+    ParamSpec {
+        name: "epsilon_search",
+        doc: "safepub: part of epsilon spent on the search; the rest (epsilon_anon) on sampling and suppression",
+        default: Some("0.1"),
+    },
+    ParamSpec {
+        name: "delta",
+        doc: "safepub: delta of (epsilon, delta)-differential privacy, required; choose a power of ten below 1/rows and at most 1e-4, e.g. 1e-6",
+        default: None,
+    },
+    ParamSpec { name: "steps", doc: "safepub: number of search steps", default: Some("300") },
+    ParamSpec {
+        name: "score",
+        doc: "safepub: score of the search: 'granularity' (ARX: loss), 'intensity' (precision), 'discernibility', 'entropy' (non-uniform entropy proxy), 'group_size', 'classification' (class = the informative column)",
+        default: Some("'granularity'"),
+    },
+    ParamSpec { name: "arx_compat", doc: "safepub: use k = d'(delta) + 1 as ARX does (the minimal k otherwise)", default: Some("false") },
+    ParamSpec {
+        name: "final_selection",
+        doc: "safepub: 'best' (best-scoring pivot, as in the paper) or 'last' (last pivot, a function of the private choices only)",
+        default: Some("'best'"),
+    },
+    ParamSpec { name: "max_nodes", doc: "largest lattice to evaluate (safepub, which walks the lattice without enumerating it: no limit unless given)", default: Some("100000") },
     ParamSpec { name: "seed", doc: "fixed random seed, for tests and reproduction only (marked in the metadata)", default: None },
 ];
 
@@ -114,6 +137,14 @@ fn method_specific_params(method: &str) -> &'static [&'static str] {
             "suppression_threshold",
             "variant",
             "insert_into_suppressed",
+        ],
+        "safepub" => &[
+            "epsilon_search",
+            "delta",
+            "steps",
+            "score",
+            "arx_compat",
+            "final_selection",
         ],
         _ => &[],
     }
@@ -365,7 +396,15 @@ fn build_request(
             }
             MethodParams::Ipa(ipa_params(function, args, epsilon)?)
         }
-        other => return plan_err!("{function}(): unknown method '{other}'; valid methods: ipa"),
+        "safepub" => MethodParams::SafePub(safepub_params(
+            function,
+            args,
+            epsilon,
+            informative.is_some(),
+        )?),
+        other => {
+            return plan_err!("{function}(): unknown method '{other}'; valid methods: ipa, safepub")
+        }
     };
     let specific = method_specific_params(method.name());
     for name in args.names() {
@@ -380,6 +419,8 @@ fn build_request(
     let max_nodes = match args.u64("max_nodes")? {
         Some(0) => return plan_err!("{function}(): max_nodes must be at least 1"),
         Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        // SafePub walks the lattice without enumerating it: no size limit unless asked.
+        None if matches!(method, MethodParams::SafePub(_)) => usize::MAX,
         None => DEFAULT_MAX_NODES,
     };
 
@@ -438,5 +479,41 @@ fn ipa_params(function: &str, args: &BoundArgs, epsilon: f64) -> Result<IpaParam
     if let Some(flag) = args.bool("insert_into_suppressed")? {
         params.insert_into_suppressed = flag;
     }
+    Ok(params)
+}
+
+fn safepub_params(
+    function: &str,
+    args: &BoundArgs,
+    epsilon: f64,
+    has_informative: bool,
+) -> Result<SafePubParams> {
+    let Some(delta) = args.f64("delta")? else {
+        return plan_err!(
+            "{function}(): argument 'delta' is required for method 'safepub', e.g. delta => 1e-6 (a power of ten below 1/rows, at most 1e-4)"
+        );
+    };
+    let mut params = SafePubParams::with_defaults(epsilon, delta);
+    if let Some(e) = args.f64("epsilon_search")? {
+        params.epsilon_search = e;
+    }
+    if let Some(steps) = args.u64("steps")? {
+        params.steps = steps;
+    }
+    if let Some(score) = args.string("score")? {
+        params.score = ScoreFunction::parse(&score)?;
+    }
+    if let Some(flag) = args.bool("arx_compat")? {
+        params.arx_compat = flag;
+    }
+    if let Some(selection) = args.string("final_selection")? {
+        params.final_selection = FinalSelection::parse(&selection)?;
+    }
+    if params.score == ScoreFunction::Classification && !has_informative {
+        return plan_err!(
+            "{function}(): score 'classification' needs a class attribute: name it with informative => '<column>' (released unchanged, never generalized)"
+        );
+    }
+    params.validate()?;
     Ok(params)
 }

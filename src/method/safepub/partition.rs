@@ -1,0 +1,591 @@
+//! The sample grouped by generalization scheme, and the scoring of schemes from it.
+//!
+//! A [`Partition`] of a scheme lists the sample's leaf classes grouped into the scheme's
+//! equivalence classes, keeping only classes of at least k records. A direct predecessor
+//! of the scheme (one attribute one level finer) refines every class; a class below k
+//! only splits into smaller ones, so the dropped records stay suppressed in every
+//! refinement and are never visited again. Scoring a predecessor is one pass over the
+//! kept members of its pivot's partition: no roll-up of the sample from the leaves and no
+//! rescan of the source.
+
+use std::collections::HashMap;
+
+use datafusion::common::{internal_err, Result};
+
+use super::score::{Evaluation, ScoreAccumulator, ScoreFunction, ScoreTables};
+use super::search::NodeScorer;
+use crate::hierarchy::Hierarchy;
+use crate::histogram::GroupedHistogram;
+use crate::lattice::Lattice;
+
+/// The sample at leaf level plus what the scores need about it.
+#[derive(Debug, Clone)]
+pub struct SampleData {
+    /// Leaf-level histogram of the sampled records.
+    pub histogram: GroupedHistogram,
+    /// Records of each leaf class of the sample.
+    pub sizes: Vec<u64>,
+    /// Records in the sample.
+    pub sampled: u64,
+    /// Records in the input (sampled or not): the size of every scored dataset.
+    pub input_rows: u64,
+}
+
+impl SampleData {
+    /// Wraps a sampled histogram drawn from `input_rows` records.
+    pub fn new(histogram: GroupedHistogram, input_rows: u64) -> Self {
+        let sizes: Vec<u64> = (0..histogram.class_count())
+            .map(|c| histogram.class_size(c))
+            .collect();
+        let sampled = sizes.iter().sum();
+        Self {
+            histogram,
+            sizes,
+            sampled,
+            input_rows,
+        }
+    }
+
+    /// Leaf code of attribute `a` of leaf class `c`.
+    fn leaf(&self, a: usize, c: u32) -> u32 {
+        self.histogram.class_codes[a][c as usize]
+    }
+}
+
+/// The kept equivalence classes of one scheme, as groups of sample leaf classes.
+///
+/// Inside a class, leaf classes are grouped into *units*: leaf classes that agree on every
+/// attribute one level below the scheme (`max(level − 1, 0)`). No direct predecessor of
+/// the scheme can tell the leaf classes of a unit apart, so scoring a predecessor visits
+/// units, not leaf classes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partition {
+    /// The scheme.
+    pub levels: Vec<usize>,
+    /// Sample leaf classes, grouped by unit, units grouped by class.
+    members: Vec<u32>,
+    /// Unit `u` owns `members[unit_starts[u]..unit_starts[u + 1]]`.
+    unit_starts: Vec<u32>,
+    /// Records of each unit.
+    unit_sizes: Vec<u64>,
+    /// First leaf class of each unit (its codes stand for the unit's).
+    unit_reps: Vec<u32>,
+    /// Class `s` owns units `class_starts[s]..class_starts[s + 1]`.
+    class_starts: Vec<u32>,
+    /// Records of each class (at least k).
+    class_sizes: Vec<u64>,
+}
+
+/// The level units are homogeneous at, for a scheme at `level`.
+fn unit_level(level: usize) -> usize {
+    level.saturating_sub(1)
+}
+
+impl Partition {
+    fn empty(levels: Vec<usize>) -> Self {
+        Self {
+            levels,
+            members: Vec::new(),
+            unit_starts: vec![0],
+            unit_sizes: Vec::new(),
+            unit_reps: Vec::new(),
+            class_starts: vec![0],
+            class_sizes: Vec::new(),
+        }
+    }
+
+    /// Number of kept classes.
+    pub fn class_count(&self) -> usize {
+        self.class_sizes.len()
+    }
+
+    /// Number of units.
+    pub fn unit_count(&self) -> usize {
+        self.unit_sizes.len()
+    }
+
+    /// Records in kept classes.
+    pub fn kept(&self) -> u64 {
+        self.class_sizes.iter().sum()
+    }
+
+    /// Every kept class: its sample leaf classes and its number of records.
+    pub fn classes(&self) -> impl Iterator<Item = (&[u32], u64)> + '_ {
+        (0..self.class_count()).map(|s| (self.class_members(s), self.class_sizes[s]))
+    }
+
+    /// Every unit: its sample leaf classes.
+    pub fn units(&self) -> impl Iterator<Item = &[u32]> + '_ {
+        (0..self.unit_count()).map(|u| self.unit_members(u))
+    }
+
+    fn class_members(&self, s: usize) -> &[u32] {
+        let first = self.unit_starts[self.class_starts[s] as usize] as usize;
+        let last = self.unit_starts[self.class_starts[s + 1] as usize] as usize;
+        &self.members[first..last]
+    }
+
+    fn class_units(&self, s: usize) -> std::ops::Range<usize> {
+        self.class_starts[s] as usize..self.class_starts[s + 1] as usize
+    }
+
+    fn unit_members(&self, u: usize) -> &[u32] {
+        &self.members[self.unit_starts[u] as usize..self.unit_starts[u + 1] as usize]
+    }
+
+    fn push_unit(&mut self, members: &[u32], size: u64) {
+        self.unit_reps.push(members[0]);
+        self.members.extend_from_slice(members);
+        self.unit_starts.push(self.members.len() as u32);
+        self.unit_sizes.push(size);
+    }
+
+    fn close_class(&mut self, size: u64) {
+        self.class_starts.push(self.unit_sizes.len() as u32);
+        self.class_sizes.push(size);
+    }
+
+    /// Groups every sample leaf class by its codes at `levels` (classes) and one level
+    /// below (units), keeping classes of at least `k` records.
+    pub fn from_scratch(
+        sample: &SampleData,
+        hierarchies: &[&Hierarchy],
+        levels: &[usize],
+        k: u64,
+    ) -> Self {
+        let attrs = hierarchies.len();
+        let classes = sample.sizes.len();
+        let class_maps: Vec<&[u32]> = (0..attrs)
+            .map(|a| hierarchies[a].level(levels[a]).leaf_to_code())
+            .collect();
+        let unit_maps: Vec<&[u32]> = (0..attrs)
+            .map(|a| hierarchies[a].level(unit_level(levels[a])).leaf_to_code())
+            .collect();
+        // Key: class codes, then unit codes.
+        let width = 2 * attrs;
+        let mut keys = vec![0u32; classes * width];
+        for c in 0..classes {
+            for a in 0..attrs {
+                let leaf = sample.leaf(a, c as u32) as usize;
+                keys[c * width + a] = class_maps[a][leaf];
+                keys[c * width + attrs + a] = unit_maps[a][leaf];
+            }
+        }
+        let class_key = |c: u32| &keys[c as usize * width..c as usize * width + attrs];
+        let full_key = |c: u32| &keys[c as usize * width..(c as usize + 1) * width];
+        let mut order: Vec<u32> = (0..classes as u32).collect();
+        order.sort_by(|&x, &y| full_key(x).cmp(full_key(y)));
+        let mut partition = Self::empty(levels.to_vec());
+        let mut i = 0;
+        while i < order.len() {
+            let mut j = i;
+            let mut size = 0;
+            while j < order.len() && class_key(order[j]) == class_key(order[i]) {
+                size += sample.sizes[order[j] as usize];
+                j += 1;
+            }
+            if size >= k {
+                let mut u = i;
+                while u < j {
+                    let mut v = u;
+                    let mut unit_size = 0;
+                    while v < j && full_key(order[v]) == full_key(order[u]) {
+                        unit_size += sample.sizes[order[v] as usize];
+                        v += 1;
+                    }
+                    partition.push_unit(&order[u..v], unit_size);
+                    u = v;
+                }
+                partition.close_class(size);
+            }
+            i = j;
+        }
+        partition
+    }
+}
+
+/// Counting sort of small items by a code, in ascending code order, with reusable
+/// per-code scratch arrays.
+#[derive(Debug, Default)]
+struct Grouper {
+    size: Vec<u64>,
+    count: Vec<u32>,
+    rep: Vec<u32>,
+    touched: Vec<u32>,
+    grouped: Vec<u32>,
+    /// `(code, start, end)` of each group in `grouped`, after [`Grouper::group`].
+    runs: Vec<(u32, usize, usize)>,
+}
+
+impl Grouper {
+    fn ensure(&mut self, codes: usize) {
+        if self.size.len() < codes {
+            self.size.resize(codes, 0);
+            self.count.resize(codes, 0);
+            self.rep.resize(codes, 0);
+        }
+    }
+
+    /// Sums `weight(item)` per `code(item)`; afterwards `touched` lists the codes seen
+    /// (first-seen order) with their sums in `size` and first items in `rep`.
+    fn tally(
+        &mut self,
+        items: impl Iterator<Item = u32>,
+        code: impl Fn(u32) -> u32,
+        weight: impl Fn(u32) -> u64,
+    ) {
+        for item in items {
+            let c = code(item) as usize;
+            if self.count[c] == 0 {
+                self.touched.push(c as u32);
+                self.rep[c] = item;
+            }
+            self.count[c] += 1;
+            self.size[c] += weight(item);
+        }
+    }
+
+    /// After [`Grouper::tally`] of the same items: orders them by code into `grouped` and
+    /// lists the runs (ascending code).
+    fn group(&mut self, items: impl Iterator<Item = u32>, code: impl Fn(u32) -> u32) {
+        self.touched.sort_unstable();
+        let mut offset = 0u32;
+        for &c in &self.touched {
+            let n = self.count[c as usize];
+            self.count[c as usize] = offset;
+            offset += n;
+        }
+        self.grouped.clear();
+        self.grouped.resize(offset as usize, 0);
+        for item in items {
+            let c = code(item) as usize;
+            self.grouped[self.count[c] as usize] = item;
+            self.count[c] += 1;
+        }
+        self.runs.clear();
+        let mut start = 0usize;
+        for &c in &self.touched {
+            let end = self.count[c as usize] as usize;
+            self.runs.push((c, start, end));
+            start = end;
+        }
+    }
+
+    /// Clears the per-code arrays touched since the last reset.
+    fn reset(&mut self) {
+        for &c in &self.touched {
+            self.count[c as usize] = 0;
+            self.size[c as usize] = 0;
+        }
+        self.touched.clear();
+    }
+}
+
+/// Largest number of records sharing one informative value among the leaf classes of
+/// `units` of `partition`.
+fn majority(
+    sample: &SampleData,
+    partition: &Partition,
+    units: impl Iterator<Item = u32>,
+    counts: &mut [u64],
+    touched: &mut Vec<u32>,
+) -> u64 {
+    let h = &sample.histogram;
+    for u in units {
+        for &m in partition.unit_members(u as usize) {
+            for p in h.class_offsets[m as usize]..h.class_offsets[m as usize + 1] {
+                let v = h.pair_values[p] as usize;
+                if counts[v] == 0 {
+                    touched.push(v as u32);
+                }
+                counts[v] += h.pair_counts[p];
+            }
+        }
+    }
+    let mut best = 0;
+    for &v in touched.iter() {
+        best = best.max(counts[v as usize]);
+        counts[v as usize] = 0;
+    }
+    touched.clear();
+    best
+}
+
+/// Scores schemes on the sample, keeping the partitions of the search's pivots.
+#[derive(Debug)]
+pub struct Evaluator<'a> {
+    sample: &'a SampleData,
+    hierarchies: &'a [&'a Hierarchy],
+    lattice: &'a Lattice,
+    k: u64,
+    function: ScoreFunction,
+    tables: ScoreTables,
+    partitions: HashMap<usize, Partition>,
+    origins: HashMap<usize, (usize, usize)>,
+    classes: Grouper,
+    units: Grouper,
+    value_counts: Vec<u64>,
+    value_touched: Vec<u32>,
+}
+
+impl<'a> Evaluator<'a> {
+    /// An evaluator of `function` with threshold `k`; `value_domain` is the number of
+    /// informative values.
+    pub fn new(
+        sample: &'a SampleData,
+        hierarchies: &'a [&'a Hierarchy],
+        lattice: &'a Lattice,
+        k: u64,
+        function: ScoreFunction,
+        value_domain: usize,
+    ) -> Self {
+        let mut classes = Grouper::default();
+        let mut units = Grouper::default();
+        let widest = hierarchies
+            .iter()
+            .flat_map(|h| (0..=h.height()).map(|l| h.level(l).cardinality()))
+            .max()
+            .unwrap_or(1);
+        classes.ensure(widest);
+        units.ensure(widest);
+        Self {
+            sample,
+            hierarchies,
+            lattice,
+            k,
+            function,
+            tables: ScoreTables::new(hierarchies),
+            partitions: HashMap::new(),
+            origins: HashMap::new(),
+            classes,
+            units,
+            value_counts: vec![0; value_domain.max(1)],
+            value_touched: Vec::new(),
+        }
+    }
+
+    /// Code maps (leaf → code) of every attribute at `levels`.
+    fn maps(&self, levels: &[usize]) -> Vec<&'a [u32]> {
+        (0..self.hierarchies.len())
+            .map(|a| self.hierarchies[a].level(levels[a]).leaf_to_code())
+            .collect()
+    }
+
+    /// Scores a partition's own classes.
+    pub fn score_partition(&mut self, partition: &Partition) -> Evaluation {
+        let maps = self.maps(&partition.levels);
+        let sample = self.sample;
+        let mut acc = ScoreAccumulator::new(
+            self.function,
+            &self.tables,
+            &partition.levels,
+            sample.input_rows,
+        );
+        let classify = self.function == ScoreFunction::Classification;
+        for s in 0..partition.class_count() {
+            let rep = partition.class_members(s)[0];
+            let best = if classify {
+                let units = partition.class_units(s);
+                majority(
+                    sample,
+                    partition,
+                    units.start as u32..units.end as u32,
+                    &mut self.value_counts,
+                    &mut self.value_touched,
+                )
+            } else {
+                0
+            };
+            acc.add_class(
+                partition.class_sizes[s],
+                |a| maps[a][sample.leaf(a, rep) as usize],
+                best,
+            );
+        }
+        acc.finish()
+    }
+
+    /// Scores the refinement of `parent` one level finer in `attr`: one pass over its
+    /// units.
+    pub fn score_refinement(&mut self, parent: &Partition, attr: usize) -> Evaluation {
+        let mut levels = parent.levels.clone();
+        levels[attr] -= 1;
+        let maps = self.maps(&levels);
+        let child_map = maps[attr];
+        let sample = self.sample;
+        let leaves = &sample.histogram.class_codes[attr];
+        let first = |u: u32| parent.unit_reps[u as usize];
+        let code = |u: u32| child_map[leaves[first(u) as usize] as usize];
+        let weight = |u: u32| parent.unit_sizes[u as usize];
+        let mut acc =
+            ScoreAccumulator::new(self.function, &self.tables, &levels, sample.input_rows);
+        let classify = self.function == ScoreFunction::Classification;
+        let g = &mut self.classes;
+        for s in 0..parent.class_count() {
+            let units = parent.class_units(s);
+            let range = units.start as u32..units.end as u32;
+            if units.len() > 1 {
+                g.tally(range.clone(), code, weight);
+            }
+            if units.len() == 1 || g.touched.len() == 1 {
+                // The whole class stays one class.
+                let best = if classify {
+                    majority(
+                        sample,
+                        parent,
+                        range,
+                        &mut self.value_counts,
+                        &mut self.value_touched,
+                    )
+                } else {
+                    0
+                };
+                let rep = first(units.start as u32);
+                acc.add_class(
+                    parent.class_sizes[s],
+                    |a| maps[a][sample.leaf(a, rep) as usize],
+                    best,
+                );
+            } else if classify {
+                g.group(range, code);
+                for &(c, start, end) in &g.runs {
+                    let size = g.size[c as usize];
+                    if size < self.k {
+                        continue;
+                    }
+                    let best = majority(
+                        sample,
+                        parent,
+                        g.grouped[start..end].iter().copied(),
+                        &mut self.value_counts,
+                        &mut self.value_touched,
+                    );
+                    let rep = first(g.rep[c as usize]);
+                    acc.add_class(size, |a| maps[a][sample.leaf(a, rep) as usize], best);
+                }
+            } else {
+                for &c in &g.touched {
+                    let size = g.size[c as usize];
+                    if size >= self.k {
+                        let rep = first(g.rep[c as usize]);
+                        acc.add_class(size, |a| maps[a][sample.leaf(a, rep) as usize], 0);
+                    }
+                }
+            }
+            g.reset();
+        }
+        acc.finish()
+    }
+
+    /// The refinement of `parent` one level finer in `attr`, its units one level below.
+    pub fn refine(&mut self, parent: &Partition, attr: usize) -> Partition {
+        let mut levels = parent.levels.clone();
+        levels[attr] -= 1;
+        let child_map = self.hierarchies[attr].level(levels[attr]).leaf_to_code();
+        // Units of the parent agree at unit_level(parent level) = levels[attr]; the child's
+        // units must agree one level lower still.
+        let split_units = unit_level(levels[attr]) < levels[attr];
+        let unit_map = self.hierarchies[attr]
+            .level(unit_level(levels[attr]))
+            .leaf_to_code();
+        let sample = self.sample;
+        let leaves = &sample.histogram.class_codes[attr];
+        let first = |u: u32| parent.unit_reps[u as usize];
+        let code = |u: u32| child_map[leaves[first(u) as usize] as usize];
+        let weight = |u: u32| parent.unit_sizes[u as usize];
+        let member_code = |m: u32| unit_map[leaves[m as usize] as usize];
+        let member_weight = |m: u32| sample.sizes[m as usize];
+        let mut child = Partition::empty(levels);
+        child.members.reserve(parent.members.len());
+        let g = &mut self.classes;
+        let gu = &mut self.units;
+        let mut push_units = |child: &mut Partition, units: &mut dyn Iterator<Item = u32>| {
+            for u in units {
+                let members = parent.unit_members(u as usize);
+                if !split_units || members.len() == 1 {
+                    child.push_unit(members, parent.unit_sizes[u as usize]);
+                    continue;
+                }
+                gu.tally(members.iter().copied(), member_code, member_weight);
+                if gu.touched.len() == 1 {
+                    child.push_unit(members, parent.unit_sizes[u as usize]);
+                } else {
+                    gu.group(members.iter().copied(), member_code);
+                    for &(c, start, end) in &gu.runs {
+                        child.push_unit(&gu.grouped[start..end], gu.size[c as usize]);
+                    }
+                }
+                gu.reset();
+            }
+        };
+        for s in 0..parent.class_count() {
+            let units = parent.class_units(s);
+            let range = units.start as u32..units.end as u32;
+            if units.len() > 1 {
+                g.tally(range.clone(), code, weight);
+            }
+            if units.len() == 1 || g.touched.len() == 1 {
+                push_units(&mut child, &mut range.clone());
+                child.close_class(parent.class_sizes[s]);
+            } else {
+                g.group(range, code);
+                for &(c, start, end) in &g.runs {
+                    let size = g.size[c as usize];
+                    if size >= self.k {
+                        push_units(&mut child, &mut g.grouped[start..end].iter().copied());
+                        child.close_class(size);
+                    }
+                }
+            }
+            g.reset();
+        }
+        child
+    }
+
+    /// Number of partitions held (one per pivot).
+    pub fn partitions_held(&self) -> usize {
+        self.partitions.len()
+    }
+}
+
+impl NodeScorer for Evaluator<'_> {
+    fn score(&mut self, node: &[usize], from: Option<(&[usize], usize)>) -> Result<Evaluation> {
+        let index = self.lattice.index_of(node);
+        match from {
+            None => {
+                let partition =
+                    Partition::from_scratch(self.sample, self.hierarchies, node, self.k);
+                let evaluation = self.score_partition(&partition);
+                self.partitions.insert(index, partition);
+                Ok(evaluation)
+            }
+            Some((parent, attr)) => {
+                let parent_index = self.lattice.index_of(parent);
+                self.origins.entry(index).or_insert((parent_index, attr));
+                let Some(partition) = self.partitions.remove(&parent_index) else {
+                    return internal_err!("safepub: pivot {parent:?} has no partition");
+                };
+                let evaluation = self.score_refinement(&partition, attr);
+                self.partitions.insert(parent_index, partition);
+                Ok(evaluation)
+            }
+        }
+    }
+
+    fn enter(&mut self, node: &[usize]) -> Result<()> {
+        let index = self.lattice.index_of(node);
+        if self.partitions.contains_key(&index) {
+            return Ok(());
+        }
+        let Some(&(parent_index, attr)) = self.origins.get(&index) else {
+            return internal_err!("safepub: node {node:?} was never scored");
+        };
+        let Some(parent) = self.partitions.remove(&parent_index) else {
+            return internal_err!("safepub: the pivot before {node:?} has no partition");
+        };
+        let child = self.refine(&parent, attr);
+        self.partitions.insert(parent_index, parent);
+        self.partitions.insert(index, child);
+        Ok(())
+    }
+}

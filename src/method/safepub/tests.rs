@@ -1,0 +1,796 @@
+use std::collections::{BTreeMap, HashSet};
+
+use rand::Rng;
+
+use super::partition::{Evaluator, Partition, SampleData};
+use super::sample::{binomial, sample_histogram};
+use super::score::{Evaluation, ScoreFunction};
+use super::search::{top_down_search, FinalSelection, NodeScorer};
+use super::*;
+use crate::hierarchy::builders::{interval_hierarchy_rows, parse_integer_domain, IntervalLevel};
+use crate::hierarchy::Hierarchy;
+use crate::histogram::GroupedHistogram;
+use crate::mechanism::exponential::exponential_weights;
+use crate::mechanism::noise::test_stats::{assert_chi_square_fits, assert_wilson, Bin};
+use crate::mechanism::rng::rng_from_seed;
+use crate::privacy::safepub_params::beta_for;
+
+fn interval(name: &str, domain: &str, levels: &[&str]) -> Hierarchy {
+    let levels: Vec<_> = levels
+        .iter()
+        .map(|l| IntervalLevel::parse(l).unwrap())
+        .collect();
+    let rows = interval_hierarchy_rows(&parse_integer_domain(domain).unwrap(), &levels).unwrap();
+    Hierarchy::from_rows(name, &rows).unwrap()
+}
+
+/// Three small hierarchies: heights 3, 2 and 1 (a 24-node lattice).
+fn hierarchies() -> Vec<Hierarchy> {
+    vec![
+        interval("a", "0..15", &["4", "0,8,16"]),
+        interval("b", "0..5", &["3"]),
+        interval("c", "0..1", &["0,2"]),
+    ]
+}
+
+/// A record: leaf codes and an informative value.
+type Record = (Vec<u32>, u32);
+
+fn random_records(rng: &mut AnonRng, n: usize, hs: &[&Hierarchy], values: u32) -> Vec<Record> {
+    // Skewed leaf codes so that some classes are large and some small.
+    (0..n)
+        .map(|_| {
+            let codes = hs
+                .iter()
+                .map(|h| {
+                    let leaves = h.leaf_count() as u32;
+                    let x = rng.random_range(0..leaves);
+                    let y = rng.random_range(0..leaves);
+                    x.min(y)
+                })
+                .collect();
+            (codes, rng.random_range(0..values))
+        })
+        .collect()
+}
+
+fn histogram(hs: &[&Hierarchy], records: &[Record], values: u32) -> GroupedHistogram {
+    let codes = (0..hs.len())
+        .map(|a| records.iter().map(|r| r.0[a]).collect())
+        .collect();
+    GroupedHistogram::from_rows(
+        hs,
+        codes,
+        records.iter().map(|r| r.1).collect(),
+        vec![1; records.len()],
+        values as usize,
+    )
+    .unwrap()
+}
+
+fn all_nodes(hs: &[&Hierarchy]) -> Lattice {
+    Lattice::new(hs.iter().map(|h| h.height()).collect(), 1_000_000).unwrap()
+}
+
+/// The score of one scheme through the production path.
+fn production_score(
+    function: ScoreFunction,
+    hs: &[&Hierarchy],
+    lattice: &Lattice,
+    sample: &SampleData,
+    node: &[usize],
+    k: u64,
+    values: u32,
+) -> Evaluation {
+    let mut evaluator = Evaluator::new(sample, hs, lattice, k, function, values as usize);
+    let partition = Partition::from_scratch(sample, hs, node, k);
+    evaluator.score_partition(&partition)
+}
+
+/// The paper's definitions evaluated record by record.
+fn brute_force_score(
+    function: ScoreFunction,
+    hs: &[&Hierarchy],
+    sampled: &[Record],
+    input_rows: u64,
+    node: &[usize],
+    k: u64,
+) -> f64 {
+    let m = hs.len();
+    let n = input_rows as f64;
+    let generalize = |r: &Record| -> Vec<u32> {
+        (0..m)
+            .map(|a| hs[a].level(node[a]).leaf_to_code()[r.0[a] as usize])
+            .collect()
+    };
+    let mut classes: BTreeMap<Vec<u32>, Vec<u32>> = BTreeMap::new();
+    for r in sampled {
+        classes.entry(generalize(r)).or_default().push(r.1);
+    }
+    let kept: Vec<(&Vec<u32>, &Vec<u32>)> = classes
+        .iter()
+        .filter(|(_, v)| v.len() as u64 >= k)
+        .collect();
+    let kept_records: usize = kept.iter().map(|(_, v)| v.len()).sum();
+    let suppressed = n - kept_records as f64;
+    let root = |a: usize| hs[a].level(node[a]).cardinality() == 1;
+    match function {
+        ScoreFunction::Granularity => {
+            let mut cells = suppressed * m as f64;
+            for (codes, records) in &kept {
+                for a in 0..m {
+                    let leaves = hs[a].level(node[a]).leaf_counts()[codes[a] as usize] as f64;
+                    cells += records.len() as f64 * leaves / hs[a].leaf_count() as f64;
+                }
+            }
+            -cells
+        }
+        ScoreFunction::Intensity => {
+            let mut cells = suppressed * m as f64;
+            for (_, records) in &kept {
+                for a in 0..m {
+                    let h = hs[a].height();
+                    let l = if h == 0 {
+                        0.0
+                    } else {
+                        node[a] as f64 / h as f64
+                    };
+                    cells += records.len() as f64 * l;
+                }
+            }
+            -cells
+        }
+        ScoreFunction::Discernibility => {
+            let squares: f64 = kept.iter().map(|(_, v)| (v.len() * v.len()) as f64).sum();
+            -(squares / n + suppressed)
+        }
+        ScoreFunction::Entropy => {
+            let mut phi = 0.0;
+            for a in 0..m {
+                let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
+                if !root(a) {
+                    for (codes, records) in &kept {
+                        *counts.entry(codes[a]).or_default() += records.len() as u64;
+                    }
+                }
+                let visible: u64 = counts.values().sum();
+                let squares: f64 = counts.values().map(|&c| (c * c) as f64).sum();
+                phi += squares / n + (n - visible as f64);
+            }
+            -phi
+        }
+        ScoreFunction::GroupSize => kept.len() as f64,
+        ScoreFunction::Classification => {
+            if (0..m).all(root) {
+                return 0.0;
+            }
+            kept.iter()
+                .map(|(_, values)| {
+                    let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
+                    for &v in values.iter() {
+                        *counts.entry(v).or_default() += 1;
+                    }
+                    counts.values().copied().max().unwrap_or(0) as f64
+                })
+                .sum()
+        }
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs()))
+}
+
+/// Every score on every scheme equals the record-by-record definition.
+#[test]
+fn scores_match_the_definitions() {
+    let owned = hierarchies();
+    let hs: Vec<&Hierarchy> = owned.iter().collect();
+    let lattice = all_nodes(&hs);
+    let mut rng = rng_from_seed(11);
+    for trial in 0..6 {
+        let records = random_records(&mut rng, 60 + 40 * trial, &hs, 3);
+        let input_rows = records.len() as u64 + 25; // some records were not sampled
+        let sample = SampleData::new(histogram(&hs, &records, 3), input_rows);
+        for k in [1u64, 2, 4, 7] {
+            for node in lattice.nodes() {
+                for function in ScoreFunction::ALL {
+                    let got = production_score(function, &hs, &lattice, &sample, &node, k, 3);
+                    let want = brute_force_score(function, &hs, &records, input_rows, &node, k);
+                    assert!(
+                        close(got.score, want),
+                        "{function:?} k {k} node {node:?}: {} vs {want}",
+                        got.score
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A partition's classes as sorted member lists, in sorted order.
+fn canonical(p: &Partition) -> Vec<(Vec<u32>, u64)> {
+    let mut classes: Vec<(Vec<u32>, u64)> = p
+        .classes()
+        .map(|(members, size)| {
+            let mut m = members.to_vec();
+            m.sort_unstable();
+            (m, size)
+        })
+        .collect();
+    classes.sort();
+    classes
+}
+
+/// A partition's units as sorted member lists, in sorted order.
+fn canonical_units(p: &Partition) -> Vec<Vec<u32>> {
+    let mut units: Vec<Vec<u32>> = p
+        .units()
+        .map(|members| {
+            let mut m = members.to_vec();
+            m.sort_unstable();
+            m
+        })
+        .collect();
+    units.sort();
+    units
+}
+
+/// The leaf classes of a unit agree on every attribute one level below the scheme.
+fn assert_units_homogeneous(p: &Partition, sample: &SampleData, hs: &[&Hierarchy]) {
+    for members in p.units() {
+        for (a, h) in hs.iter().enumerate() {
+            let level = h.level(p.levels[a].saturating_sub(1));
+            let code =
+                |m: u32| level.leaf_to_code()[sample.histogram.class_codes[a][m as usize] as usize];
+            assert!(
+                members.iter().all(|&m| code(m) == code(members[0])),
+                "unit not homogeneous"
+            );
+        }
+    }
+}
+
+/// Scoring a predecessor from its pivot's partition, and refining the partition, give the
+/// same results as starting from the leaves.
+#[test]
+fn refinement_matches_from_scratch() {
+    let owned = hierarchies();
+    let hs: Vec<&Hierarchy> = owned.iter().collect();
+    let lattice = all_nodes(&hs);
+    let mut rng = rng_from_seed(12);
+    for trial in 0..4 {
+        let records = random_records(&mut rng, 80 + 60 * trial, &hs, 4);
+        let sample = SampleData::new(histogram(&hs, &records, 4), records.len() as u64);
+        for k in [1u64, 3, 6] {
+            for function in ScoreFunction::ALL {
+                let mut evaluator = Evaluator::new(&sample, &hs, &lattice, k, function, 4);
+                for node in lattice.nodes() {
+                    let parent = Partition::from_scratch(&sample, &hs, &node, k);
+                    for attr in 0..node.len() {
+                        if node[attr] == 0 {
+                            continue;
+                        }
+                        let mut child_levels = node.clone();
+                        child_levels[attr] -= 1;
+                        let direct = Partition::from_scratch(&sample, &hs, &child_levels, k);
+                        let via = evaluator.score_refinement(&parent, attr);
+                        let want = evaluator.score_partition(&direct);
+                        assert!(
+                            close(via.score, want.score),
+                            "{function:?} {node:?} -{attr}"
+                        );
+                        assert_eq!((via.kept, via.classes), (want.kept, want.classes));
+                        let refined = evaluator.refine(&parent, attr);
+                        assert_eq!(refined.levels, child_levels);
+                        assert_eq!(refined.kept(), direct.kept());
+                        assert_eq!(refined.class_count(), direct.class_count());
+                        assert_eq!(canonical(&refined), canonical(&direct));
+                        assert_eq!(canonical_units(&refined), canonical_units(&direct));
+                        assert_units_homogeneous(&refined, &sample, &hs);
+                        let again = evaluator.score_partition(&refined);
+                        assert!(close(again.score, want.score));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Theorems 6–9 on random neighbouring datasets: adding one record (sampled or not)
+/// changes no score by more than its sensitivity, on any scheme and for any k.
+#[test]
+fn sensitivities_hold_on_random_neighbours() {
+    let owned = hierarchies();
+    let hs: Vec<&Hierarchy> = owned.iter().collect();
+    let lattice = all_nodes(&hs);
+    let mut rng = rng_from_seed(13);
+    let mut worst: BTreeMap<&'static str, f64> = BTreeMap::new();
+    for _ in 0..30 {
+        let size = rng.random_range(5..50);
+        let records = random_records(&mut rng, size, &hs, 3);
+        let sampled: Vec<Record> = records
+            .iter()
+            .filter(|_| rng.random_range(0..10) < 6)
+            .cloned()
+            .collect();
+        let extra = random_records(&mut rng, 1, &hs, 3).remove(0);
+        let n = records.len() as u64;
+        let with_extra: Vec<Record> = sampled.iter().cloned().chain([extra]).collect();
+        let d1 = SampleData::new(histogram(&hs, &sampled, 3), n);
+        let d2_sampled = SampleData::new(histogram(&hs, &with_extra, 3), n + 1);
+        let d2_unsampled = SampleData::new(histogram(&hs, &sampled, 3), n + 1);
+        for k in [1u64, 2, 3, 5] {
+            for node in lattice.nodes() {
+                for function in ScoreFunction::ALL {
+                    let bound = function.sensitivity(k, hs.len());
+                    let s1 = production_score(function, &hs, &lattice, &d1, &node, k, 3).score;
+                    for d2 in [&d2_sampled, &d2_unsampled] {
+                        let s2 = production_score(function, &hs, &lattice, d2, &node, k, 3).score;
+                        let change = (s2 - s1).abs();
+                        assert!(
+                            change <= bound * (1.0 + 1e-12),
+                            "{function:?} k {k} node {node:?}: change {change} > sensitivity {bound}"
+                        );
+                        let ratio = worst.entry(function.name()).or_insert(0.0);
+                        *ratio = ratio.max(change / bound);
+                    }
+                }
+            }
+        }
+    }
+    // The random neighbours come close to the bounds of the linear scores.
+    for name in ["granularity", "intensity", "group_size", "classification"] {
+        assert!(
+            worst[name] > 0.5,
+            "{name}: largest change only {:.2} of the bound",
+            worst[name]
+        );
+    }
+}
+
+/// The bounds of granularity, classification and group size are attained: k − 1
+/// suppressed records become a class of k.
+#[test]
+fn sensitivity_bounds_are_tight() {
+    let h = interval("a", "0..99", &["10"]);
+    let hs = [&h];
+    let lattice = all_nodes(&hs);
+    let k = 5u64;
+    let before: Vec<Record> = (0..k - 1).map(|_| (vec![0], 0)).collect();
+    let after: Vec<Record> = (0..k).map(|_| (vec![0], 0)).collect();
+    let d1 = SampleData::new(histogram(&hs, &before, 1), k - 1);
+    let d2 = SampleData::new(histogram(&hs, &after, 1), k);
+    let change = |f: ScoreFunction| {
+        let s1 = production_score(f, &hs, &lattice, &d1, &[0], k, 1).score;
+        let s2 = production_score(f, &hs, &lattice, &d2, &[0], k, 1).score;
+        (s2 - s1).abs()
+    };
+    // Granularity: (k−1)·1 suppressed cells become k cells of weight 1/100.
+    assert!(close(
+        change(ScoreFunction::Granularity),
+        (k - 1) as f64 - k as f64 / 100.0
+    ));
+    assert_eq!(change(ScoreFunction::Classification), k as f64);
+    assert_eq!(change(ScoreFunction::GroupSize), 1.0);
+}
+
+/// The sampling keeps each record with probability β: the total of a large class lies in
+/// the Wilson interval (false-failure probability about 5.7e-7), and per-pair counts follow
+/// Binomial(20, β) (chi-square, false-failure probability below 1e-6).
+#[test]
+fn sampling_rate_is_beta() {
+    let beta = beta_for(0.9).unwrap();
+    let num = crate::privacy::safepub_params::beta_numerator(beta);
+    let h = interval("a", "0..1", &["0,2"]);
+    let hs = [&h];
+    let records: Vec<Record> = (0..100_000u32).map(|i| (vec![i % 2], i % 3)).collect();
+    let base = histogram(&hs, &records, 3);
+    let mut rng = rng_from_seed(21);
+    let sample = sample_histogram(&base, num, &mut rng);
+    assert_wilson(sample.total(), base.total(), beta, "records sampled");
+    // Structure: same classes, every pair count at most the original.
+    assert_eq!(sample.class_codes, base.class_codes);
+    for p in 0..sample.pair_count() {
+        assert!(sample.pair_counts[p] <= base.pair_counts[p]);
+    }
+
+    let trials = 20u64;
+    let draws = 4000u64;
+    let mut counts: BTreeMap<i64, u64> = BTreeMap::new();
+    for _ in 0..draws {
+        *counts
+            .entry(binomial(&mut rng, trials, num) as i64)
+            .or_default() += 1;
+    }
+    let pmf = |j: u64| {
+        let mut c = 1.0;
+        for i in 0..j {
+            c = c * (trials - i) as f64 / (i + 1) as f64;
+        }
+        c * beta.powi(j as i32) * (1.0 - beta).powi((trials - j) as i32)
+    };
+    // Singletons with expected count >= 5, tails merged.
+    let mut bins = Vec::new();
+    let singles: Vec<u64> = (0..=trials)
+        .filter(|&j| draws as f64 * pmf(j) >= 5.0)
+        .collect();
+    let (first, last) = (singles[0], *singles.last().unwrap());
+    let low: f64 = (0..first).map(pmf).sum();
+    let high: f64 = (last + 1..=trials).map(pmf).sum();
+    bins.push(Bin {
+        lo: i64::MIN,
+        hi: first as i64,
+        prob: low + pmf(first),
+    });
+    for j in first + 1..last {
+        bins.push(Bin {
+            lo: j as i64,
+            hi: j as i64,
+            prob: pmf(j),
+        });
+    }
+    bins.push(Bin {
+        lo: last as i64,
+        hi: i64::MAX,
+        prob: high + pmf(last),
+    });
+    assert_chi_square_fits(&counts, draws, &bins, "Binomial(20, beta)");
+}
+
+/// A scorer with fixed scores that checks the search's protocol.
+struct FixedScorer<'a> {
+    lattice: &'a Lattice,
+    weights: Vec<f64>,
+    scored: HashSet<usize>,
+    entered: Vec<Vec<usize>>,
+}
+
+impl NodeScorer for FixedScorer<'_> {
+    fn score(
+        &mut self,
+        node: &[usize],
+        from: Option<(&[usize], usize)>,
+    ) -> datafusion::common::Result<Evaluation> {
+        assert!(
+            self.scored.insert(self.lattice.index_of(node)),
+            "{node:?} scored twice"
+        );
+        match from {
+            None => assert_eq!(node, self.lattice.top().as_slice()),
+            Some((parent, attr)) => {
+                assert_eq!(self.entered.last().map(Vec::as_slice), Some(parent));
+                let mut expected = parent.to_vec();
+                expected[attr] -= 1;
+                assert_eq!(node, expected.as_slice());
+            }
+        }
+        let score = -node
+            .iter()
+            .zip(&self.weights)
+            .map(|(&l, w)| l as f64 * w)
+            .sum::<f64>();
+        Ok(Evaluation {
+            score,
+            kept: 0,
+            classes: 0,
+        })
+    }
+
+    fn enter(&mut self, node: &[usize]) -> datafusion::common::Result<()> {
+        self.entered.push(node.to_vec());
+        Ok(())
+    }
+}
+
+fn fixed<'a>(lattice: &'a Lattice, weights: &[f64]) -> FixedScorer<'a> {
+    FixedScorer {
+        lattice,
+        weights: weights.to_vec(),
+        scored: HashSet::new(),
+        entered: Vec::new(),
+    }
+}
+
+/// With an overwhelming ε the exponential mechanism picks the best candidate: the search
+/// walks straight down to the bottom; `steps = 0` returns the top; an exhausted lattice
+/// stops the search early.
+#[test]
+fn search_follows_figure_7() {
+    let lattice = Lattice::new(vec![3, 2, 1], 1000).unwrap();
+    let no_progress = |_: usize, _: usize| {};
+    let mut scorer = fixed(&lattice, &[1.0, 10.0, 100.0]);
+    let mut rng = rng_from_seed(1);
+    let result = top_down_search(
+        &mut scorer,
+        &lattice,
+        6,
+        1e9,
+        1.0,
+        FinalSelection::Best,
+        &mut rng,
+        &no_progress,
+    )
+    .unwrap();
+    let pivots: Vec<Vec<usize>> = result.steps.iter().map(|s| s.pivot.clone()).collect();
+    assert_eq!(
+        pivots,
+        vec![
+            vec![3, 2, 1],
+            vec![3, 2, 0],
+            vec![3, 1, 0],
+            vec![3, 0, 0],
+            vec![2, 0, 0],
+            vec![1, 0, 0],
+            vec![0, 0, 0]
+        ]
+    );
+    assert_eq!(result.chosen, vec![0, 0, 0]);
+    // Candidates: the top's 3 predecessors, then -1 pivot +2 new, ...
+    assert_eq!(result.steps[1].candidates, 3);
+    assert_eq!(result.steps[2].candidates, 4);
+
+    let mut scorer = fixed(&lattice, &[1.0, 10.0, 100.0]);
+    let result = top_down_search(
+        &mut scorer,
+        &lattice,
+        0,
+        1.0,
+        1.0,
+        FinalSelection::Best,
+        &mut rng,
+        &no_progress,
+    )
+    .unwrap();
+    assert_eq!(result.chosen, vec![3, 2, 1]);
+    assert_eq!(result.steps.len(), 1);
+
+    let small = Lattice::new(vec![1, 1], 10).unwrap();
+    let mut scorer = fixed(&small, &[1.0, 2.0]);
+    let result = top_down_search(
+        &mut scorer,
+        &small,
+        50,
+        0.01,
+        1.0,
+        FinalSelection::Last,
+        &mut rng,
+        &no_progress,
+    )
+    .unwrap();
+    assert!(
+        result.steps.len() < 51,
+        "the search stops once the candidates run out"
+    );
+    let visited: HashSet<Vec<usize>> = result.steps.iter().map(|s| s.pivot.clone()).collect();
+    assert_eq!(visited.len(), 4);
+    assert_eq!(Some(&result.chosen), result.steps.last().map(|s| &s.pivot));
+}
+
+/// Each step is the exponential mechanism at ε_search / steps: the first choice among
+/// the top's predecessors follows exp(ε/steps · s / (2Δ)) (chi-square, false-failure
+/// probability below 1e-6).
+#[test]
+fn search_step_distribution() {
+    let lattice = Lattice::new(vec![1, 1, 1], 100).unwrap();
+    let no_progress = |_: usize, _: usize| {};
+    // Scores of the predecessors of the top (lowering attribute 0, 1, 2): -3, -2, -1... use
+    // weights so that they differ: score = -(sum w_a l_a) with w = (3, 2, 1).
+    let weights = [3.0, 2.0, 1.0];
+    let scores: Vec<f64> = (0..3)
+        .map(|attr| {
+            -(0..3)
+                .map(|a| if a == attr { 0.0 } else { weights[a] })
+                .sum::<f64>()
+        })
+        .collect();
+    let (epsilon, steps, sensitivity) = (4.0, 2u64, 1.0);
+    let expected = exponential_weights(&scores, epsilon / steps as f64, sensitivity).unwrap();
+    let draws = 3000u64;
+    let mut counts: BTreeMap<i64, u64> = BTreeMap::new();
+    let mut rng = rng_from_seed(5);
+    for _ in 0..draws {
+        let mut scorer = fixed(&lattice, &weights);
+        let result = top_down_search(
+            &mut scorer,
+            &lattice,
+            steps,
+            epsilon,
+            sensitivity,
+            FinalSelection::Best,
+            &mut rng,
+            &no_progress,
+        )
+        .unwrap();
+        let first = &result.steps[1].pivot;
+        let attr = (0..3).find(|&a| first[a] == 0).unwrap();
+        *counts.entry(attr as i64).or_default() += 1;
+    }
+    let bins: Vec<Bin> = (0..3)
+        .map(|a| Bin {
+            lo: a as i64,
+            hi: a as i64,
+            prob: expected[a],
+        })
+        .collect();
+    assert_chi_square_fits(&counts, draws, &bins, "first pivot");
+}
+
+struct Fixture {
+    hierarchies: Vec<Hierarchy>,
+    base: GroupedHistogram,
+    records: Vec<Record>,
+}
+
+fn fixture(n: usize, seed: u64) -> Fixture {
+    let hierarchies = hierarchies();
+    let hs: Vec<&Hierarchy> = hierarchies.iter().collect();
+    let mut rng = rng_from_seed(seed);
+    let records = random_records(&mut rng, n, &hs, 4);
+    let base = histogram(&hs, &records, 4);
+    Fixture {
+        hierarchies,
+        base,
+        records,
+    }
+}
+
+fn run(f: &Fixture, params: &SafePubParams, seed: u64) -> SafePubResult {
+    let hs: Vec<&Hierarchy> = f.hierarchies.iter().collect();
+    let lattice = all_nodes(&hs);
+    let progress = |_: usize, _: usize| {};
+    let input = MethodInput {
+        histogram: &f.base,
+        hierarchies: &hs,
+        value_domain: 4,
+        lattice: &lattice,
+        progress: &progress,
+    };
+    run_safepub(&input, params, &mut rng_from_seed(seed)).unwrap()
+}
+
+/// The release: every class has at least k records; every released (class, value) count
+/// is at most the number of input records that generalize to it (truthful, sampled);
+/// the release equals the search's evaluation of the chosen scheme; runs are reproducible.
+#[test]
+fn release_is_k_anonymous_and_truthful() {
+    let f = fixture(3000, 31);
+    let hs: Vec<&Hierarchy> = f.hierarchies.iter().collect();
+    for score in ScoreFunction::ALL {
+        let mut params = SafePubParams::with_defaults(1.0, 1e-3);
+        params.score = score;
+        params.steps = 40;
+        let result = run(&f, &params, 7);
+        let k = result.calibration.k;
+        assert_eq!(
+            k,
+            crate::privacy::safepub_params::calibrate(0.9, 1e-3, false)
+                .unwrap()
+                .k
+        );
+        let release = &result.release;
+        let node = &result.search.chosen;
+        assert_eq!(&release.levels, node);
+        // Input counts per generalized (class, value).
+        let mut input: BTreeMap<(Vec<u32>, u32), u64> = BTreeMap::new();
+        for r in &f.records {
+            let codes = (0..hs.len())
+                .map(|a| hs[a].level(node[a]).leaf_to_code()[r.0[a] as usize])
+                .collect();
+            *input.entry((codes, r.1)).or_default() += 1;
+        }
+        let mut total = 0;
+        for c in 0..release.class_count() {
+            let codes: Vec<u32> = (0..hs.len()).map(|a| release.class_codes[a][c]).collect();
+            assert!(
+                codes.iter().all(|&x| x != crate::release::SUPPRESSED),
+                "no '*' rows"
+            );
+            let range = release.class_offsets[c]..release.class_offsets[c + 1];
+            let size: u64 = release.counts[range.clone()].iter().sum();
+            assert!(size >= k, "{score:?}: class of {size} < k = {k}");
+            for e in range {
+                let available = input
+                    .get(&(codes.clone(), release.values[e]))
+                    .copied()
+                    .unwrap_or(0);
+                assert!(
+                    release.counts[e] <= available,
+                    "{score:?}: more rows than input records"
+                );
+            }
+            total += size;
+        }
+        assert_eq!(total, result.search.evaluation.kept);
+        assert!(result.sampled <= 3000 && total <= result.sampled);
+        // Reproducible with the same seed.
+        let again = run(&f, &params, 7);
+        assert_eq!(&again.release, release);
+        assert_eq!(again.search.chosen, result.search.chosen);
+    }
+}
+
+/// Metadata carries the parameters and the guarantee; the diagnostics one row per step.
+#[test]
+fn metadata_and_diagnostics() {
+    let f = fixture(2000, 32);
+    let params = SafePubParams::with_defaults(1.0, 1e-4);
+    let result = run(&f, &params, 3);
+    let hs: Vec<&Hierarchy> = f.hierarchies.iter().collect();
+    let lattice = all_nodes(&hs);
+    let meta: BTreeMap<String, String> = safepub_metadata(&params, &result, &lattice)
+        .into_iter()
+        .collect();
+    let c = crate::privacy::safepub_params::calibrate(0.9, 1e-4, false).unwrap();
+    assert_eq!(meta["k"], c.k.to_string());
+    assert_eq!(meta["k"], "44");
+    assert_eq!(meta["beta"], format!("{}", c.beta));
+    assert_eq!(meta["epsilon_anon"], "0.9");
+    assert_eq!(meta["epsilon_search"], "0.1");
+    assert_eq!(meta["steps"], "300");
+    assert_eq!(meta["score"], "granularity");
+    assert_eq!(meta["score_sensitivity"], format!("{}", 43.0 * 3.0));
+    assert_eq!(meta["smoothness_epsilon"], "2");
+    assert!(meta["delta_delivered"].parse::<f64>().unwrap() <= 1e-4);
+    assert!(meta["smoothness_delta"].parse::<f64>().unwrap() < 1e-4);
+    assert!(
+        meta["guarantee"].contains("differential privacy")
+            && meta["guarantee"].contains("Truthful")
+    );
+    assert!(
+        !meta.contains_key("warning"),
+        "most of the sample is kept here"
+    );
+
+    let batch = safepub_diagnostics_batch(&result).unwrap();
+    assert_eq!(batch.num_rows(), result.search.steps.len());
+    assert_eq!(batch.schema(), safepub_diagnostics_schema());
+    let chosen = batch
+        .column(6)
+        .as_any()
+        .downcast_ref::<BooleanArray>()
+        .unwrap();
+    assert!(chosen.iter().any(|x| x == Some(true)));
+}
+
+/// When the sample is smaller than k, everything is suppressed: an empty release and a
+/// warning that suggests fewer quasi-identifiers.
+#[test]
+fn warns_when_nearly_everything_is_suppressed() {
+    let f = fixture(40, 33);
+    let params = SafePubParams::with_defaults(1.0, 1e-6);
+    let result = run(&f, &params, 4);
+    assert_eq!(result.release.row_count(), 0);
+    assert!(result.mostly_suppressed());
+    let hs: Vec<&Hierarchy> = f.hierarchies.iter().collect();
+    let meta: BTreeMap<String, String> = safepub_metadata(&params, &result, &all_nodes(&hs))
+        .into_iter()
+        .collect();
+    assert!(
+        meta["warning"].contains("fewer quasi-identifiers"),
+        "{}",
+        meta["warning"]
+    );
+}
+
+#[test]
+fn rejects_bad_parameters() {
+    let mut p = SafePubParams::with_defaults(1.0, 1e-6);
+    p.epsilon_search = 1.0;
+    assert!(p
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("epsilon_search"));
+    let p = SafePubParams::with_defaults(1.0, 0.0);
+    assert!(p.validate().unwrap_err().to_string().contains("delta"));
+    let mut p = SafePubParams::with_defaults(1.0, 1e-6);
+    p.steps = MAX_STEPS + 1;
+    assert!(p.validate().unwrap_err().to_string().contains("steps"));
+    assert!(ScoreFunction::parse("loss").unwrap() == ScoreFunction::Granularity);
+    assert!(ScoreFunction::parse("nope")
+        .unwrap_err()
+        .to_string()
+        .contains("valid: granularity"));
+    assert!(FinalSelection::parse("first").is_err());
+}

@@ -1,0 +1,5 @@
+//! Privacy-parameter calculations that must hold exactly: SafePub's sampling probability,
+//! suppression threshold k and the δ they deliver, on reliable interval arithmetic.
+
+pub mod interval;
+pub mod safepub_params;
