@@ -23,6 +23,7 @@
 //! the method runs on histograms (small, vectorized); the released histogram is expanded
 //! into rows by a table provider, once, and served from memory on every later scan.
 
+pub mod analysis;
 pub mod demo;
 pub mod engine;
 pub mod hierarchy;
@@ -74,5 +75,8 @@ pub fn register_with(ctx: &SessionContext, options: RegisterOptions) -> Result<(
         Arc::new(sql::resolve::TableResolver),
     );
     ctx.register_relation_planner(Arc::new(FunctionPlanner::new(functions)))?;
+    for udf in sql::generalized_udfs::generalized_udfs() {
+        ctx.register_udf(udf);
+    }
     Ok(())
 }

@@ -336,13 +336,14 @@ fn build_request(
                 .map(str::trim)
                 .filter(|s| !s.is_empty())
                 .collect();
-            let name =
-                match columns.as_slice() {
-                    [one] => resolve_column(function, &schema, &source_name, one)?,
-                    _ => return plan_err!(
+            let name = match columns.as_slice() {
+                [one] => resolve_column(function, &schema, &source_name, one)?,
+                _ => {
+                    return plan_err!(
                         "{function}(): 'informative' must name exactly one column, got '{text}'"
-                    ),
-                };
+                    )
+                }
+            };
             if qi.iter().any(|q| q.column == name) {
                 return plan_err!(
                     "{function}(): column '{name}' cannot be both quasi-identifier and informative"
