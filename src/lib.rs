@@ -31,6 +31,7 @@ pub mod histogram;
 pub mod lattice;
 pub mod mechanism;
 pub mod method;
+pub mod metric;
 pub mod release;
 pub mod sql;
 
@@ -63,7 +64,11 @@ pub fn register_with(ctx: &SessionContext, options: RegisterOptions) -> Result<(
     let mut functions: Vec<Arc<dyn SqlTableFunction>> = vec![
         Arc::new(AnonymizeFunction::new(ReleaseView::Rows, cache.clone())),
         Arc::new(AnonymizeFunction::new(ReleaseView::Metadata, cache.clone())),
-        Arc::new(AnonymizeFunction::new(ReleaseView::Diagnostics, cache)),
+        Arc::new(AnonymizeFunction::new(
+            ReleaseView::Diagnostics,
+            cache.clone(),
+        )),
+        Arc::new(AnonymizeFunction::new(ReleaseView::InformationLoss, cache)),
         Arc::new(IntervalHierarchyFunction),
         Arc::new(MaskHierarchyFunction),
         Arc::new(NpsDemoFunction::default()),

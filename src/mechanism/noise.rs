@@ -486,7 +486,7 @@ pub fn sample_floor_laplace<R: RngCore + ?Sized>(rng: &mut R, scale: ExactScale)
 /// Statistical helpers shared by the sampler tests of this module and its
 /// siblings.
 #[cfg(test)]
-pub(super) mod test_stats {
+pub(crate) mod test_stats {
     use std::collections::BTreeMap;
 
     /// Upper-tail standard normal quantile for tail probability `1e-6`:

@@ -1,7 +1,9 @@
 //! Anonymization methods: each maps a histogram, parameters and a random stream to a
 //! released histogram plus its public metadata and owner-only diagnostics.
 
+pub mod dp_histogram;
 pub mod ipa;
+pub mod kanon;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -44,6 +46,10 @@ pub struct MethodOutput {
 pub enum MethodParams {
     /// IPA (Lee & Chung 2020).
     Ipa(ipa::IpaParams),
+    /// Optimal full-domain k-anonymity with record suppression.
+    Kanon(kanon::KanonParams),
+    /// Noisy contingency table over a generalized domain (ε-DP).
+    DpHistogram(dp_histogram::DpHistogramParams),
 }
 
 impl MethodParams {
@@ -51,6 +57,8 @@ impl MethodParams {
     pub fn name(&self) -> &'static str {
         match self {
             Self::Ipa(_) => "ipa",
+            Self::Kanon(_) => "kanon",
+            Self::DpHistogram(_) => "dp_histogram",
         }
     }
 
@@ -58,6 +66,8 @@ impl MethodParams {
     pub fn diagnostics_schema(&self) -> SchemaRef {
         match self {
             Self::Ipa(_) => ipa::ipa_diagnostics_schema(),
+            Self::Kanon(_) => kanon::kanon_diagnostics_schema(),
+            Self::DpHistogram(_) => dp_histogram::dp_histogram_diagnostics_schema(),
         }
     }
 
@@ -78,6 +88,44 @@ impl MethodParams {
                     node: result.outcomes[result.chosen].node.clone(),
                     metadata: ipa::ipa_metadata(params, input.lattice),
                     diagnostics: ipa::ipa_diagnostics_batch(&result.outcomes, result.chosen)?,
+                    release: result.release,
+                })
+            }
+            Self::Kanon(params) => {
+                let result = kanon::run_kanon(
+                    input.histogram,
+                    input.hierarchies,
+                    input.lattice,
+                    input.value_domain,
+                    params,
+                    input.progress,
+                )?;
+                Ok(MethodOutput {
+                    node: result.outcomes[result.chosen].node.clone(),
+                    metadata: kanon::kanon_metadata(params, input.lattice),
+                    diagnostics: kanon::kanon_diagnostics_batch(&result.outcomes, result.chosen)?,
+                    release: result.release,
+                })
+            }
+            Self::DpHistogram(params) => {
+                let result = dp_histogram::run_dp_histogram(
+                    input.histogram,
+                    input.hierarchies,
+                    input.lattice,
+                    input.value_domain,
+                    params,
+                    rng,
+                    input.progress,
+                )?;
+                Ok(MethodOutput {
+                    node: result.stats.node.clone(),
+                    metadata: dp_histogram::dp_histogram_metadata(
+                        params,
+                        input.hierarchies,
+                        &result.stats,
+                        input.value_domain,
+                    ),
+                    diagnostics: dp_histogram::dp_histogram_diagnostics_batch(&result.stats)?,
                     release: result.release,
                 })
             }
