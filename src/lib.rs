@@ -14,10 +14,15 @@
 //! | `anonymize(source, ...)` | the released microdata rows |
 //! | `anonymize_metadata(...)` | public metadata of that release, `(key, value)` |
 //! | `anonymize_diagnostics(...)` | owner-only diagnostics; never publish |
+//! | `anonymize_information_loss(...)` | owner-only information loss (NCP, EMD, Rate) of that release |
 //! | `interval_hierarchy(domain, level, ...)` | a numeric interval hierarchy in ARX layout |
 //! | `mask_hierarchy(source, column, keep)` | a prefix-masking hierarchy in ARX layout |
 //! | `nps_demo(rows, seed)` | the synthetic NPS-shaped demo table |
 //! | `anonymize_help()` | every function and parameter |
+//!
+//! Methods: `ipa`, `kanon` (optimal k-anonymity), `dp_histogram` (noisy contingency table).
+//! Scalar functions for analysts (see [`sql::generalized_udfs`]): `gen_lower`, `gen_upper`,
+//! `gen_mid`, `gen_spread` read generalized integer labels (`[10-20)`, `*`) back as numbers.
 //!
 //! The pipeline has three phases: one aggregate pass over the source builds a histogram;
 //! the method runs on histograms (small, vectorized); the released histogram is expanded
