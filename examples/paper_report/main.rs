@@ -314,13 +314,24 @@ fn min_max(values: &[f64]) -> (f64, f64) {
 }
 
 fn specs(args: &Args) -> Vec<Spec> {
-    let mut out = vec![Spec {
-        method: "kanon",
-        epsilon: None,
-        run: 0,
-        source: "nps",
-        args: format!("method => 'kanon', qi => '{QI}', informative => 'disease', k => 10"),
-    }];
+    let mut out = vec![
+        Spec {
+            method: "kanon",
+            epsilon: None,
+            run: 0,
+            source: "nps",
+            args: format!("method => 'kanon', qi => '{QI}', informative => 'disease', k => 10"),
+        },
+        Spec {
+            method: "kanon_nosup",
+            epsilon: None,
+            run: 0,
+            source: "nps",
+            args: format!(
+                "method => 'kanon', qi => '{QI}', informative => 'disease', k => 10, suppression_limit => 0"
+            ),
+        },
+    ];
     for run in 0..args.runs {
         for (e_index, &epsilon) in args.epsilons.iter().enumerate() {
             let seed = args.seed + 1000 * run as u64 + 10 * e_index as u64;
@@ -369,13 +380,20 @@ fn group(outcomes: &[Outcome]) -> Groups<'_> {
     g
 }
 
-const METHOD_ORDER: [&str; 4] = ["ipa", "ipa_paper_node", "kanon", "dp_histogram"];
+const METHOD_ORDER: [&str; 5] = [
+    "ipa",
+    "ipa_paper_node",
+    "kanon",
+    "kanon_nosup",
+    "dp_histogram",
+];
 
 fn method_title(m: &str) -> &'static str {
     match m {
         "ipa" => "IPA",
         "ipa_paper_node" => "IPA at the paper's node",
         "kanon" => "k-anonymization",
+        "kanon_nosup" => "k-anonymization without suppression",
         "dp_histogram" => "DP histogram",
         _ => "?",
     }
@@ -415,6 +433,7 @@ fn write_report(
         "Methods: **IPA** (`method => 'ipa'`, variant `paper`, split 0.1/0.3/0.3/0.3, t = 2, full 256-node lattice); \
          **IPA at the paper's node** (Algorithm 1 at {PAPER_NODE}, the node behind the paper's Tables 9–12, on a pre-generalized source with identity hierarchies; \
          its IL is not meaningful and not reported); **k-anonymization** (`method => 'kanon'`, k = 10, ≤ 5 % suppression, minimal NCP); \
+         **k-anonymization without suppression** (the same with `suppression_limit => 0`); \
          **DP histogram** (`method => 'dp_histogram'` at {PAPER_NODE}).\n"
     );
 
@@ -434,7 +453,7 @@ fn write_report(
         let paper = PAPER_IL
             .iter()
             .find(|(pm, _)| pm == method)
-            .filter(|_| *eps == eps1 || *method == "kanon")
+            .filter(|_| *eps == eps1 || method.starts_with("kanon"))
             .map_or(String::new(), |(_, v)| format!("{v}"));
         let _ = writeln!(
             md,
@@ -499,10 +518,15 @@ fn write_report(
         .get(&("kanon", "none".to_string()))
         .cloned()
         .unwrap_or_default();
-    let (ipa_est, node_est, kanon_est) = (
+    let nosup: Vec<&Outcome> = groups
+        .get(&("kanon_nosup", "none".to_string()))
+        .cloned()
+        .unwrap_or_default();
+    let (ipa_est, node_est, kanon_est, nosup_est) = (
         median_estimates(&ipa1),
         median_estimates(&node1),
         median_estimates(&kanon),
+        median_estimates(&nosup),
     );
     let original: BTreeMap<(String, i64), f64> = outcomes
         .first()
@@ -541,9 +565,9 @@ fn write_report(
         let _ = writeln!(md, "### {title}\n");
         let _ = writeln!(
             md,
-            "| age group | original | IPA | IPA at the paper's node | k-anonymization |"
+            "| age group | original | IPA | IPA at the paper's node | k-anonymization | k-anonymization without suppression |"
         );
-        let _ = writeln!(md, "|---|---|---|---|---|");
+        let _ = writeln!(md, "|---|---|---|---|---|---|");
         let keys: Vec<&(String, i64)> = original.keys().filter(|k| k.0 == q).collect();
         let get = |m: &BTreeMap<(String, i64), f64>, k: &(String, i64)| {
             m.get(k).copied().unwrap_or(f64::NAN)
@@ -551,12 +575,13 @@ fn write_report(
         for k in &keys {
             let _ = writeln!(
                 md,
-                "| {} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
                 k.1,
                 original[*k],
                 get(&ipa_est, k),
                 get(&node_est, k),
-                get(&kanon_est, k)
+                get(&kanon_est, k),
+                get(&nosup_est, k)
             );
         }
         let _ = writeln!(md);
@@ -587,6 +612,12 @@ fn write_report(
                     &node_est,
                 ),
                 series("k-anonymization", "#ff7f0e", Style::Line, &kanon_est),
+                series(
+                    "k-anon., no suppression",
+                    "#ff7f0e",
+                    Style::Dashed,
+                    &nosup_est,
+                ),
             ],
             x_ticks: None,
             y_from_zero: true,
@@ -617,12 +648,24 @@ fn write_report(
             });
         }
     }
+    let (lo, hi) = min_max(&args.epsilons);
+    let nosup_il = groups
+        .get(&("kanon_nosup", "none".to_string()))
+        .and_then(|os| os[0].il)
+        .map(|(a, b, c)| (a + b + c) / 3.0);
+    if let Some(k) = nosup_il {
+        series.push(Series {
+            name: "k-anon., no suppression".into(),
+            color: "#ff7f0e",
+            style: Style::Dashed,
+            points: vec![(lo, k), (hi, k)],
+        });
+    }
     if let Some(k) = kanon_il {
-        let (lo, hi) = min_max(&args.epsilons);
         series.push(Series {
             name: "k-anonymization (no ε)".into(),
             color: "#ff7f0e",
-            style: Style::Dashed,
+            style: Style::Line,
             points: vec![(lo, k), (hi, k)],
         });
     }
