@@ -84,15 +84,41 @@ fn median_estimates(outcomes: &[&Outcome]) -> BTreeMap<(String, i64), f64> {
     all.into_iter().map(|(k, v)| (k, median(&v))).collect()
 }
 
+/// What every report section reads.
+struct Ctx<'a> {
+    args: &'a Args,
+    outcomes: &'a [Outcome],
+    groups: Groups<'a>,
+    eps1: String,
+}
+
+/// Writes `report.md` and the SVG plots into `args.out`; returns the machine-readable lines.
 pub(crate) fn write_report(
     args: &Args,
     outcomes: &[Outcome],
     total_seconds: f64,
 ) -> std::io::Result<Vec<String>> {
-    let groups = group(outcomes);
-    let mut lines = Vec::new();
+    let ctx = Ctx {
+        args,
+        outcomes,
+        groups: group(outcomes),
+        eps1: eps_label(Some(1.0)),
+    };
     let mut md = String::new();
-    let eps1 = eps_label(Some(1.0));
+    let mut lines = Vec::new();
+    header(&ctx, &mut md, total_seconds);
+    information_loss(&ctx, &mut md, &mut lines)?;
+    query_errors(&ctx, &mut md, &mut lines);
+    tables(&ctx, &mut md)?;
+    breakdown_by_level(&ctx, &mut md)?;
+    released_nodes(&ctx, &mut md);
+    std::fs::write(args.out.join("report.md"), md)?;
+    Ok(lines)
+}
+
+/// Title, settings and the methods compared.
+fn header(ctx: &Ctx, md: &mut String, total_seconds: f64) {
+    let args = ctx.args;
     let _ = writeln!(md, "# IPA paper evaluation on the NPS-shaped demo data\n");
     let _ = writeln!(
         md,
@@ -110,13 +136,17 @@ pub(crate) fn write_report(
          **k-anonymization without suppression** (the same with `suppression_limit => 0`); \
          **DP histogram** (`method => 'dp_histogram'` at {PAPER_NODE}).\n"
     );
+}
 
+/// IL table (Fig. 6) and the IL-versus-ε plot (Fig. 7).
+fn information_loss(ctx: &Ctx, md: &mut String, lines: &mut Vec<String>) -> std::io::Result<()> {
+    let (args, groups, eps1) = (ctx.args, &ctx.groups, &ctx.eps1);
     // Information loss.
     let _ = writeln!(md, "## Information loss (Fig. 6 and Fig. 7)\n");
     let _ = writeln!(md, "| method | ε | median IL (mean scale) | min | max | median NCP | median EMD | median Rate | paper (ε = 1) |");
     let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
     let mut il_points: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
-    for ((method, eps), os) in &groups {
+    for ((method, eps), os) in groups {
         let ils: Vec<(f64, f64, f64)> = os.iter().filter_map(|o| o.il).collect();
         if ils.is_empty() {
             continue;
@@ -127,7 +157,7 @@ pub(crate) fn write_report(
         let paper = PAPER_IL
             .iter()
             .find(|(pm, _)| pm == method)
-            .filter(|_| *eps == eps1 || method.starts_with("kanon"))
+            .filter(|_| eps == eps1 || method.starts_with("kanon"))
             .map_or(String::new(), |(_, v)| format!("{v}"));
         let _ = writeln!(
             md,
@@ -144,6 +174,66 @@ pub(crate) fn write_report(
     }
     let _ = writeln!(md, "\n![IL versus epsilon](il_vs_epsilon.svg)\n");
 
+    // IL vs epsilon plot.
+    let kanon_il = groups
+        .get(&("kanon", "none".to_string()))
+        .and_then(|os| os[0].il)
+        .map(|(a, b, c)| (a + b + c) / 3.0);
+    let mut series = Vec::new();
+    for (m, color) in [("ipa", "#1f77b4"), ("dp_histogram", "#2ca02c")] {
+        if let Some(points) = il_points.get(m) {
+            series.push(Series {
+                name: format!("{} (median)", method_title(m)),
+                color,
+                style: Style::Line,
+                points: points.clone(),
+            });
+        }
+    }
+    let (lo, hi) = min_max(&args.epsilons);
+    let nosup_il = groups
+        .get(&("kanon_nosup", "none".to_string()))
+        .and_then(|os| os[0].il)
+        .map(|(a, b, c)| (a + b + c) / 3.0);
+    if let Some(k) = nosup_il {
+        series.push(Series {
+            name: "k-anon., no suppression".into(),
+            color: "#ff7f0e",
+            style: Style::Dashed,
+            points: vec![(lo, k), (hi, k)],
+        });
+    }
+    if let Some(k) = kanon_il {
+        series.push(Series {
+            name: "k-anonymization (no ε)".into(),
+            color: "#ff7f0e",
+            style: Style::Line,
+            points: vec![(lo, k), (hi, k)],
+        });
+    }
+    let ticks = args.epsilons.iter().map(|e| (*e, format!("{e}"))).collect();
+    std::fs::write(
+        args.out.join("il_vs_epsilon.svg"),
+        figure(
+            "Information loss (NCP+EMD+Rate)/3 versus ε",
+            &[Panel {
+                title: "Fig. 7".into(),
+                x_label: "ε".into(),
+                y_label: "IL".into(),
+                series,
+                x_ticks: Some(ticks),
+                y_from_zero: true,
+            }],
+            1,
+        ),
+    )?;
+
+    Ok(())
+}
+
+/// Relative L1 errors of Q1-Q4 per method and ε.
+fn query_errors(ctx: &Ctx, md: &mut String, lines: &mut Vec<String>) {
+    let groups = &ctx.groups;
     // Query errors.
     let _ = writeln!(
         md,
@@ -162,7 +252,7 @@ pub(crate) fn write_report(
         PAPER_QERR[0].2, PAPER_QERR[1].2, PAPER_QERR[2].2, PAPER_QERR[3].2
     );
     for method in METHOD_ORDER {
-        for ((m, eps), os) in &groups {
+        for ((m, eps), os) in groups {
             if *m != method {
                 continue;
             }
@@ -178,7 +268,11 @@ pub(crate) fn write_report(
             let _ = writeln!(md, "{row}");
         }
     }
+}
 
+/// Tables 9-12 at ε = 1 and their plot.
+fn tables(ctx: &Ctx, md: &mut String) -> std::io::Result<()> {
+    let (args, outcomes, groups, eps1) = (ctx.args, ctx.outcomes, &ctx.groups, &ctx.eps1);
     // Tables 9-12.
     let ipa1: Vec<&Outcome> = groups
         .get(&("ipa", eps1.clone()))
@@ -306,60 +400,12 @@ pub(crate) fn write_report(
         ),
     )?;
 
-    // IL vs epsilon plot.
-    let kanon_il = groups
-        .get(&("kanon", "none".to_string()))
-        .and_then(|os| os[0].il)
-        .map(|(a, b, c)| (a + b + c) / 3.0);
-    let mut series = Vec::new();
-    for (m, color) in [("ipa", "#1f77b4"), ("dp_histogram", "#2ca02c")] {
-        if let Some(points) = il_points.get(m) {
-            series.push(Series {
-                name: format!("{} (median)", method_title(m)),
-                color,
-                style: Style::Line,
-                points: points.clone(),
-            });
-        }
-    }
-    let (lo, hi) = min_max(&args.epsilons);
-    let nosup_il = groups
-        .get(&("kanon_nosup", "none".to_string()))
-        .and_then(|os| os[0].il)
-        .map(|(a, b, c)| (a + b + c) / 3.0);
-    if let Some(k) = nosup_il {
-        series.push(Series {
-            name: "k-anon., no suppression".into(),
-            color: "#ff7f0e",
-            style: Style::Dashed,
-            points: vec![(lo, k), (hi, k)],
-        });
-    }
-    if let Some(k) = kanon_il {
-        series.push(Series {
-            name: "k-anonymization (no ε)".into(),
-            color: "#ff7f0e",
-            style: Style::Line,
-            points: vec![(lo, k), (hi, k)],
-        });
-    }
-    let ticks = args.epsilons.iter().map(|e| (*e, format!("{e}"))).collect();
-    std::fs::write(
-        args.out.join("il_vs_epsilon.svg"),
-        figure(
-            "Information loss (NCP+EMD+Rate)/3 versus ε",
-            &[Panel {
-                title: "Fig. 7".into(),
-                x_label: "ε".into(),
-                y_label: "IL".into(),
-                series,
-                x_ticks: Some(ticks),
-                y_from_zero: true,
-            }],
-            1,
-        ),
-    )?;
+    Ok(())
+}
 
+/// Per-node NCP, EMD and Rate by lattice level (Fig. 8).
+fn breakdown_by_level(ctx: &Ctx, md: &mut String) -> std::io::Result<()> {
+    let (args, groups) = (ctx.args, &ctx.groups);
     // Fig. 8: per-node breakdown by lattice level (run 0 of each ε).
     let _ = writeln!(
         md,
@@ -446,6 +492,12 @@ pub(crate) fn write_report(
         ),
     )?;
 
+    Ok(())
+}
+
+/// The node each release used.
+fn released_nodes(ctx: &Ctx, md: &mut String) {
+    let (outcomes, groups, eps1) = (ctx.outcomes, &ctx.groups, &ctx.eps1);
     // Chosen nodes.
     let _ = writeln!(md, "\n## Nodes released\n");
     let _ = writeln!(md, "| method | ε | run | levels | release seconds |");
@@ -463,6 +515,10 @@ pub(crate) fn write_report(
             );
         }
     }
+    let ipa1: Vec<&Outcome> = groups
+        .get(&("ipa", eps1.clone()))
+        .cloned()
+        .unwrap_or_default();
     let usable = ipa1
         .iter()
         .filter(|o| {
@@ -476,6 +532,4 @@ pub(crate) fn write_report(
         "\nAt ε = 1, IPA released sex and surgery ungeneralized and a length of stay other than `*` (what Q1–Q4 need to be answered without guessing) in {usable} of {} runs.",
         ipa1.len()
     );
-    std::fs::write(args.out.join("report.md"), md)?;
-    Ok(lines)
 }
