@@ -19,6 +19,7 @@ const PAPER_QERR: [(&str, f64, f64); 4] = [
 /// The paper's information loss at ε = 1 (Fig. 6): IPA, k-anonymization, histogram.
 const PAPER_IL: [(&str, f64); 3] = [("ipa", 0.28), ("kanon", 0.43), ("dp_histogram", 0.69)];
 
+/// Median of the finite values (NaN when there are none).
 fn median(values: &[f64]) -> f64 {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
@@ -33,6 +34,7 @@ fn median(values: &[f64]) -> f64 {
     }
 }
 
+/// Smallest and largest value.
 fn min_max(values: &[f64]) -> (f64, f64) {
     values
         .iter()
@@ -44,6 +46,7 @@ fn min_max(values: &[f64]) -> (f64, f64) {
 /// Outcomes grouped by (method, epsilon label).
 type Groups<'a> = BTreeMap<(&'static str, String), Vec<&'a Outcome>>;
 
+/// Groups outcomes by (method, ε).
 fn group(outcomes: &[Outcome]) -> Groups<'_> {
     let mut g: Groups = BTreeMap::new();
     for o in outcomes {
@@ -54,6 +57,7 @@ fn group(outcomes: &[Outcome]) -> Groups<'_> {
     g
 }
 
+/// Order of the methods in tables.
 const METHOD_ORDER: [&str; 5] = [
     "ipa",
     "ipa_paper_node",
@@ -62,6 +66,7 @@ const METHOD_ORDER: [&str; 5] = [
     "dp_histogram",
 ];
 
+/// A method's name in the report.
 fn method_title(m: &str) -> &'static str {
     match m {
         "ipa" => "IPA",

@@ -17,17 +17,25 @@ pub enum Style {
 
 /// One data series.
 pub struct Series {
+    /// Legend label.
     pub name: String,
+    /// CSS color.
     pub color: &'static str,
+    /// Line, dashed line, dots or rings.
     pub style: Style,
+    /// (x, y) data; non-finite points are skipped.
     pub points: Vec<(f64, f64)>,
 }
 
 /// One panel of a figure.
 pub struct Panel {
+    /// Panel title.
     pub title: String,
+    /// x axis label.
     pub x_label: String,
+    /// y axis label.
     pub y_label: String,
+    /// Data series.
     pub series: Vec<Series>,
     /// Optional explicit x tick positions (with labels); otherwise nice linear ticks.
     pub x_ticks: Option<Vec<(f64, String)>>,
@@ -42,6 +50,7 @@ const MARGIN_R: f64 = 16.0;
 const MARGIN_T: f64 = 34.0;
 const MARGIN_B: f64 = 80.0;
 
+/// Escapes text for SVG.
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -65,6 +74,7 @@ fn nice_step(range: f64, n: f64) -> f64 {
     nice * magnitude
 }
 
+/// Short tick label.
 fn format_tick(v: f64) -> String {
     if v == 0.0 {
         "0".into()
@@ -78,6 +88,7 @@ fn format_tick(v: f64) -> String {
     }
 }
 
+/// Draws one panel with its top-left corner at (`ox`, `oy`).
 fn render_panel(out: &mut String, panel: &Panel, ox: f64, oy: f64) {
     let points: Vec<(f64, f64)> = panel
         .series
