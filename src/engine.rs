@@ -20,6 +20,7 @@ use crate::histogram::GroupedHistogram;
 use crate::lattice::{node_label, Lattice};
 use crate::mechanism::rng::{rng_from_os, rng_from_seed};
 use crate::method::{MethodInput, MethodOutput, MethodParams};
+use crate::metric::information_loss::{information_loss, InformationLoss};
 use crate::sql::anonymize::ProgressFn;
 
 /// A quasi-identifier and its hierarchy table.
@@ -100,6 +101,8 @@ pub struct ReleaseOutput {
     pub metadata: Vec<(String, String)>,
     /// Owner-only diagnostics (one row per lattice node).
     pub diagnostics: Arc<Vec<RecordBatch>>,
+    /// Owner-only information loss of the release against the source.
+    pub information_loss: InformationLoss,
 }
 
 /// The leaf-level histogram of a source plus the decoded informative values.
@@ -316,10 +319,13 @@ fn run_method(
         );
     }
     let metadata = common_metadata(request, &output, released);
+    let information_loss =
+        information_loss(&base.histogram, &refs, base.values.len(), &output.release)?;
     Ok(ReleaseOutput {
         rows: Arc::new(rows),
         metadata,
         diagnostics: Arc::new(vec![output.diagnostics]),
+        information_loss,
     })
 }
 

@@ -14,15 +14,21 @@
 //! | `anonymize(source, ...)` | the released microdata rows |
 //! | `anonymize_metadata(...)` | public metadata of that release, `(key, value)` |
 //! | `anonymize_diagnostics(...)` | owner-only diagnostics; never publish |
+//! | `anonymize_information_loss(...)` | owner-only information loss (NCP, EMD, Rate) of that release |
 //! | `interval_hierarchy(domain, level, ...)` | a numeric interval hierarchy in ARX layout |
 //! | `mask_hierarchy(source, column, keep)` | a prefix-masking hierarchy in ARX layout |
 //! | `nps_demo(rows, seed)` | the synthetic NPS-shaped demo table |
 //! | `anonymize_help()` | every function and parameter |
 //!
+//! Methods: `ipa`, `kanon` (optimal k-anonymity), `dp_histogram` (noisy contingency table).
+//! Scalar functions for analysts (see [`sql::generalized_udfs`]): `gen_lower`, `gen_upper`,
+//! `gen_mid`, `gen_spread` read generalized integer labels (`[10-20)`, `*`) back as numbers.
+//!
 //! The pipeline has three phases: one aggregate pass over the source builds a histogram;
 //! the method runs on histograms (small, vectorized); the released histogram is expanded
 //! into rows by a table provider, once, and served from memory on every later scan.
 
+pub mod analysis;
 pub mod demo;
 pub mod engine;
 pub mod hierarchy;
@@ -30,6 +36,7 @@ pub mod histogram;
 pub mod lattice;
 pub mod mechanism;
 pub mod method;
+pub mod metric;
 pub mod privacy;
 pub mod release;
 pub mod sql;
@@ -63,7 +70,11 @@ pub fn register_with(ctx: &SessionContext, options: RegisterOptions) -> Result<(
     let mut functions: Vec<Arc<dyn SqlTableFunction>> = vec![
         Arc::new(AnonymizeFunction::new(ReleaseView::Rows, cache.clone())),
         Arc::new(AnonymizeFunction::new(ReleaseView::Metadata, cache.clone())),
-        Arc::new(AnonymizeFunction::new(ReleaseView::Diagnostics, cache)),
+        Arc::new(AnonymizeFunction::new(
+            ReleaseView::Diagnostics,
+            cache.clone(),
+        )),
+        Arc::new(AnonymizeFunction::new(ReleaseView::InformationLoss, cache)),
         Arc::new(IntervalHierarchyFunction),
         Arc::new(MaskHierarchyFunction),
         Arc::new(NpsDemoFunction::default()),
@@ -75,5 +86,8 @@ pub fn register_with(ctx: &SessionContext, options: RegisterOptions) -> Result<(
         Arc::new(sql::resolve::TableResolver),
     );
     ctx.register_relation_planner(Arc::new(FunctionPlanner::new(functions)))?;
+    for udf in sql::generalized_udfs::generalized_udfs() {
+        ctx.register_udf(udf);
+    }
     Ok(())
 }

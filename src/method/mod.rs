@@ -1,7 +1,9 @@
 //! Anonymization methods: each maps a histogram, parameters and a random stream to a
 //! released histogram plus its public metadata and owner-only diagnostics.
 
+pub mod dp_histogram;
 pub mod ipa;
+pub mod kanon;
 pub mod safepub;
 
 use datafusion::arrow::array::RecordBatch;
@@ -47,6 +49,10 @@ pub enum MethodParams {
     Ipa(ipa::IpaParams),
     /// SafePub (Bild, Kuhn & Prasser 2018).
     SafePub(safepub::SafePubParams),
+    /// Optimal full-domain k-anonymity with record suppression.
+    Kanon(kanon::KanonParams),
+    /// Noisy contingency table over a generalized domain (ε-DP).
+    DpHistogram(dp_histogram::DpHistogramParams),
 }
 
 impl MethodParams {
@@ -55,6 +61,8 @@ impl MethodParams {
         match self {
             Self::Ipa(_) => "ipa",
             Self::SafePub(_) => "safepub",
+            Self::Kanon(_) => "kanon",
+            Self::DpHistogram(_) => "dp_histogram",
         }
     }
 
@@ -63,6 +71,8 @@ impl MethodParams {
         match self {
             Self::Ipa(_) => ipa::ipa_diagnostics_schema(),
             Self::SafePub(_) => safepub::safepub_diagnostics_schema(),
+            Self::Kanon(_) => kanon::kanon_diagnostics_schema(),
+            Self::DpHistogram(_) => dp_histogram::dp_histogram_diagnostics_schema(),
         }
     }
 
@@ -92,6 +102,44 @@ impl MethodParams {
                     node: result.search.chosen.clone(),
                     metadata: safepub::safepub_metadata(params, &result, input.lattice),
                     diagnostics: safepub::safepub_diagnostics_batch(&result)?,
+                    release: result.release,
+                })
+            }
+            Self::Kanon(params) => {
+                let result = kanon::run_kanon(
+                    input.histogram,
+                    input.hierarchies,
+                    input.lattice,
+                    input.value_domain,
+                    params,
+                    input.progress,
+                )?;
+                Ok(MethodOutput {
+                    node: result.outcomes[result.chosen].node.clone(),
+                    metadata: kanon::kanon_metadata(params, input.lattice),
+                    diagnostics: kanon::kanon_diagnostics_batch(&result.outcomes, result.chosen)?,
+                    release: result.release,
+                })
+            }
+            Self::DpHistogram(params) => {
+                let result = dp_histogram::run_dp_histogram(
+                    input.histogram,
+                    input.hierarchies,
+                    input.lattice,
+                    input.value_domain,
+                    params,
+                    rng,
+                    input.progress,
+                )?;
+                Ok(MethodOutput {
+                    node: result.stats.node.clone(),
+                    metadata: dp_histogram::dp_histogram_metadata(
+                        params,
+                        input.hierarchies,
+                        &result.stats,
+                        input.value_domain,
+                    ),
+                    diagnostics: dp_histogram::dp_histogram_diagnostics_batch(&result.stats)?,
                     release: result.release,
                 })
             }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
+use datafusion::arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::common::{plan_err, Result};
@@ -22,9 +22,12 @@ use super::lazy::{BatchProducer, LazyTable};
 use super::planner::SqlTableFunction;
 use crate::engine::{self, AnonymizeRequest, QiSpec, ReleaseOutput};
 use crate::lattice::DEFAULT_MAX_NODES;
+use crate::method::dp_histogram::{DpHistogramParams, DEFAULT_MAX_CELLS};
 use crate::method::ipa::{IpaParams, IpaVariant};
+use crate::method::kanon::KanonParams;
 use crate::method::safepub::{FinalSelection, SafePubParams, ScoreFunction};
 use crate::method::MethodParams;
+use crate::metric::information_loss::InformationLoss;
 
 /// Which view of a release a function returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +38,8 @@ pub enum ReleaseView {
     Metadata,
     /// Owner-only diagnostics; never publish.
     Diagnostics,
+    /// Owner-only information loss of the release against its original; never publish.
+    InformationLoss,
 }
 
 /// Progress callback: `(phase, done, total)`.
@@ -76,7 +81,7 @@ struct CacheEntry {
 /// The parameters `anonymize` accepts.
 pub const ANONYMIZE_PARAMS: &[ParamSpec] = &[
     ParamSpec { name: "source", doc: "table or view to anonymize (first positional argument)", default: None },
-    ParamSpec { name: "method", doc: "anonymization method: 'ipa' or 'safepub'", default: Some("'ipa'") },
+    ParamSpec { name: "method", doc: "anonymization method: 'ipa', 'safepub', 'kanon' or 'dp_histogram'", default: Some("'ipa'") },
     ParamSpec {
         name: "qi",
         doc: "quasi-identifiers as 'col[:hierarchy_table], ...'; without ':table' the hierarchy <source>_hierarchy_<col> is used",
@@ -115,6 +120,14 @@ pub const ANONYMIZE_PARAMS: &[ParamSpec] = &[
         default: Some("'best'"),
     },
     ParamSpec { name: "max_nodes", doc: "largest lattice to evaluate (safepub, which walks the lattice without enumerating it: no limit unless given)", default: Some("100000") },
+    ParamSpec { name: "k", doc: "kanon: smallest size of a released class", default: Some("10") },
+    ParamSpec { name: "suppression_limit", doc: "kanon: largest fraction of records that may be suppressed (to the '*' class)", default: Some("0.05") },
+    ParamSpec {
+        name: "levels",
+        doc: "dp_histogram: the generalization node, 'col=level, ...' (columns not named stay at level 0)",
+        default: Some("the first node by level sum with at most max_cells cells"),
+    },
+    ParamSpec { name: "max_cells", doc: "dp_histogram: largest generalized domain (quasi-identifier combinations x informative values)", default: Some("10000000") },
     ParamSpec { name: "seed", doc: "fixed random seed, for tests and reproduction only (marked in the metadata)", default: None },
 ];
 
@@ -146,6 +159,8 @@ fn method_specific_params(method: &str) -> &'static [&'static str] {
             "arx_compat",
             "final_selection",
         ],
+        "kanon" => &["k", "suppression_limit"],
+        "dp_histogram" => &["levels", "max_cells"],
         _ => &[],
     }
 }
@@ -170,6 +185,7 @@ impl SqlTableFunction for AnonymizeFunction {
             ReleaseView::Rows => "anonymize",
             ReleaseView::Metadata => "anonymize_metadata",
             ReleaseView::Diagnostics => "anonymize_diagnostics",
+            ReleaseView::InformationLoss => "anonymize_information_loss",
         }
     }
 
@@ -183,6 +199,9 @@ impl SqlTableFunction for AnonymizeFunction {
             ReleaseView::Metadata => "Public metadata (key, value) of the release anonymize() with the same arguments returns.",
             ReleaseView::Diagnostics => {
                 "Owner-only diagnostics of the same release (scores of every lattice node, suppressed and counterfeit counts). Never publish this: it carries exact counts."
+            }
+            ReleaseView::InformationLoss => {
+                "Owner-only information loss of the same release against its original (IPA paper Eq. 5-10, one definition for every method): NCP, EMD, Rate, their sum and mean. Never publish this: it is computed from the exact data."
             }
         }
     }
@@ -214,6 +233,7 @@ impl SqlTableFunction for AnonymizeFunction {
             ReleaseView::Rows => entry.request.release_schema(),
             ReleaseView::Metadata => metadata_schema(),
             ReleaseView::Diagnostics => entry.request.method.diagnostics_schema(),
+            ReleaseView::InformationLoss => information_loss_schema(),
         };
         let producer = ReleaseProducer {
             view: self.view,
@@ -248,6 +268,10 @@ impl BatchProducer for ReleaseProducer {
             ReleaseView::Rows => output.rows.clone(),
             ReleaseView::Metadata => Arc::new(vec![metadata_batch(&output.metadata)?]),
             ReleaseView::Diagnostics => output.diagnostics.clone(),
+            ReleaseView::InformationLoss => Arc::new(vec![information_loss_batch(
+                self.entry.request.method.name(),
+                &output.information_loss,
+            )?]),
         })
     }
 }
@@ -258,6 +282,33 @@ pub fn metadata_schema() -> SchemaRef {
         Field::new("key", DataType::Utf8, false),
         Field::new("value", DataType::Utf8, false),
     ]))
+}
+
+/// Schema of `anonymize_information_loss`.
+pub fn information_loss_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("method", DataType::Utf8, false),
+        Field::new("ncp", DataType::Float64, false),
+        Field::new("emd", DataType::Float64, false),
+        Field::new("rate", DataType::Float64, false),
+        Field::new("il_sum", DataType::Float64, false),
+        Field::new("il_mean", DataType::Float64, false),
+    ]))
+}
+
+fn information_loss_batch(method: &str, il: &InformationLoss) -> Result<RecordBatch> {
+    let f = |x: f64| Arc::new(Float64Array::from(vec![x])) as ArrayRef;
+    Ok(RecordBatch::try_new(
+        information_loss_schema(),
+        vec![
+            Arc::new(StringArray::from(vec![method])),
+            f(il.ncp),
+            f(il.emd),
+            f(il.rate),
+            f(il.sum()),
+            f(il.mean()),
+        ],
+    )?)
 }
 
 fn metadata_batch(pairs: &[(String, String)]) -> Result<RecordBatch> {
@@ -402,8 +453,45 @@ fn build_request(
             epsilon,
             informative.is_some(),
         )?),
+        "kanon" => {
+            for name in ["epsilon", "seed"] {
+                if args.has(name) {
+                    return plan_err!("{function}(): argument '{name}' does not apply to method 'kanon': k-anonymization is deterministic and has no privacy budget");
+                }
+            }
+            let defaults = KanonParams::default();
+            let params = KanonParams {
+                k: args.u64("k")?.unwrap_or(defaults.k),
+                suppression_limit: args
+                    .f64("suppression_limit")?
+                    .unwrap_or(defaults.suppression_limit),
+            };
+            params.validate().map_err(|e| prefix_error(function, e))?;
+            MethodParams::Kanon(params)
+        }
+        "dp_histogram" => {
+            let levels = match args.string("levels")? {
+                Some(text) => Some(
+                    DpHistogramParams::parse_levels(&text)
+                        .map_err(|e| prefix_error(function, e))?,
+                ),
+                None => None,
+            };
+            let max_cells = match args.u64("max_cells")? {
+                Some(0) => return plan_err!("{function}(): max_cells must be at least 1"),
+                Some(n) => n,
+                None => DEFAULT_MAX_CELLS,
+            };
+            MethodParams::DpHistogram(DpHistogramParams {
+                epsilon,
+                levels,
+                max_cells,
+            })
+        }
         other => {
-            return plan_err!("{function}(): unknown method '{other}'; valid methods: ipa, safepub")
+            return plan_err!(
+                "{function}(): unknown method '{other}'; valid methods: ipa, safepub, kanon, dp_histogram"
+            )
         }
     };
     let specific = method_specific_params(method.name());
@@ -516,4 +604,16 @@ fn safepub_params(
     }
     params.validate()?;
     Ok(params)
+}
+
+/// Prefixes a planning error with the function name.
+fn prefix_error(
+    function: &str,
+    e: datafusion::error::DataFusionError,
+) -> datafusion::error::DataFusionError {
+    datafusion::error::DataFusionError::Plan(format!(
+        "{function}(): {}",
+        e.strip_backtrace()
+            .trim_start_matches("Error during planning: ")
+    ))
 }

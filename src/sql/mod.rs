@@ -3,6 +3,7 @@
 pub mod anonymize;
 pub mod args;
 pub mod demo_fns;
+pub mod generalized_udfs;
 pub mod hierarchy_fns;
 pub mod lazy;
 pub mod planner;

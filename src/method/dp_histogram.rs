@@ -1,0 +1,355 @@
+//! Noisy contingency table over a generalized domain — the differentially private
+//! histogram baseline of the IPA paper, released as microdata rows.
+//!
+//! The quasi-identifiers are generalized to one fixed lattice node. Every cell of the
+//! generalized domain — every combination of the node's labels (from the public
+//! hierarchies, including combinations no record has) times every informative value —
+//! receives two-sided exact discrete Laplace noise of scale `1/ε`; negative counts are
+//! clamped to 0, and each cell with count `c > 0` is released as `c` identical rows.
+//!
+//! Adding or removing one record changes exactly one cell by 1, so the noisy table is
+//! ε-differentially private and the clamping and expansion are post-processing — on the
+//! condition that the set of cells does not depend on the data. The hierarchies and the
+//! node are public choices; the informative domain is the set of distinct informative
+//! values of the data, which is therefore disclosed (the `guarantee` metadata says so).
+//!
+//! The node is the `levels` parameter (`'age=1, sex=0'`; attributes not named stay at level
+//! 0) or, by default, the first node in order of increasing level sum, then lattice order,
+//! whose domain has at most `max_cells` cells. A domain larger than `max_cells` is refused.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::common::{internal_err, plan_err, Result};
+
+use crate::hierarchy::Hierarchy;
+use crate::histogram::GroupedHistogram;
+use crate::lattice::{node_label, Lattice, Node};
+use crate::mechanism::noise::{sample_discrete_laplace, ExactScale};
+use crate::mechanism::rng::AnonRng;
+use crate::release::ReleasedHistogram;
+
+/// Default largest number of cells.
+pub const DEFAULT_MAX_CELLS: u64 = 10_000_000;
+
+/// Parameters of the DP histogram.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DpHistogramParams {
+    /// Privacy parameter: every cell gets discrete Laplace noise of scale `1/epsilon`.
+    pub epsilon: f64,
+    /// Requested levels by quasi-identifier name (others at level 0); `None` = default node.
+    pub levels: Option<Vec<(String, usize)>>,
+    /// Largest domain (cells) allowed.
+    pub max_cells: u64,
+}
+
+impl DpHistogramParams {
+    /// Parses `levels => 'age=1, sex=0'`.
+    pub fn parse_levels(text: &str) -> Result<Vec<(String, usize)>> {
+        let mut out: Vec<(String, usize)> = Vec::new();
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let Some((name, level)) = item.split_once('=') else {
+                return plan_err!(
+                    "levels: '{item}' is not 'column=level'; write e.g. levels => 'age=1, sex=0'"
+                );
+            };
+            let name = name.trim().to_string();
+            let Ok(level) = level.trim().parse::<usize>() else {
+                return plan_err!(
+                    "levels: level of '{name}' must be a non-negative integer, got '{}'",
+                    level.trim()
+                );
+            };
+            if out.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+                return plan_err!("levels: column '{name}' is listed twice");
+            }
+            out.push((name, level));
+        }
+        if out.is_empty() {
+            return plan_err!("levels: no 'column=level' pairs in '{text}'");
+        }
+        Ok(out)
+    }
+}
+
+/// Counts describing one release (owner-only diagnostics).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DpHistogramStats {
+    /// The node.
+    pub node: Node,
+    /// Cells of the domain.
+    pub cells: u64,
+    /// Cells without any record.
+    pub empty_cells: u64,
+    /// Cells released with a positive count.
+    pub released_cells: u64,
+    /// Records of the original.
+    pub true_records: u64,
+    /// Rows released.
+    pub released_rows: u64,
+    /// Rows added by positive noise.
+    pub added_rows: u64,
+    /// Records removed by negative noise (including clamping).
+    pub removed_rows: u64,
+}
+
+/// The result of a DP histogram release.
+#[derive(Debug, Clone)]
+pub struct DpHistogramResult {
+    /// The release.
+    pub release: ReleasedHistogram,
+    /// Its counts.
+    pub stats: DpHistogramStats,
+}
+
+/// Number of cells at `node`, `None` on overflow.
+fn cell_count(hierarchies: &[&Hierarchy], node: &[usize], value_domain: usize) -> Option<u64> {
+    let mut cells = value_domain as u64;
+    for (h, &l) in hierarchies.iter().zip(node) {
+        cells = cells.checked_mul(h.level(l).cardinality() as u64)?;
+    }
+    Some(cells)
+}
+
+fn describe(hierarchies: &[&Hierarchy], node: &[usize]) -> String {
+    hierarchies
+        .iter()
+        .zip(node)
+        .map(|(h, l)| format!("{}={l}", h.attribute()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The node to release at: the requested levels, or the default rule.
+pub fn resolve_node(
+    hierarchies: &[&Hierarchy],
+    lattice: &Lattice,
+    value_domain: usize,
+    params: &DpHistogramParams,
+) -> Result<Node> {
+    let Some(levels) = &params.levels else {
+        let mut nodes = lattice.nodes();
+        nodes.sort_by_key(|n| n.iter().sum::<usize>()); // stable: lattice order within a sum
+        return match nodes
+            .into_iter()
+            .find(|n| cell_count(hierarchies, n, value_domain).is_some_and(|c| c <= params.max_cells))
+        {
+            Some(node) => Ok(node),
+            None => plan_err!(
+                "dp_histogram: even the coarsest generalization has more than max_cells = {} cells ({value_domain} informative values); raise max_cells",
+                params.max_cells
+            ),
+        };
+    };
+    let mut node = vec![0usize; hierarchies.len()];
+    for (name, level) in levels {
+        let Some(a) = hierarchies
+            .iter()
+            .position(|h| h.attribute().eq_ignore_ascii_case(name))
+        else {
+            let names: Vec<&str> = hierarchies.iter().map(|h| h.attribute()).collect();
+            return plan_err!(
+                "levels: '{name}' is not a quasi-identifier; the quasi-identifiers are: {}",
+                names.join(", ")
+            );
+        };
+        if *level > hierarchies[a].height() {
+            return plan_err!(
+                "levels: level {level} of '{}' exceeds its hierarchy's height {}",
+                hierarchies[a].attribute(),
+                hierarchies[a].height()
+            );
+        }
+        node[a] = *level;
+    }
+    match cell_count(hierarchies, &node, value_domain) {
+        Some(c) if c <= params.max_cells => Ok(node),
+        cells => {
+            let qi: String = hierarchies
+                .iter()
+                .zip(&node)
+                .map(|(h, &l)| h.level(l).cardinality().to_string())
+                .collect::<Vec<_>>()
+                .join(" x ");
+            let cells = cells.map_or_else(|| "more than 2^64".to_string(), |c| c.to_string());
+            plan_err!(
+                "dp_histogram: the generalized domain at levels '{}' has {cells} cells ({qi} quasi-identifier values x {value_domain} informative values), more than max_cells = {}; choose coarser levels or raise max_cells",
+                describe(hierarchies, &node),
+                params.max_cells
+            )
+        }
+    }
+}
+
+/// Releases the noisy histogram.
+pub fn run_dp_histogram(
+    base: &GroupedHistogram,
+    hierarchies: &[&Hierarchy],
+    lattice: &Lattice,
+    value_domain: usize,
+    params: &DpHistogramParams,
+    rng: &mut AnonRng,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<DpHistogramResult> {
+    if !(params.epsilon.is_finite() && params.epsilon > 0.0) {
+        return plan_err!(
+            "epsilon must be a positive finite number, got {}",
+            params.epsilon
+        );
+    }
+    let scale = ExactScale::from_sensitivity_epsilon(1, params.epsilon)
+        .map_err(|e| datafusion::error::DataFusionError::Plan(e.to_string()))?;
+    let node = resolve_node(hierarchies, lattice, value_domain, params)?;
+    let Some(cells) = cell_count(hierarchies, &node, value_domain) else {
+        return internal_err!("dp_histogram: cell count overflow after validation");
+    };
+    let hist = base.roll_up(hierarchies, &node, value_domain)?;
+    let attrs = hierarchies.len();
+    let cards: Vec<u32> = hierarchies
+        .iter()
+        .zip(&node)
+        .map(|(h, &l)| h.level(l).cardinality() as u32)
+        .collect();
+
+    let mut release = ReleasedHistogram::new(node.clone(), attrs);
+    let mut stats = DpHistogramStats {
+        node: node.clone(),
+        cells,
+        empty_cells: 0,
+        released_cells: 0,
+        true_records: base.total(),
+        released_rows: 0,
+        added_rows: 0,
+        removed_rows: 0,
+    };
+    let mut codes = vec![0u32; attrs];
+    let mut next_class = 0usize;
+    let mut true_counts = vec![0u64; value_domain];
+    let mut pairs: Vec<(u32, u64)> = Vec::new();
+    let combinations = cells / value_domain.max(1) as u64;
+    for combination in 0..combinations {
+        // Real records of this combination (classes of `hist` come in the same order).
+        let matches = next_class < hist.class_count()
+            && (0..attrs).all(|a| hist.class_codes[a][next_class] == codes[a]);
+        if matches {
+            for p in hist.class_offsets[next_class]..hist.class_offsets[next_class + 1] {
+                true_counts[hist.pair_values[p] as usize] = hist.pair_counts[p];
+            }
+        }
+        pairs.clear();
+        for (v, slot) in true_counts.iter_mut().enumerate() {
+            let truth = std::mem::take(slot);
+            let noise = sample_discrete_laplace(rng, scale);
+            let noisy = (truth as i128 + noise as i128).max(0) as u64;
+            if truth == 0 {
+                stats.empty_cells += 1;
+            }
+            stats.added_rows += noisy.saturating_sub(truth);
+            stats.removed_rows += truth.saturating_sub(noisy);
+            if noisy > 0 {
+                pairs.push((v as u32, noisy));
+            }
+        }
+        if matches {
+            next_class += 1;
+        }
+        if !pairs.is_empty() {
+            stats.released_cells += pairs.len() as u64;
+            stats.released_rows += pairs.iter().map(|p| p.1).sum::<u64>();
+            release.push_class(&codes, &pairs, &[]);
+        }
+        // Next combination, the last attribute varying fastest.
+        for a in (0..attrs).rev() {
+            codes[a] += 1;
+            if codes[a] < cards[a] {
+                break;
+            }
+            codes[a] = 0;
+        }
+        if combination % 4096 == 0 {
+            progress(combination as usize, combinations as usize);
+        }
+    }
+    if next_class != hist.class_count() {
+        return internal_err!(
+            "dp_histogram: {} classes were not visited",
+            hist.class_count() - next_class
+        );
+    }
+    progress(combinations as usize, combinations as usize);
+    Ok(DpHistogramResult { release, stats })
+}
+
+/// The method's public metadata entries.
+pub fn dp_histogram_metadata(
+    params: &DpHistogramParams,
+    hierarchies: &[&Hierarchy],
+    stats: &DpHistogramStats,
+    value_domain: usize,
+) -> Vec<(String, String)> {
+    let node_source = if params.levels.is_some() {
+        "given by the 'levels' argument"
+    } else {
+        "the default rule: the first node by level sum, then lattice order, with at most max_cells cells (this depends only on the hierarchies and the number of informative values)"
+    };
+    let guarantee = format!(
+        "epsilon-differential privacy with epsilon = {eps} (adding or removing one record), for the table of \
+         noisy counts and everything derived from it, on the condition that the set of cells is public. The \
+         quasi-identifier cells are all {qi} combinations of the hierarchies' labels at levels '{levels}' \
+         ({node_source}), empty ones included; the informative domain is the {value_domain} distinct values of the \
+         informative column found in the data: it is not protected (which values occur at all is disclosed \
+         exactly), and must be public knowledge for the guarantee to hold. Each cell gets two-sided discrete \
+         Laplace noise of scale 1/epsilon drawn exactly; negative counts are clamped to 0. Released rows are \
+         not real records: counts and their informative values are noisy.",
+        eps = params.epsilon,
+        qi = stats.cells / value_domain.max(1) as u64,
+        levels = describe(hierarchies, &stats.node),
+    );
+    vec![
+        ("epsilon".into(), params.epsilon.to_string()),
+        (
+            "noise".into(),
+            "two-sided geometric (discrete Laplace) with scale 1/epsilon on every cell, clamped at 0".into(),
+        ),
+        ("cells".into(), stats.cells.to_string()),
+        ("max_cells".into(), params.max_cells.to_string()),
+        ("informative_domain".into(), format!("{value_domain} distinct values taken from the data")),
+        ("guarantee".into(), guarantee),
+    ]
+}
+
+/// Schema of the method's diagnostics: one row.
+pub fn dp_histogram_diagnostics_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("node", DataType::Utf8, false),
+        Field::new("cells", DataType::UInt64, false),
+        Field::new("empty_cells", DataType::UInt64, false),
+        Field::new("released_cells", DataType::UInt64, false),
+        Field::new("true_records", DataType::UInt64, false),
+        Field::new("released_rows", DataType::UInt64, false),
+        Field::new("added_rows", DataType::UInt64, false),
+        Field::new("removed_rows", DataType::UInt64, false),
+    ]))
+}
+
+/// The diagnostics batch.
+pub fn dp_histogram_diagnostics_batch(stats: &DpHistogramStats) -> Result<RecordBatch> {
+    let u = |x: u64| Arc::new(UInt64Array::from(vec![x])) as ArrayRef;
+    Ok(RecordBatch::try_new(
+        dp_histogram_diagnostics_schema(),
+        vec![
+            Arc::new(StringArray::from(vec![node_label(&stats.node)])),
+            u(stats.cells),
+            u(stats.empty_cells),
+            u(stats.released_cells),
+            u(stats.true_records),
+            u(stats.released_rows),
+            u(stats.added_rows),
+            u(stats.removed_rows),
+        ],
+    )?)
+}
+
+#[cfg(test)]
+mod tests;

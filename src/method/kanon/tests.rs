@@ -1,0 +1,282 @@
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::hierarchy::builders::{interval_hierarchy_rows, parse_integer_domain, IntervalLevel};
+
+fn ladder(name: &str, domain: &str, levels: &[&str]) -> Hierarchy {
+    let levels: Vec<_> = levels
+        .iter()
+        .map(|l| IntervalLevel::parse(l).unwrap())
+        .collect();
+    let rows = interval_hierarchy_rows(&parse_integer_domain(domain).unwrap(), &levels).unwrap();
+    Hierarchy::from_rows(name, &rows).unwrap()
+}
+
+fn rows(data: &[&[&str]]) -> Vec<Vec<String>> {
+    data.iter()
+        .map(|r| r.iter().map(|s| s.to_string()).collect())
+        .collect()
+}
+
+/// Records as leaf codes per attribute plus an informative code.
+type Record = (Vec<u32>, u32);
+
+fn histogram(hs: &[&Hierarchy], records: &[Record], domain: usize) -> GroupedHistogram {
+    let attrs = hs.len();
+    GroupedHistogram::from_rows(
+        hs,
+        (0..attrs)
+            .map(|a| records.iter().map(|r| r.0[a]).collect())
+            .collect(),
+        records.iter().map(|r| r.1).collect(),
+        vec![1; records.len()],
+        domain,
+    )
+    .unwrap()
+}
+
+/// Brute force over the lattice, straight from the records: the node minimizing
+/// (loss, level sum, lattice index) among nodes within the suppression limit. The loss uses
+/// the product of leaf counts as common denominator (the method uses their lcm), which
+/// orders nodes identically.
+fn brute_force(hs: &[&Hierarchy], records: &[Record], k: u64, limit: f64) -> Option<(Node, u64)> {
+    let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 10_000).unwrap();
+    let d: u128 = hs.iter().map(|h| h.leaf_count() as u128).product();
+    let max_suppressed = (limit * records.len() as f64).floor() as u64;
+    let mut best: Option<(u128, usize, usize, Node, u64)> = None;
+    for (index, node) in lattice.nodes().into_iter().enumerate() {
+        let key = |r: &Record| -> Vec<u32> {
+            (0..hs.len())
+                .map(|a| hs[a].level(node[a]).leaf_to_code()[r.0[a] as usize])
+                .collect()
+        };
+        let mut sizes: BTreeMap<Vec<u32>, u64> = BTreeMap::new();
+        for r in records {
+            *sizes.entry(key(r)).or_default() += 1;
+        }
+        let mut loss: u128 = 0;
+        let mut suppressed = 0u64;
+        for r in records {
+            let codes = key(r);
+            if sizes[&codes] < k {
+                suppressed += 1;
+                loss += hs.len() as u128 * d;
+                continue;
+            }
+            for a in 0..hs.len() {
+                let leaves = hs[a].level(node[a]).leaf_counts()[codes[a] as usize] as u128;
+                if leaves > 1 {
+                    loss += leaves * d / hs[a].leaf_count() as u128;
+                }
+            }
+        }
+        if suppressed > max_suppressed {
+            continue;
+        }
+        let candidate = (
+            loss,
+            node.iter().sum::<usize>(),
+            index,
+            node.clone(),
+            suppressed,
+        );
+        if best
+            .as_ref()
+            .is_none_or(|b| (candidate.0, candidate.1, candidate.2) < (b.0, b.1, b.2))
+        {
+            best = Some(candidate);
+        }
+    }
+    best.map(|b| (b.3, b.4))
+}
+
+fn check_release(hs: &[&Hierarchy], records: &[Record], result: &KanonResult, k: u64) {
+    let release = &result.release;
+    assert_eq!(
+        release.row_count(),
+        records.len() as u64,
+        "every record is released"
+    );
+    let chosen = &result.outcomes[result.chosen];
+    let mut starred = 0u64;
+    for c in 0..release.class_count() {
+        let size: u64 = release.counts[release.class_offsets[c]..release.class_offsets[c + 1]]
+            .iter()
+            .sum();
+        if release.class_codes[0][c] == SUPPRESSED {
+            assert!((0..hs.len()).all(|a| release.class_codes[a][c] == SUPPRESSED));
+            starred += size;
+        } else {
+            assert!(size >= k, "class {c} has {size} < k = {k} records");
+        }
+    }
+    assert_eq!(starred, chosen.suppressed_records);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn optimal_against_brute_force(
+        raw in proptest::collection::vec((0u32..20, 0u32..8, 0u32..2, 0u32..4), 1..120),
+        k in 1u64..7,
+        limit_index in 0usize..4,
+    ) {
+        let limit = [0.0, 0.05, 0.2, 0.5][limit_index];
+        let age = ladder("age", "0..19", &["5", "10"]);
+        let zip = ladder("zip", "0..7", &["2", "4"]);
+        let sex = ladder("sex", "0..1", &["2"]);
+        let hs = [&age, &zip, &sex];
+        let records: Vec<Record> = raw.iter().map(|r| (vec![r.0, r.1, r.2], r.3)).collect();
+        let base = histogram(&hs, &records, 4);
+        let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 10_000).unwrap();
+        let params = KanonParams { k, suppression_limit: limit };
+        let expected = brute_force(&hs, &records, k, limit);
+        match run_kanon(&base, &hs, &lattice, 4, &params, &|_, _| {}) {
+            Ok(result) => {
+                let (node, suppressed) = expected.expect("brute force finds a feasible node too");
+                prop_assert_eq!(&result.outcomes[result.chosen].node, &node);
+                prop_assert_eq!(result.outcomes[result.chosen].suppressed_records, suppressed);
+                check_release(&hs, &records, &result, k);
+            }
+            Err(e) => {
+                prop_assert!(expected.is_none(), "method failed but brute force found {:?}: {}", expected, e);
+                prop_assert!(e.to_string().contains("no generalization satisfies k"), "{}", e);
+            }
+        }
+    }
+}
+
+/// The IPA paper's Tables 5–8 records with k = 3 and at most one suppressed record:
+/// ten-year ages and 10000-blocks of zip codes, the 67-year-old suppressed.
+#[test]
+fn paper_example() {
+    let age = Hierarchy::from_rows(
+        "age",
+        &rows(&[
+            &["13", "[10-19]", "*"],
+            &["16", "[10-19]", "*"],
+            &["17", "[10-19]", "*"],
+            &["24", "[20-29]", "*"],
+            &["25", "[20-29]", "*"],
+            &["29", "[20-29]", "*"],
+            &["67", "[60-69]", "*"],
+        ]),
+    )
+    .unwrap();
+    let sex = Hierarchy::from_rows("gender", &rows(&[&["M", "*"], &["F", "*"]])).unwrap();
+    let zip = Hierarchy::from_rows(
+        "zip",
+        &rows(&[
+            &["28912", "[20000-29999]", "*"],
+            &["23512", "[20000-29999]", "*"],
+            &["24231", "[20000-29999]", "*"],
+            &["31891", "[30000-39999]", "*"],
+            &["34225", "[30000-39999]", "*"],
+            &["37756", "[30000-39999]", "*"],
+            &["80061", "[80000-89999]", "*"],
+        ]),
+    )
+    .unwrap();
+    let data = [
+        ("17", "M", "28912", 2),
+        ("16", "M", "23512", 3),
+        ("13", "M", "24231", 3),
+        ("24", "F", "31891", 0),
+        ("29", "F", "34225", 0),
+        ("25", "F", "37756", 1),
+        ("67", "M", "80061", 4),
+    ];
+    let records: Vec<Record> = data
+        .iter()
+        .map(|r| {
+            (
+                vec![
+                    age.leaf_code(r.0).unwrap(),
+                    sex.leaf_code(r.1).unwrap(),
+                    zip.leaf_code(r.2).unwrap(),
+                ],
+                r.3,
+            )
+        })
+        .collect();
+    let hs = [&age, &sex, &zip];
+    let base = histogram(&hs, &records, 5);
+    let lattice = Lattice::new(vec![2, 1, 2], 100).unwrap();
+    let params = KanonParams {
+        k: 3,
+        suppression_limit: 0.2,
+    };
+    let result = run_kanon(&base, &hs, &lattice, 5, &params, &|_, _| {}).unwrap();
+    let chosen = &result.outcomes[result.chosen];
+    assert_eq!(chosen.node, vec![1, 0, 1]);
+    assert_eq!(chosen.suppressed_records, 1);
+    // NCP: six records at 3/7 + 0 + 3/7, one suppressed at 1 + 1 + 1, over 3 · 7.
+    assert!((chosen.ncp - (6.0 * 6.0 / 7.0 + 3.0) / 21.0).abs() < 1e-12);
+    // The release: two classes of three, the stroke patient (value 4) in '*'.
+    assert_eq!(result.release.class_count(), 3);
+    let last = result.release.class_count() - 1;
+    assert_eq!(result.release.class_codes[0][last], SUPPRESSED);
+    assert_eq!(
+        &result.release.values[result.release.class_offsets[last]..],
+        &[4]
+    );
+    // Without suppression the 67-year-old must share a class: age '*' and zip '*' leave
+    // the classes M (4) and F (3).
+    let strict = KanonParams {
+        k: 3,
+        suppression_limit: 0.0,
+    };
+    let result = run_kanon(&base, &hs, &lattice, 5, &strict, &|_, _| {}).unwrap();
+    assert_eq!(result.outcomes[result.chosen].suppressed_records, 0);
+    assert_eq!(result.outcomes[result.chosen].node, vec![2, 0, 2]);
+    // k larger than the table: nothing is feasible.
+    let err = run_kanon(
+        &base,
+        &hs,
+        &lattice,
+        5,
+        &KanonParams {
+            k: 8,
+            suppression_limit: 0.5,
+        },
+        &|_, _| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("no generalization satisfies k = 8 with suppression_limit = 0.5 (3 of 7 records may be suppressed)"), "{err}");
+}
+
+#[test]
+fn validates_parameters() {
+    assert!(KanonParams {
+        k: 0,
+        suppression_limit: 0.1
+    }
+    .validate()
+    .unwrap_err()
+    .to_string()
+    .contains("k must be at least 1"));
+    for bad in [-0.1, 1.5, f64::NAN] {
+        let err = KanonParams {
+            k: 2,
+            suppression_limit: bad,
+        }
+        .validate()
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("suppression_limit must be a fraction between 0 and 1"),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        KanonParams::default(),
+        KanonParams {
+            k: 10,
+            suppression_limit: 0.05
+        }
+    );
+    assert_eq!(KanonParams::default().max_suppressed(1_361_000), 68_050);
+}

@@ -1,0 +1,3 @@
+//! Quality metrics of a release measured against its original data.
+
+pub mod information_loss;
