@@ -16,6 +16,7 @@
 //! | `anonymize_diagnostics(...)` | owner-only diagnostics; never publish |
 //! | `interval_hierarchy(domain, level, ...)` | a numeric interval hierarchy in ARX layout |
 //! | `mask_hierarchy(source, column, keep)` | a prefix-masking hierarchy in ARX layout |
+//! | `privacy_budget()` | ε and δ spent and remaining per source table |
 //! | `nps_demo(rows, seed)` | the synthetic NPS-shaped demo table |
 //! | `anonymize_help()` | every function and parameter |
 //!
@@ -23,6 +24,7 @@
 //! the method runs on histograms (small, vectorized); the released histogram is expanded
 //! into rows by a table provider, once, and served from memory on every later scan.
 
+pub mod budget;
 pub mod demo;
 pub mod engine;
 pub mod hierarchy;
@@ -39,6 +41,7 @@ use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
 use sql::anonymize::{AnonymizeFunction, ProgressFn, ReleaseCache, ReleaseView};
+use sql::budget_fn::PrivacyBudgetFunction;
 use sql::demo_fns::{HelpFunction, NpsDemoFunction};
 use sql::hierarchy_fns::{IntervalHierarchyFunction, MaskHierarchyFunction};
 use sql::planner::{FunctionPlanner, SqlTableFunction};
@@ -62,6 +65,7 @@ pub fn register_with(ctx: &SessionContext, options: RegisterOptions) -> Result<(
     let mut functions: Vec<Arc<dyn SqlTableFunction>> = vec![
         Arc::new(AnonymizeFunction::new(ReleaseView::Rows, cache.clone())),
         Arc::new(AnonymizeFunction::new(ReleaseView::Metadata, cache.clone())),
+        Arc::new(PrivacyBudgetFunction::new(cache.ledger())),
         Arc::new(AnonymizeFunction::new(ReleaseView::Diagnostics, cache)),
         Arc::new(IntervalHierarchyFunction),
         Arc::new(MaskHierarchyFunction),
@@ -69,6 +73,7 @@ pub fn register_with(ctx: &SessionContext, options: RegisterOptions) -> Result<(
     ];
     let help = HelpFunction::new(&functions);
     functions.push(Arc::new(help));
+    budget::config::install(ctx);
     ctx.register_udtf(
         sql::resolve::RESOLVER_FUNCTION,
         Arc::new(sql::resolve::TableResolver),

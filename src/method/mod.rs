@@ -54,6 +54,16 @@ impl MethodParams {
         }
     }
 
+    /// The privacy parameters `(ε, δ)` one release of this method charges to its source
+    /// table's budget (see the `budget` module): the method's nominal parameters, whether or
+    /// not its guarantee holds (IPA: the total its paper claims, δ = 0). A method without a
+    /// differential-privacy parameter returns `(0, 0)`.
+    pub fn budget(&self) -> (f64, f64) {
+        match self {
+            Self::Ipa(params) => (params.claimed_epsilon(), 0.0),
+        }
+    }
+
     /// Schema of the method's diagnostics.
     pub fn diagnostics_schema(&self) -> SchemaRef {
         match self {
