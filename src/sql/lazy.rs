@@ -15,8 +15,8 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{internal_err, Result};
 use datafusion::execution::SessionState;
-use datafusion::logical_expr::{Expr, TableType};
 use datafusion::execution::TaskContext;
+use datafusion::logical_expr::{Expr, TableType};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
@@ -110,10 +110,11 @@ impl PartitionStream for DeferredPartition {
         let producer = self.producer.clone();
         let state = self.state.clone();
         let batches = futures::stream::once(async move { producer.batches(&state).await })
-            .map_ok(|batches| {
-                futures::stream::iter(batches.as_ref().clone().into_iter().map(Ok))
-            })
+            .map_ok(|batches| futures::stream::iter(batches.as_ref().clone().into_iter().map(Ok)))
             .try_flatten();
-        Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), batches.boxed()))
+        Box::pin(RecordBatchStreamAdapter::new(
+            self.schema.clone(),
+            batches.boxed(),
+        ))
     }
 }
