@@ -43,8 +43,8 @@ fn hierarchies() -> (Hierarchy, Hierarchy) {
         ]),
     )
     .expect("valid");
-    let b = Hierarchy::from_rows("b", &rows(&[&["x", "*"], &["y", "*"], &["z", "*"]]))
-        .expect("valid");
+    let b =
+        Hierarchy::from_rows("b", &rows(&[&["x", "*"], &["y", "*"], &["z", "*"]])).expect("valid");
     (a, b)
 }
 
@@ -67,7 +67,13 @@ fn histogram(hs: &[&Hierarchy], records: &[Record]) -> GroupedHistogram {
     .expect("histogram")
 }
 
-fn run(hs: &[&Hierarchy], records: &[Record], variant: IpaVariant, epsilon: f64, seed: u64) -> IpaResult {
+fn run(
+    hs: &[&Hierarchy],
+    records: &[Record],
+    variant: IpaVariant,
+    epsilon: f64,
+    seed: u64,
+) -> IpaResult {
     let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 1000).expect("lattice");
     let params = IpaParams::with_defaults(variant, epsilon, 2);
     run_ipa(

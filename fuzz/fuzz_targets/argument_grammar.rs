@@ -40,7 +40,15 @@ impl Value {
             Value::UInt(x) => ScalarValue::UInt64(Some(*x)),
             Value::Float(x) => ScalarValue::Float64(Some(*x)),
             Value::Bool(b) => ScalarValue::Boolean(Some(*b)),
-            Value::Decimal(v, p, s) => ScalarValue::Decimal128(Some(*v), *p, *s),
+            // As the SQL planner builds decimals: precision 1..=38, scale 0..=precision, at
+            // most `precision` digits (arrow's Display panics on a value wider than its
+            // precision; planner casts check the precision, so SQL never produces one).
+            Value::Decimal(v, p, s) => {
+                let precision = 1 + p % 38;
+                let scale = (s.unsigned_abs() % (precision + 1)) as i8;
+                let value = v % 10i128.pow(u32::from(precision));
+                ScalarValue::Decimal128(Some(value), precision, scale)
+            }
             Value::Null => ScalarValue::Null,
         }
     }

@@ -288,13 +288,17 @@ mod tests {
         let max = i64::MAX;
         let rows = interval_hierarchy_rows(&[max], &[IntervalLevel::parse("10").unwrap()]).unwrap();
         assert_eq!(rows[0][1], "[9223372036854775800-9223372036854775810)");
-        let rows = interval_hierarchy_rows(&[i64::MIN], &[IntervalLevel::parse("10").unwrap()]).unwrap();
+        let rows =
+            interval_hierarchy_rows(&[i64::MIN], &[IntervalLevel::parse("10").unwrap()]).unwrap();
         assert_eq!(rows[0][1], "[-9223372036854775810--9223372036854775800)");
         let wide = IntervalLevel::parse("-9223372036854775808,9223372036854775807").unwrap();
         let rows = interval_hierarchy_rows(&[1, 5], &[wide]).unwrap();
         assert_eq!(rows[0][1], "[-9223372036854775808-9223372036854775807)");
         let err = parse_integer_domain("-9223372036854775808..9223372036854775807").unwrap_err();
-        assert!(err.to_string().contains("has more than 10000000 values"), "{err}");
+        assert!(
+            err.to_string().contains("has more than 10000000 values"),
+            "{err}"
+        );
     }
 
     #[test]
