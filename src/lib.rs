@@ -62,11 +62,12 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
 pub fn register_with(ctx: &SessionContext, options: RegisterOptions) -> Result<()> {
     let cache = Arc::new(ReleaseCache::default());
     cache.set_progress(options.progress);
+    let ledger = cache.ledger();
     let mut functions: Vec<Arc<dyn SqlTableFunction>> = vec![
         Arc::new(AnonymizeFunction::new(ReleaseView::Rows, cache.clone())),
         Arc::new(AnonymizeFunction::new(ReleaseView::Metadata, cache.clone())),
-        Arc::new(PrivacyBudgetFunction::new(cache.ledger())),
         Arc::new(AnonymizeFunction::new(ReleaseView::Diagnostics, cache)),
+        Arc::new(PrivacyBudgetFunction::new(ledger)),
         Arc::new(IntervalHierarchyFunction),
         Arc::new(MaskHierarchyFunction),
         Arc::new(NpsDemoFunction::default()),
