@@ -8,9 +8,9 @@
 //! the `guarantee` metadata with measurements: class visibility (SPEC §1.12 F2), the
 //! reference variant's clamped threshold, and the one-sided counterfeit count (F3).
 //!
-//! Each audit runs in well under five seconds in the debug profile. Larger versions are
-//! `#[ignore]`d; run them with
-//! `cargo test --release --lib method::ipa::audit -- --ignored`.
+//! Each audit runs in under five seconds in the debug profile. Larger versions are
+//! `#[ignore]`d; run them with `cargo test --lib audit -- --ignored` (both together take
+//! about two minutes in the debug profile).
 
 use super::*;
 use crate::mechanism::audit::{
@@ -246,9 +246,10 @@ fn audit_ipa_insertion_count_is_one_sided() {
 }
 
 /// Larger version of the threshold audit (10^7 trials per dataset, ε_sup = 1): tightens the
-/// slack to about 1%. Run with `cargo test --release --lib method::ipa::audit -- --ignored`.
+/// slack to about 1% (the power check fails ε = 0.97 where the truth is 1). Run with
+/// `cargo test --lib audit -- --ignored`.
 #[test]
-#[ignore = "slow; run in release mode with --ignored"]
+#[ignore = "slow (about a minute); run with --ignored"]
 fn audit_ipa_noisy_threshold_large() {
     let p = params(IpaVariant::Paper, 1.0, 0.3, 0.3, 0.3);
     let d = threshold_histogram(&p, 1, 10_000_000, 21);
@@ -260,9 +261,9 @@ fn audit_ipa_noisy_threshold_large() {
     );
 }
 
-/// Larger version of the class-visibility measurement (10^5 whole IPA runs per dataset).
+/// Larger version of the class-visibility measurement (10^5 whole IPA runs).
 #[test]
-#[ignore = "slow; run in release mode with --ignored"]
+#[ignore = "slow (about a minute); run with --ignored"]
 fn audit_ipa_class_visibility_gap_large() {
     let (h, lattice) = singleton_setup();
     let p = IpaParams::with_defaults(IpaVariant::Paper, 1.0, 2);
