@@ -17,6 +17,7 @@
 //! | `anonymize_information_loss(...)` | owner-only information loss (NCP, EMD, Rate) of that release |
 //! | `interval_hierarchy(domain, level, ...)` | a numeric interval hierarchy in ARX layout |
 //! | `mask_hierarchy(source, column, keep)` | a prefix-masking hierarchy in ARX layout |
+//! | `privacy_budget()` | ε and δ spent and remaining per source table |
 //! | `nps_demo(rows, seed)` | the synthetic NPS-shaped demo table |
 //! | `anonymize_help()` | every function and parameter |
 //!
@@ -29,6 +30,7 @@
 //! into rows by a table provider, once, and served from memory on every later scan.
 
 pub mod analysis;
+pub mod budget;
 pub mod demo;
 pub mod engine;
 pub mod hierarchy;
@@ -47,6 +49,7 @@ use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
 use sql::anonymize::{AnonymizeFunction, ProgressFn, ReleaseCache, ReleaseView};
+use sql::budget_fn::PrivacyBudgetFunction;
 use sql::demo_fns::{HelpFunction, NpsDemoFunction};
 use sql::hierarchy_fns::{IntervalHierarchyFunction, MaskHierarchyFunction};
 use sql::planner::{FunctionPlanner, SqlTableFunction};
@@ -67,6 +70,7 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
 pub fn register_with(ctx: &SessionContext, options: RegisterOptions) -> Result<()> {
     let cache = Arc::new(ReleaseCache::default());
     cache.set_progress(options.progress);
+    let ledger = cache.ledger();
     let mut functions: Vec<Arc<dyn SqlTableFunction>> = vec![
         Arc::new(AnonymizeFunction::new(ReleaseView::Rows, cache.clone())),
         Arc::new(AnonymizeFunction::new(ReleaseView::Metadata, cache.clone())),
@@ -75,12 +79,14 @@ pub fn register_with(ctx: &SessionContext, options: RegisterOptions) -> Result<(
             cache.clone(),
         )),
         Arc::new(AnonymizeFunction::new(ReleaseView::InformationLoss, cache)),
+        Arc::new(PrivacyBudgetFunction::new(ledger)),
         Arc::new(IntervalHierarchyFunction),
         Arc::new(MaskHierarchyFunction),
         Arc::new(NpsDemoFunction::default()),
     ];
     let help = HelpFunction::new(&functions);
     functions.push(Arc::new(help));
+    budget::config::install(ctx);
     ctx.register_udtf(
         sql::resolve::RESOLVER_FUNCTION,
         Arc::new(sql::resolve::TableResolver),

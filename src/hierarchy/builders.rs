@@ -17,7 +17,7 @@ pub fn parse_integer_domain(spec: &str) -> Result<Vec<i64>> {
             if lo > hi {
                 return plan_err!("domain range '{item}' is empty: {lo} > {hi}");
             }
-            if (hi - lo) as u64 >= MAX_INTERVAL_DOMAIN as u64 {
+            if hi.abs_diff(lo) >= MAX_INTERVAL_DOMAIN as u64 {
                 return plan_err!(
                     "domain range '{item}' has more than {MAX_INTERVAL_DOMAIN} values"
                 );
@@ -81,7 +81,9 @@ impl IntervalLevel {
     fn label(&self, value: i64, close_last: bool) -> Result<String> {
         match self {
             Self::Width(width) => {
-                let lo = value.div_euclid(*width) * width;
+                // In i128: the bin of a value near the ends of i64 may reach beyond them.
+                let width = i128::from(*width);
+                let lo = i128::from(value).div_euclid(width) * width;
                 Ok(interval_label(lo, lo + width, false))
             }
             Self::Breakpoints(points) => {
@@ -107,8 +109,8 @@ impl IntervalLevel {
                     .min(points.len() - 1);
                 let is_last_bin = upper == points.len() - 1;
                 Ok(interval_label(
-                    points[upper - 1],
-                    points[upper],
+                    i128::from(points[upper - 1]),
+                    i128::from(points[upper]),
                     close_last && is_last_bin,
                 ))
             }
@@ -122,7 +124,8 @@ impl IntervalLevel {
 
 /// Label of an integer interval: the value itself when it holds one integer, otherwise
 /// `[lo-hi)` (half-open) or `[lo-hi]` (closed).
-pub fn interval_label(lo: i64, hi: i64, closed: bool) -> String {
+/// Bounds are `i128` so that bins reaching past the ends of `i64` are labelled exactly.
+pub fn interval_label(lo: i128, hi: i128, closed: bool) -> String {
     if (!closed && hi - lo == 1) || (closed && hi == lo) {
         lo.to_string()
     } else if closed {
@@ -276,6 +279,26 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("two parents"));
+    }
+
+    /// Values and breakpoints at the ends of the 64-bit range label exactly, without
+    /// overflow (these overflowed, and panicked in debug builds, before).
+    #[test]
+    fn extreme_integers() {
+        let max = i64::MAX;
+        let rows = interval_hierarchy_rows(&[max], &[IntervalLevel::parse("10").unwrap()]).unwrap();
+        assert_eq!(rows[0][1], "[9223372036854775800-9223372036854775810)");
+        let rows =
+            interval_hierarchy_rows(&[i64::MIN], &[IntervalLevel::parse("10").unwrap()]).unwrap();
+        assert_eq!(rows[0][1], "[-9223372036854775810--9223372036854775800)");
+        let wide = IntervalLevel::parse("-9223372036854775808,9223372036854775807").unwrap();
+        let rows = interval_hierarchy_rows(&[1, 5], &[wide]).unwrap();
+        assert_eq!(rows[0][1], "[-9223372036854775808-9223372036854775807)");
+        let err = parse_integer_domain("-9223372036854775808..9223372036854775807").unwrap_err();
+        assert!(
+            err.to_string().contains("has more than 10000000 values"),
+            "{err}"
+        );
     }
 
     #[test]

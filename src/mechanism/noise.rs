@@ -22,6 +22,19 @@
 //!
 //! All samplers are generic over `R: rand::RngCore + ?Sized`; production code
 //! passes a CSPRNG (see the `rng` module).
+//!
+//! # Real-valued thresholds
+//!
+//! A mechanism that compares an integer with a *real-valued* noisy threshold, such as
+//! IPA's suppression test `n ≤ t + L` with continuous `L ~ Lap(b)`, never materializes
+//! `L`: for integers `n` and `t` the test is equivalent to `n − t ≤ floor(L)`, and
+//! [`sample_floor_laplace`] samples `floor(L)` exactly from integer Bernoulli trials. The
+//! decision therefore has exactly the probabilities of the continuous mechanism, and no
+//! floating-point value that could depend on `n` is ever computed (the surface of
+//! Mironov's attack). IPA's `suppress` does exactly this. A future mechanism that needs a
+//! real-valued threshold must discretize it the same way (compare integers with the floor
+//! or ceiling of exactly sampled noise) or use Mironov's snapping mechanism; it must not
+//! add `f64` Laplace noise.
 
 use rand::RngCore;
 use std::fmt;

@@ -263,14 +263,7 @@ pub fn run_ipa(
             Ok,
         )?;
 
-    // Node choice (Eq. 11-12).
-    let (max_il, sensitivity) = match params.variant {
-        IpaVariant::Paper => (3.0, 3.0),
-        IpaVariant::Reference => (1.0, 1.0),
-    };
-    let utilities: Vec<f64> = outcomes.iter().map(|o| max_il - o.il).collect();
-    let chosen = exponential_mechanism(rng, &utilities, params.eps_cand, sensitivity)
-        .map_err(|e| datafusion::error::DataFusionError::Execution(e.to_string()))?;
+    let chosen = choose_node(rng, &outcomes, params)?;
 
     // Replay the chosen node's stream: the release is exactly the scored candidate.
     let node = &nodes[chosen];
@@ -296,6 +289,18 @@ pub fn run_ipa(
         chosen,
         release,
     })
+}
+
+/// Node choice (Eq. 11-12): the exponential mechanism over the utilities `max_il − il`
+/// (paper: IL in `[0, 3]`, Δu = 3; reference: IL in `[0, 1]`, Δu = 1) with `ε_cand`.
+fn choose_node(rng: &mut AnonRng, outcomes: &[NodeOutcome], params: &IpaParams) -> Result<usize> {
+    let (max_il, sensitivity) = match params.variant {
+        IpaVariant::Paper => (3.0, 3.0),
+        IpaVariant::Reference => (1.0, 1.0),
+    };
+    let utilities: Vec<f64> = outcomes.iter().map(|o| max_il - o.il).collect();
+    exponential_mechanism(rng, &utilities, params.eps_cand, sensitivity)
+        .map_err(|e| datafusion::error::DataFusionError::Execution(e.to_string()))
 }
 
 /// Exact noise scales derived once from the budget.
@@ -471,8 +476,26 @@ fn insert_counterfeits(
         return Ok(());
     }
     let count = noise as u64;
-    let present = work.real.len();
-    let absent = value_domain.saturating_sub(present);
+    let (weights, absent) = value_choice_weights(&work.real, n, value_domain, params.eps_val);
+    for _ in 0..count {
+        let value = draw_value(rng, &work.real, &weights, absent)?;
+        work.fake.push(value);
+    }
+    Ok(())
+}
+
+/// Weights of the exponential mechanism choosing a counterfeit's informative value in a
+/// class of `n` records with `(value, count)` pairs `real` (Eq. 3-4): score `c_v/(n+1)` for
+/// a present value, `1/((n+1)·absent)` for each of the `absent` other values of the
+/// domain, ΔS = 1, weight `exp(ε_val·(S − S_max)/2)`. Returns one weight per present value
+/// and, when `absent > 0`, one last weight for all absent values together.
+fn value_choice_weights(
+    real: &[(u32, u64)],
+    n: u64,
+    value_domain: usize,
+    eps_val: f64,
+) -> (Vec<f64>, usize) {
+    let absent = value_domain.saturating_sub(real.len());
     let denominator = (n + 1) as f64;
     let absent_score = if absent > 0 {
         1.0 / (denominator * absent as f64)
@@ -480,30 +503,36 @@ fn insert_counterfeits(
         0.0
     };
     let mut max_score = if absent > 0 { absent_score } else { f64::MIN };
-    for &(_, c) in &work.real {
+    for &(_, c) in real {
         max_score = max_score.max(c as f64 / denominator);
     }
-    // ΔS = 1: weight exp(ε_val·(S − S_max)/2).
-    let half_eps = params.eps_val / 2.0;
-    let mut weights: Vec<f64> = work
-        .real
+    let half_eps = eps_val / 2.0;
+    let mut weights: Vec<f64> = real
         .iter()
         .map(|&(_, c)| (half_eps * (c as f64 / denominator - max_score)).exp())
         .collect();
     if absent > 0 {
         weights.push(absent as f64 * (half_eps * (absent_score - max_score)).exp());
     }
-    for _ in 0..count {
-        let pick = sample_weighted_index(rng, &weights)
-            .map_err(|e| datafusion::error::DataFusionError::Execution(e.to_string()))?;
-        if pick < present {
-            work.fake.push(work.real[pick].0);
-        } else {
-            let j = sample_uniform_below(rng, absent as u64);
-            work.fake.push(nth_absent(&work.real, j as u32));
-        }
+    (weights, absent)
+}
+
+/// Draws one value with [`value_choice_weights`]: a present value by its weight, or — with
+/// the absent values' total weight — one absent value uniformly.
+fn draw_value(
+    rng: &mut AnonRng,
+    real: &[(u32, u64)],
+    weights: &[f64],
+    absent: usize,
+) -> Result<u32> {
+    let pick = sample_weighted_index(rng, weights)
+        .map_err(|e| datafusion::error::DataFusionError::Execution(e.to_string()))?;
+    if pick < real.len() {
+        Ok(real[pick].0)
+    } else {
+        let j = sample_uniform_below(rng, absent as u64);
+        Ok(nth_absent(real, j as u32))
     }
-    Ok(())
 }
 
 /// The `j`-th value code (ascending) that is not among the class's present values.
@@ -678,5 +707,7 @@ pub fn ipa_diagnostics_batch(outcomes: &[NodeOutcome], chosen: usize) -> Result<
     Ok(RecordBatch::try_new(ipa_diagnostics_schema(), columns)?)
 }
 
+#[cfg(test)]
+mod audit;
 #[cfg(test)]
 mod tests;

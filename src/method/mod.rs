@@ -66,6 +66,20 @@ impl MethodParams {
         }
     }
 
+    /// The privacy parameters `(ε, δ)` one release of this method charges to its source
+    /// table's budget (see the `budget` module): the method's nominal parameters, whether or
+    /// not its guarantee holds (IPA: the total its paper claims, δ = 0). A method without a
+    /// differential-privacy parameter returns `(0, 0)`.
+    pub fn budget(&self) -> (f64, f64) {
+        match self {
+            Self::Ipa(params) => (params.claimed_epsilon(), 0.0),
+            // The requested δ is charged; the delivered δ is never larger.
+            Self::SafePub(params) => (params.epsilon, params.delta),
+            Self::Kanon(_) => (0.0, 0.0),
+            Self::DpHistogram(params) => (params.epsilon, 0.0),
+        }
+    }
+
     /// Schema of the method's diagnostics.
     pub fn diagnostics_schema(&self) -> SchemaRef {
         match self {

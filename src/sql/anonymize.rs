@@ -20,6 +20,8 @@ use tokio::sync::OnceCell;
 use super::args::{bind, BoundArgs, CallArgs, ParamSpec};
 use super::lazy::{BatchProducer, LazyTable};
 use super::planner::SqlTableFunction;
+use crate::budget::charge_release;
+use crate::budget::ledger::Ledger;
 use crate::engine::{self, AnonymizeRequest, QiSpec, ReleaseOutput};
 use crate::lattice::DEFAULT_MAX_NODES;
 use crate::method::dp_histogram::{DpHistogramParams, DEFAULT_MAX_CELLS};
@@ -50,6 +52,7 @@ pub type ProgressFn = Arc<dyn Fn(&str, usize, usize) + Send + Sync>;
 pub struct ReleaseCache {
     entries: Mutex<HashMap<String, Arc<CacheEntry>>>,
     progress: Mutex<Option<ProgressFn>>,
+    ledger: Arc<Ledger>,
 }
 
 impl std::fmt::Debug for ReleaseCache {
@@ -64,6 +67,11 @@ impl ReleaseCache {
         if let Ok(mut slot) = self.progress.lock() {
             *slot = progress;
         }
+    }
+
+    /// The privacy ledger every release of this cache is charged to.
+    pub fn ledger(&self) -> Arc<Ledger> {
+        self.ledger.clone()
     }
 
     fn progress(&self) -> Option<ProgressFn> {
@@ -259,9 +267,16 @@ impl BatchProducer for ReleaseProducer {
             .entry
             .cell
             .get_or_try_init(|| async {
-                engine::compute_release(&self.entry.request, state, progress)
-                    .await
-                    .map(Arc::new)
+                // Charged once, before anything is drawn; refunded if nothing is released.
+                let charge = charge_release(
+                    &self.cache.ledger,
+                    &self.entry.request,
+                    state.config_options(),
+                )?;
+                match engine::compute_release(&self.entry.request, state, progress).await {
+                    Ok(output) => Ok(Arc::new(output)),
+                    Err(e) => Err(charge.refund(e)),
+                }
             })
             .await?;
         Ok(match self.view {

@@ -1,5 +1,10 @@
-//! A table provider whose rows are produced once, on first scan, and served from memory
-//! afterwards (every scan returns the same batches).
+//! A table provider whose rows are produced once, when a query reading them first
+//! executes, and served from memory afterwards (every scan returns the same batches).
+//!
+//! Planning never produces the rows: `scan` returns a plan whose single partition asks the
+//! producer for its batches only when it is executed. So `EXPLAIN`, `CREATE VIEW` and
+//! building a DataFrame compute nothing; `SELECT`, `CREATE TABLE AS`, `COPY` and
+//! `EXPLAIN ANALYZE` do (once — the producer caches).
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -9,10 +14,13 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{internal_err, Result};
-use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::execution::SessionState;
+use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Expr, TableType};
-use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
+use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
+use futures::{StreamExt, TryStreamExt};
 
 /// Produces the rows of a [`LazyTable`]; implementations cache their result.
 #[async_trait]
@@ -60,13 +68,53 @@ impl TableProvider for LazyTable {
         _filters: &[Expr],
         _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let state = session_state(state)?;
-        let batches = self.producer.batches(state).await?;
-        let exec = MemorySourceConfig::try_new_exec(
-            &[batches.as_ref().clone()],
+        let partition = DeferredPartition {
+            schema: self.schema.clone(),
+            producer: self.producer.clone(),
+            state: session_state(state)?.clone(),
+        };
+        let exec = StreamingTableExec::try_new(
             self.schema.clone(),
-            projection.cloned(),
+            vec![Arc::new(partition)],
+            projection,
+            Vec::new(),
+            false,
+            None,
         )?;
-        Ok(exec)
+        Ok(Arc::new(exec))
+    }
+}
+
+/// The one partition of a [`LazyTable`] scan: asks the producer for its batches when
+/// executed, not when planned.
+struct DeferredPartition {
+    schema: SchemaRef,
+    producer: Arc<dyn BatchProducer>,
+    state: SessionState,
+}
+
+impl Debug for DeferredPartition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeferredPartition")
+            .field("producer", &self.producer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartitionStream for DeferredPartition {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let producer = self.producer.clone();
+        let state = self.state.clone();
+        let batches = futures::stream::once(async move { producer.batches(&state).await })
+            .map_ok(|batches| futures::stream::iter(batches.as_ref().clone().into_iter().map(Ok)))
+            .try_flatten();
+        Box::pin(RecordBatchStreamAdapter::new(
+            self.schema.clone(),
+            batches.boxed(),
+        ))
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod anonymize;
 pub mod args;
+pub mod budget_fn;
 pub mod demo_fns;
 pub mod generalized_udfs;
 pub mod hierarchy_fns;

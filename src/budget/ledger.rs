@@ -1,0 +1,332 @@
+//! The privacy ledger: how much ε and δ each source table has spent.
+//!
+//! A release is charged once, when it is computed, by [`Ledger::charge`]; a release that
+//! would take a table past its limits is refused before anything is drawn. Accounts are
+//! keyed by [`table_key`]. The ledger lives in memory for the registration it belongs to,
+//! or — when `anonymize.ledger_path` is set — in a file shared by every session that names
+//! it (see the `store` module).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+use datafusion::common::{internal_err, plan_err, Result, TableReference};
+
+use super::config::format_limit;
+use super::store;
+
+/// Relative slack of the limit comparison, `spent + cost <= limit · (1 + SLACK)`.
+///
+/// Budgets and costs are decimal numbers stored as binary floating point: `0.1 + 0.2`
+/// is `0.30000000000000004`, so without slack three releases of ε = 0.1 would not fit a
+/// budget of 0.3. A relative slack of `1e-12` absorbs that rounding (a few units in the
+/// last place per addition) and is far below any meaningful difference in ε; it is also
+/// below the noise the samplers add on top of the requested scale (they round ε *down* to a
+/// multiple of `2^-30` before deriving exact noise scales).
+pub const SLACK: f64 = 1e-12;
+
+/// What one source table has spent.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Account {
+    /// Number of releases charged.
+    pub releases: u64,
+    /// Sum of the ε of those releases.
+    pub epsilon_spent: f64,
+    /// Sum of the δ of those releases.
+    pub delta_spent: f64,
+}
+
+/// The privacy parameters of one release (basic sequential composition adds them up).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cost {
+    /// ε of the release.
+    pub epsilon: f64,
+    /// δ of the release.
+    pub delta: f64,
+}
+
+/// Per-table limits (`f64::INFINITY` = unlimited).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// Total ε a table may spend.
+    pub epsilon: f64,
+    /// Total δ a table may spend.
+    pub delta: f64,
+}
+
+/// All accounts, by table key.
+pub type Accounts = BTreeMap<String, Account>;
+
+/// The ledger of one registration (see the module documentation).
+#[derive(Debug, Default)]
+pub struct Ledger {
+    memory: Mutex<Accounts>,
+}
+
+/// Account key of a source table named `name` in `anonymize(name, ...)`: the name
+/// resolved against the session's default catalog and schema and lower-cased, e.g.
+/// `datafusion.public.nps`.
+///
+/// Lower-casing merges tables whose names differ only in letter case into one account,
+/// which can only charge more, never less. A view or a copy of a table is a different
+/// name and so a different account.
+pub fn table_key(name: &str, default_catalog: &str, default_schema: &str) -> String {
+    let lower = name.trim().to_lowercase();
+    let reference = if lower.contains('.') {
+        TableReference::from(lower.as_str())
+    } else {
+        TableReference::bare(lower.as_str())
+    };
+    reference
+        .resolve(default_catalog, default_schema)
+        .to_string()
+}
+
+fn fits(spent: f64, cost: f64, limit: f64) -> bool {
+    limit.is_infinite() || spent + cost <= limit * (1.0 + SLACK)
+}
+
+fn remaining(spent: f64, limit: f64) -> f64 {
+    if limit.is_infinite() {
+        f64::INFINITY
+    } else {
+        (limit - spent).max(0.0)
+    }
+}
+
+/// Adds `cost` to `table`'s account if it fits `limits`; otherwise leaves `accounts`
+/// unchanged and returns an error naming the table, the cost, the spent and the remaining
+/// budget.
+pub fn apply_charge(
+    accounts: &mut Accounts,
+    table: &str,
+    cost: Cost,
+    limits: Limits,
+) -> Result<()> {
+    for (name, value) in [("epsilon", cost.epsilon), ("delta", cost.delta)] {
+        if !(value.is_finite() && value >= 0.0) {
+            return internal_err!("a release reported an invalid {name} cost {value}");
+        }
+    }
+    let account = accounts.get(table).copied().unwrap_or_default();
+    if !fits(account.epsilon_spent, cost.epsilon, limits.epsilon)
+        || !fits(account.delta_spent, cost.delta, limits.delta)
+    {
+        return plan_err!(
+            "privacy budget exceeded for table '{table}': this release costs epsilon = {}, delta = {}; \
+             the table has spent epsilon = {}, delta = {} in {} release(s) and has remaining \
+             epsilon = {}, delta = {} (budget epsilon = {}, delta = {}). Nothing was released. \
+             Raise the budget with SET anonymize.epsilon_budget / anonymize.delta_budget if that is intended",
+            cost.epsilon,
+            cost.delta,
+            account.epsilon_spent,
+            account.delta_spent,
+            account.releases,
+            format_limit(remaining(account.epsilon_spent, limits.epsilon)),
+            format_limit(remaining(account.delta_spent, limits.delta)),
+            format_limit(limits.epsilon),
+            format_limit(limits.delta)
+        );
+    }
+    accounts.insert(
+        table.to_string(),
+        Account {
+            releases: account.releases + 1,
+            epsilon_spent: account.epsilon_spent + cost.epsilon,
+            delta_spent: account.delta_spent + cost.delta,
+        },
+    );
+    Ok(())
+}
+
+/// Takes back a charge made by [`apply_charge`] (for a release that failed before anything
+/// was published).
+pub fn apply_refund(accounts: &mut Accounts, table: &str, cost: Cost) {
+    if let Some(account) = accounts.get_mut(table) {
+        account.releases = account.releases.saturating_sub(1);
+        account.epsilon_spent = (account.epsilon_spent - cost.epsilon).max(0.0);
+        account.delta_spent = (account.delta_spent - cost.delta).max(0.0);
+        if account.releases == 0 {
+            accounts.remove(table);
+        }
+    }
+}
+
+impl Ledger {
+    /// Charges `cost` to `table` (see [`apply_charge`]). With `file`, the charge is made in
+    /// that ledger file under an exclusive lock and written back atomically before this
+    /// returns; otherwise in this registration's memory.
+    pub fn charge(
+        &self,
+        table: &str,
+        cost: Cost,
+        limits: Limits,
+        file: Option<&Path>,
+    ) -> Result<()> {
+        match file {
+            Some(path) => {
+                store::update(path, |accounts| apply_charge(accounts, table, cost, limits))
+            }
+            None => apply_charge(&mut self.lock(), table, cost, limits),
+        }
+    }
+
+    /// Takes back a charge (see [`apply_refund`]).
+    pub fn refund(&self, table: &str, cost: Cost, file: Option<&Path>) -> Result<()> {
+        match file {
+            Some(path) => store::update(path, |accounts| {
+                apply_refund(accounts, table, cost);
+                Ok(())
+            }),
+            None => {
+                apply_refund(&mut self.lock(), table, cost);
+                Ok(())
+            }
+        }
+    }
+
+    /// The accounts of the ledger in effect: the file's when `file` is given, else memory.
+    pub fn accounts(&self, file: Option<&Path>) -> Result<Accounts> {
+        match file {
+            Some(path) => store::load(path),
+            None => Ok(self.lock().clone()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Accounts> {
+        match self.memory.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UNLIMITED: Limits = Limits {
+        epsilon: f64::INFINITY,
+        delta: f64::INFINITY,
+    };
+
+    fn cost(epsilon: f64, delta: f64) -> Cost {
+        Cost { epsilon, delta }
+    }
+
+    #[test]
+    fn keys_resolve_names() {
+        assert_eq!(
+            table_key("nps", "datafusion", "public"),
+            "datafusion.public.nps"
+        );
+        assert_eq!(
+            table_key("NPS", "datafusion", "public"),
+            "datafusion.public.nps"
+        );
+        assert_eq!(table_key("s.T", "datafusion", "public"), "datafusion.s.t");
+        assert_eq!(table_key("c.s.t", "datafusion", "public"), "c.s.t");
+        assert_eq!(
+            table_key("my table", "datafusion", "public"),
+            "datafusion.public.my table"
+        );
+    }
+
+    #[test]
+    fn charges_accumulate_per_table() {
+        let mut a = Accounts::new();
+        apply_charge(&mut a, "x", cost(1.0, 0.0), UNLIMITED).unwrap();
+        apply_charge(&mut a, "x", cost(0.5, 1e-6), UNLIMITED).unwrap();
+        apply_charge(&mut a, "y", cost(2.0, 0.0), UNLIMITED).unwrap();
+        assert_eq!(
+            a["x"],
+            Account {
+                releases: 2,
+                epsilon_spent: 1.5,
+                delta_spent: 1e-6
+            }
+        );
+        assert_eq!(a["y"].releases, 1);
+    }
+
+    #[test]
+    fn overspending_is_refused_and_changes_nothing() {
+        let limits = Limits {
+            epsilon: 2.0,
+            delta: 1e-5,
+        };
+        let mut a = Accounts::new();
+        apply_charge(&mut a, "t", cost(1.5, 0.0), limits).unwrap();
+        let before = a.clone();
+        let err = apply_charge(&mut a, "t", cost(1.0, 0.0), limits)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("privacy budget exceeded for table 't': this release costs epsilon = 1, delta = 0; the table has spent epsilon = 1.5, delta = 0 in 1 release(s) and has remaining epsilon = 0.5, delta = 0.00001 (budget epsilon = 2, delta = 0.00001). Nothing was released."),
+            "{err}"
+        );
+        assert_eq!(a, before);
+        // delta alone can exhaust the budget.
+        let err = apply_charge(&mut a, "t", cost(0.1, 2e-5), limits)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("delta = 0.00002"), "{err}");
+        assert_eq!(a, before);
+        // Exactly the remainder fits.
+        apply_charge(&mut a, "t", cost(0.5, 1e-5), limits).unwrap();
+        assert_eq!(a["t"].releases, 2);
+        // A zero budget admits only free releases.
+        let zero = Limits {
+            epsilon: 0.0,
+            delta: 0.0,
+        };
+        assert!(apply_charge(&mut a, "u", cost(1e-9, 0.0), zero).is_err());
+        apply_charge(&mut a, "u", cost(0.0, 0.0), zero).unwrap();
+    }
+
+    #[test]
+    fn decimal_rounding_does_not_refuse_an_exact_fit() {
+        let limits = Limits {
+            epsilon: 0.3,
+            delta: f64::INFINITY,
+        };
+        let mut a = Accounts::new();
+        for _ in 0..3 {
+            apply_charge(&mut a, "t", cost(0.1, 0.0), limits).unwrap();
+        }
+        // 0.1 + 0.1 + 0.1 = 0.30000000000000004 in f64, accepted within SLACK; the next
+        // smallest meaningful charge is refused.
+        assert!(apply_charge(&mut a, "t", cost(1e-6, 0.0), limits).is_err());
+    }
+
+    #[test]
+    fn invalid_costs_are_internal_errors() {
+        let mut a = Accounts::new();
+        for bad in [f64::NAN, -1.0, f64::INFINITY] {
+            assert!(apply_charge(&mut a, "t", cost(bad, 0.0), UNLIMITED).is_err());
+            assert!(apply_charge(&mut a, "t", cost(0.0, bad), UNLIMITED).is_err());
+        }
+        assert!(a.is_empty());
+    }
+
+    #[test]
+    fn refund_restores_the_account() {
+        let ledger = Ledger::default();
+        ledger.charge("t", cost(1.0, 0.0), UNLIMITED, None).unwrap();
+        ledger
+            .charge("t", cost(0.25, 0.0), UNLIMITED, None)
+            .unwrap();
+        ledger.refund("t", cost(0.25, 0.0), None).unwrap();
+        let a = ledger.accounts(None).unwrap();
+        assert_eq!(
+            a["t"],
+            Account {
+                releases: 1,
+                epsilon_spent: 1.0,
+                delta_spent: 0.0
+            }
+        );
+        ledger.refund("t", cost(1.0, 0.0), None).unwrap();
+        assert!(ledger.accounts(None).unwrap().is_empty());
+    }
+}

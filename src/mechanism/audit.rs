@@ -1,0 +1,469 @@
+//! Statistical differential-privacy audits (test-only), in the style of Google's
+//! stochastic DP tester: run a mechanism many times on two neighbouring datasets `D` and
+//! `D'`, histogram the outputs over a fixed set of bins, and check for every bin `B`
+//!
+//! ```text
+//! P[M(D) ∈ B] ≤ e^ε · P[M(D') ∈ B] + δ      and the same with D and D' swapped.
+//! ```
+//!
+//! # Decision rule and slack
+//!
+//! Each probability is bracketed by an exact Clopper–Pearson interval. A bin *violates*
+//! the claim only if even the most favourable reading of the samples does:
+//! `lower(P[M(D) ∈ B]) > e^ε · upper(P[M(D') ∈ B]) + δ`. The slack is therefore the width
+//! of the intervals, which shrinks as `1/sqrt(trials)`.
+//!
+//! # False-failure rate
+//!
+//! Every one-sided bound is computed at level `alpha / (4 · bins)` (two datasets, two
+//! sides, `bins` bins). By the union bound, with probability at least `1 − alpha` every
+//! true probability lies inside its interval; a mechanism that satisfies the claim then
+//! passes. Clopper–Pearson intervals are exact (conservative), so this holds for every
+//! number of trials, with no normal approximation. The audits use `alpha = 1e-6` and fixed
+//! seeds, so each run is reproducible and a correct mechanism fails with probability
+//! below `1e-6` over the choice of seed.
+//!
+//! # Power
+//!
+//! A statistical audit can only find violations larger than its slack. Each audit of a
+//! mechanism that should pass is paired with a *power check*: the same samples audited
+//! against a smaller ε (or a mechanism known to violate its claim) must fail, which shows
+//! that the audit can fail at all.
+
+use std::fmt;
+
+use super::rng::{rng_from_seed, AnonRng};
+
+/// Default total false-failure probability of one audit.
+pub const ALPHA: f64 = 1e-6;
+
+/// `ln Γ(x)` for `x > 0`: Stirling's series to the `z^-9` term (truncation error below
+/// `1e-16` for `z ≥ 15`),
+/// shifted up by the recurrence `Γ(x) = Γ(x + k) / (x (x+1) … (x+k−1))` for small `x`.
+pub fn ln_gamma(x: f64) -> f64 {
+    let mut shift = 0.0;
+    let mut z = x;
+    while z < 15.0 {
+        shift -= z.ln();
+        z += 1.0;
+    }
+    let inv = 1.0 / z;
+    let inv2 = inv * inv;
+    let series = inv
+        * (1.0 / 12.0
+            - inv2 * (1.0 / 360.0 - inv2 * (1.0 / 1260.0 - inv2 * (1.0 / 1680.0 - inv2 / 1188.0))));
+    shift + (z - 0.5) * z.ln() - z + 0.5 * (2.0 * std::f64::consts::PI).ln() + series
+}
+
+/// Continued fraction of the incomplete beta function (modified Lentz).
+fn beta_continued_fraction(a: f64, b: f64, x: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    const EPS: f64 = 1e-15;
+    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
+    let mut c = 1.0;
+    let mut d = 1.0 - qab * x / qap;
+    if d.abs() < TINY {
+        d = TINY;
+    }
+    d = 1.0 / d;
+    let mut h = d;
+    for m in 1..200_000 {
+        let m = m as f64;
+        let m2 = 2.0 * m;
+        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+        d = 1.0 + aa * d;
+        if d.abs() < TINY {
+            d = TINY;
+        }
+        c = 1.0 + aa / c;
+        if c.abs() < TINY {
+            c = TINY;
+        }
+        d = 1.0 / d;
+        h *= d * c;
+        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+        d = 1.0 + aa * d;
+        if d.abs() < TINY {
+            d = TINY;
+        }
+        c = 1.0 + aa / c;
+        if c.abs() < TINY {
+            c = TINY;
+        }
+        d = 1.0 / d;
+        let del = d * c;
+        h *= del;
+        if (del - 1.0).abs() < EPS {
+            return h;
+        }
+    }
+    panic!("incomplete beta continued fraction did not converge for a={a}, b={b}, x={x}");
+}
+
+/// The regularized incomplete beta function `I_x(a, b)`, `a, b > 0`, `0 ≤ x ≤ 1`.
+pub fn regularized_beta(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let front =
+        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
+    if x < (a + 1.0) / (a + b + 2.0) {
+        front * beta_continued_fraction(a, b, x) / a
+    } else {
+        1.0 - front * beta_continued_fraction(b, a, 1.0 - x) / b
+    }
+}
+
+/// The `p` in `[0, 1]` with `I_p(a, b) = target` (bisection; `I_p` increases in `p`).
+fn inverse_regularized_beta(a: f64, b: f64, target: f64) -> f64 {
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        if regularized_beta(a, b, mid) < target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// Exact (Clopper–Pearson) one-sided bounds for a binomial proportion: with probability at
+/// least `1 − alpha` the true `p` is `≥ lower`, and likewise `≤ upper`.
+pub fn clopper_pearson(successes: u64, trials: u64, alpha: f64) -> (f64, f64) {
+    assert!(trials > 0 && successes <= trials);
+    let (x, n) = (successes as f64, trials as f64);
+    let lower = if successes == 0 {
+        0.0
+    } else {
+        // P[Bin(n, p) ≥ x] = I_p(x, n − x + 1) = alpha.
+        inverse_regularized_beta(x, n - x + 1.0, alpha)
+    };
+    let upper = if successes == trials {
+        1.0
+    } else {
+        // P[Bin(n, p) ≤ x] = 1 − I_p(x + 1, n − x) = alpha.
+        inverse_regularized_beta(x + 1.0, n - x, 1.0 - alpha)
+    };
+    (lower, upper)
+}
+
+/// Histogram of `trials` outputs of `sample` over `bins` bins (fixed seed).
+pub fn histogram(
+    bins: usize,
+    trials: u64,
+    seed: u64,
+    mut sample: impl FnMut(&mut AnonRng) -> usize,
+) -> Vec<u64> {
+    let mut rng = rng_from_seed(seed);
+    let mut counts = vec![0u64; bins];
+    for _ in 0..trials {
+        let b = sample(&mut rng);
+        assert!(b < bins, "bin {b} out of range 0..{bins}");
+        counts[b] += 1;
+    }
+    counts
+}
+
+/// A bin where the samples contradict the claim.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Violation {
+    /// The bin.
+    pub bin: usize,
+    /// `true` when `P[M(D)]` exceeds the bound from `P[M(D')]`, `false` for the reverse.
+    pub forward: bool,
+    /// Lower confidence bound of the larger probability.
+    pub lower: f64,
+    /// Upper confidence bound of the other probability.
+    pub upper: f64,
+    /// `lower − (e^ε · upper + δ)`, positive.
+    pub excess: f64,
+}
+
+/// Outcome of [`audit`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditReport {
+    /// Claimed ε.
+    pub epsilon: f64,
+    /// Claimed δ.
+    pub delta: f64,
+    /// Trials per dataset.
+    pub trials: u64,
+    /// Every violating bin, largest excess first.
+    pub violations: Vec<Violation>,
+    /// The largest ratio `lower(P) / upper(Q)` over bins and directions (an empirical lower
+    /// bound on `e^ε` when δ = 0).
+    pub max_ratio_lower_bound: f64,
+}
+
+impl fmt::Display for AuditReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "audit of (epsilon = {}, delta = {}) over {} trials per dataset: {} violating bin(s); \
+             max lower-bounded ratio {:.4} (e^epsilon = {:.4})",
+            self.epsilon,
+            self.delta,
+            self.trials,
+            self.violations.len(),
+            self.max_ratio_lower_bound,
+            self.epsilon.exp()
+        )?;
+        for v in self.violations.iter().take(3) {
+            write!(
+                f,
+                "; bin {} ({}): lower {:.5} > e^eps * upper {:.5} + delta by {:.5}",
+                v.bin,
+                if v.forward { "D over D'" } else { "D' over D" },
+                v.lower,
+                v.upper,
+                v.excess
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Audits two output histograms (same bins, `trials` samples each) against `(ε, δ)` with
+/// total false-failure probability `alpha` (see the module documentation).
+pub fn audit(d: &[u64], d_prime: &[u64], epsilon: f64, delta: f64, alpha: f64) -> AuditReport {
+    assert_eq!(d.len(), d_prime.len(), "histograms over different bins");
+    let trials: u64 = d.iter().sum();
+    assert_eq!(
+        trials,
+        d_prime.iter().sum::<u64>(),
+        "different trial counts"
+    );
+    let level = alpha / (4.0 * d.len() as f64);
+    let bounds = |h: &[u64]| -> Vec<(f64, f64)> {
+        h.iter()
+            .map(|&c| clopper_pearson(c, trials, level))
+            .collect()
+    };
+    let (bd, bd2) = (bounds(d), bounds(d_prime));
+    let factor = epsilon.exp();
+    let mut violations = Vec::new();
+    let mut max_ratio: f64 = 0.0;
+    for bin in 0..d.len() {
+        for (forward, p, q) in [(true, bd[bin], bd2[bin]), (false, bd2[bin], bd[bin])] {
+            let (lower, upper) = (p.0, q.1);
+            if upper > 0.0 {
+                max_ratio = max_ratio.max(lower / upper);
+            } else if lower > 0.0 {
+                max_ratio = f64::INFINITY;
+            }
+            let excess = lower - (factor * upper + delta);
+            if excess > 0.0 {
+                violations.push(Violation {
+                    bin,
+                    forward,
+                    lower,
+                    upper,
+                    excess,
+                });
+            }
+        }
+    }
+    violations.sort_by(|a, b| b.excess.total_cmp(&a.excess));
+    AuditReport {
+        epsilon,
+        delta,
+        trials,
+        violations,
+        max_ratio_lower_bound: max_ratio,
+    }
+}
+
+/// Asserts that the audit finds no violation.
+pub fn assert_private(report: &AuditReport, what: &str) {
+    assert!(
+        report.violations.is_empty(),
+        "{what}: differential-privacy claim contradicted: {report}"
+    );
+}
+
+/// Asserts that the audit finds a violation (for power checks and demonstrations).
+pub fn assert_violated(report: &AuditReport, what: &str) {
+    assert!(
+        !report.violations.is_empty(),
+        "{what}: expected the audit to find a violation: {report}"
+    );
+}
+
+/// Bins for an integer output: `lo..=hi` one bin each, plus one bin for everything below
+/// and one for everything above (`hi − lo + 3` bins in all).
+pub fn integer_bin(value: i64, lo: i64, hi: i64) -> usize {
+    if value < lo {
+        0
+    } else if value > hi {
+        (hi - lo + 2) as usize
+    } else {
+        (value - lo + 1) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ln_gamma_matches_factorials() {
+        let mut log_fact = 0.0f64;
+        for n in 1..200u32 {
+            // ln Γ(n + 1) = ln n!
+            log_fact += f64::from(n).ln();
+            let got = ln_gamma(f64::from(n) + 1.0);
+            assert!(
+                (got - log_fact).abs() <= 1e-12 * log_fact.max(1.0),
+                "n={n}: {got} vs {log_fact}"
+            );
+        }
+        // Γ(1/2) = sqrt(pi).
+        let half = ln_gamma(0.5);
+        assert!(
+            (half - std::f64::consts::PI.sqrt().ln()).abs() < 1e-13,
+            "{half}"
+        );
+    }
+
+    /// P[Bin(n, p) ≤ x] summed directly, for small n.
+    fn binomial_cdf(x: u64, n: u64, p: f64) -> f64 {
+        (0..=x)
+            .map(|k| {
+                let ln_choose = ln_gamma(n as f64 + 1.0)
+                    - ln_gamma(k as f64 + 1.0)
+                    - ln_gamma((n - k) as f64 + 1.0);
+                (ln_choose + k as f64 * p.ln() + (n - k) as f64 * (1.0 - p).ln()).exp()
+            })
+            .sum()
+    }
+
+    #[test]
+    fn regularized_beta_matches_binomial_tails() {
+        for (n, x, p) in [
+            (10u64, 3u64, 0.2),
+            (50, 25, 0.5),
+            (200, 10, 0.03),
+            (30, 29, 0.9),
+        ] {
+            // P[X ≤ x] = 1 − I_p(x + 1, n − x).
+            let via_beta = 1.0 - regularized_beta((x + 1) as f64, (n - x) as f64, p);
+            let direct = binomial_cdf(x, n, p);
+            assert!(
+                (via_beta - direct).abs() < 1e-12,
+                "n={n} x={x} p={p}: {via_beta} vs {direct}"
+            );
+        }
+    }
+
+    #[test]
+    fn clopper_pearson_closed_forms_and_coverage_equations() {
+        let alpha = 1e-3;
+        // x = 0: upper = 1 − alpha^(1/n); x = n: lower = alpha^(1/n).
+        for n in [1u64, 7, 100, 100_000] {
+            let (lo, hi) = clopper_pearson(0, n, alpha);
+            assert_eq!(lo, 0.0);
+            let want = 1.0 - alpha.powf(1.0 / n as f64);
+            assert!(
+                (hi - want).abs() <= 1e-9 * want.max(1e-300),
+                "n={n}: {hi} vs {want}"
+            );
+            let (lo, hi) = clopper_pearson(n, n, alpha);
+            assert_eq!(hi, 1.0);
+            let want = alpha.powf(1.0 / n as f64);
+            assert!((lo - want).abs() < 1e-9, "n={n}: {lo} vs {want}");
+        }
+        // Interior: the bounds solve the defining tail equations.
+        for (x, n) in [(3u64, 10u64), (40, 100), (1, 50)] {
+            let (lo, hi) = clopper_pearson(x, n, alpha);
+            let phat = x as f64 / n as f64;
+            assert!(lo < phat && phat < hi);
+            assert!((binomial_cdf(x, n, hi) - alpha).abs() < 1e-9);
+            assert!(((1.0 - binomial_cdf(x - 1, n, lo)) - alpha).abs() < 1e-9);
+        }
+        // Large n: the bounds are close to p̂ ± z·sd with z ≈ 3.09 for alpha = 1e-3.
+        let (lo, hi) = clopper_pearson(300_000, 1_000_000, alpha);
+        let sd = (0.3f64 * 0.7 / 1e6).sqrt();
+        assert!(((0.3 - lo) / sd - 3.09).abs() < 0.05, "{lo}");
+        assert!(((hi - 0.3) / sd - 3.09).abs() < 0.05, "{hi}");
+    }
+
+    #[test]
+    fn audit_decides_on_interval_bounds() {
+        // Identical histograms never violate.
+        let h = vec![500u64, 300, 200];
+        assert!(audit(&h, &h, 0.0, 0.0, ALPHA).violations.is_empty());
+        // An output that occurs under D and never under D' violates any delta below its
+        // lower bound.
+        let d = vec![5_000u64, 5_000];
+        let d2 = vec![10_000u64, 0];
+        let r = audit(&d, &d2, 1.0, 0.0, ALPHA);
+        assert_eq!(r.violations[0].bin, 1);
+        assert!(r.violations[0].forward);
+        assert!(r.max_ratio_lower_bound > 100.0, "{r}");
+        assert!(audit(&d, &d2, 1.0, 0.55, ALPHA).violations.is_empty());
+    }
+
+    #[test]
+    fn integer_bins() {
+        assert_eq!(integer_bin(-9, -2, 2), 0);
+        assert_eq!(integer_bin(-2, -2, 2), 1);
+        assert_eq!(integer_bin(2, -2, 2), 5);
+        assert_eq!(integer_bin(3, -2, 2), 6);
+    }
+
+    /// Two-sided count noise: a count of 10 in D and 11 in D', released as
+    /// `count + Z` with `Z` discrete Laplace of scale 1/ε (sensitivity 1). Outside the
+    /// interval between the two counts every output's probability ratio is exactly e^ε, so
+    /// the claim is tight; the power check fails the same samples at 0.9·ε.
+    #[test]
+    fn audit_two_sided_count_noise() {
+        use crate::mechanism::noise::{sample_discrete_laplace, ExactScale};
+        let epsilon = 1.0;
+        let scale = ExactScale::from_sensitivity_epsilon(1, epsilon).expect("valid");
+        let released = |count: i64, seed: u64| {
+            histogram(24, 200_000, seed, |rng| {
+                integer_bin(count + sample_discrete_laplace(rng, scale), 0, 21)
+            })
+        };
+        let d = released(10, 31);
+        let d2 = released(11, 32);
+        let report = audit(&d, &d2, epsilon, 0.0, ALPHA);
+        assert_private(&report, "discrete Laplace count");
+        assert!(report.max_ratio_lower_bound > 2.5, "{report}");
+        assert_violated(
+            &audit(&d, &d2, 0.9 * epsilon, 0.0, ALPHA),
+            "count power check",
+        );
+    }
+
+    /// The exponential mechanism near its worst case: candidate 0 scores 1 and 20 others 0
+    /// in D, the reverse in D' (Δs = 1). P[candidate 0] changes by a factor approaching
+    /// e^ε as the number of other candidates grows (here about 0.9·e^ε).
+    #[test]
+    fn audit_exponential_mechanism() {
+        use crate::mechanism::exponential::exponential_mechanism;
+        let epsilon = 2.0;
+        let mut d_scores = vec![0.0; 21];
+        d_scores[0] = 1.0;
+        let mut d2_scores = vec![1.0; 21];
+        d2_scores[0] = 0.0;
+        let choose = |scores: &[f64], seed: u64| {
+            histogram(2, 200_000, seed, |rng| {
+                usize::from(exponential_mechanism(rng, scores, epsilon, 1.0).expect("valid") != 0)
+            })
+        };
+        let d = choose(&d_scores, 33);
+        let d2 = choose(&d2_scores, 34);
+        let report = audit(&d, &d2, epsilon, 0.0, ALPHA);
+        assert_private(&report, "exponential mechanism");
+        assert!(report.max_ratio_lower_bound > 5.0, "{report}");
+        assert_violated(&audit(&d, &d2, 1.5, 0.0, ALPHA), "exponential power check");
+    }
+}

@@ -1,0 +1,278 @@
+//! Differential-privacy audits of IPA's components (see `mechanism::audit` for the decision
+//! rule, slack and the false-failure rate of 1e-6 per audit).
+//!
+//! The components whose claims hold are audited to pass, each with a power check that the
+//! same samples fail a smaller ε: the noisy suppression threshold on a fixed partition, the
+//! exponential-mechanism value choice, and the node choice on bounded scores. The
+//! components whose claims do not hold are audited to *fail*, which backs the warnings of
+//! the `guarantee` metadata with measurements: class visibility (SPEC §1.12 F2), the
+//! reference variant's clamped threshold, and the one-sided counterfeit count (F3).
+//!
+//! Each audit runs in under five seconds in the debug profile. Larger versions are
+//! `#[ignore]`d; run them with `cargo test --lib audit -- --ignored` (both together take
+//! about two minutes in the debug profile).
+
+use super::*;
+use crate::mechanism::audit::{
+    assert_private, assert_violated, audit, clopper_pearson, histogram, ALPHA,
+};
+use crate::mechanism::rng::rng_from_seed;
+
+/// Trials per dataset of the fast audits.
+const TRIALS: u64 = 200_000;
+
+fn params(
+    variant: IpaVariant,
+    eps_sup: f64,
+    eps_ins: f64,
+    eps_val: f64,
+    eps_cand: f64,
+) -> IpaParams {
+    IpaParams {
+        variant,
+        eps_sup,
+        eps_ins,
+        eps_val,
+        eps_cand,
+        threshold: 2,
+        insert_into_suppressed: true,
+    }
+}
+
+/// Histogram of the suppression decision for a class of `n` records: bin 0 suppressed,
+/// bin 1 visible.
+fn threshold_histogram(p: &IpaParams, n: u64, trials: u64, seed: u64) -> Vec<u64> {
+    let scales = Scales::new(p).expect("valid scales");
+    histogram(2, trials, seed, |rng| {
+        usize::from(!suppress(n, p, &scales, rng))
+    })
+}
+
+/// Paper threshold `n <= t + Lap((t-1)/ε_sup)` on a fixed partition (the class exists in
+/// both datasets, with n = 1 and n = 2 records): ε_sup/(t−1)-DP. With ε_sup = 1, t = 2 the
+/// visibility ratio is exactly e^1 (both counts in the left tail), so the claim is tight.
+#[test]
+fn audit_ipa_noisy_threshold_on_fixed_partition() {
+    let p = params(IpaVariant::Paper, 1.0, 0.3, 0.3, 0.3);
+    let d = threshold_histogram(&p, 1, TRIALS, 1);
+    let d2 = threshold_histogram(&p, 2, TRIALS, 2);
+    assert_private(&audit(&d, &d2, 1.0, 0.0, ALPHA), "threshold, eps_sup = 1");
+    assert_violated(&audit(&d, &d2, 0.7, 0.0, ALPHA), "threshold power check");
+
+    // The default split (ε_sup = 0.1): private at 0.1.
+    let p = params(IpaVariant::Paper, 0.1, 0.3, 0.3, 0.3);
+    let d = threshold_histogram(&p, 1, TRIALS, 3);
+    let d2 = threshold_histogram(&p, 2, TRIALS, 4);
+    assert_private(&audit(&d, &d2, 0.1, 0.0, ALPHA), "threshold, eps_sup = 0.1");
+}
+
+/// The reference variant clamps the threshold at t: a class of 1 record (t = 2) is always
+/// suppressed, one of 2 records visible with probability 1/2, so δ ≥ 0.5 (SPEC §1.12 F2,
+/// Java semantics).
+#[test]
+fn audit_ipa_reference_threshold_clamp_is_not_private() {
+    let p = params(IpaVariant::Reference, 0.1, 0.3, 0.3, 1.0 / 3.0);
+    let d = threshold_histogram(&p, 1, TRIALS / 4, 5);
+    let d2 = threshold_histogram(&p, 2, TRIALS / 4, 6);
+    assert_eq!(d[1], 0, "a class below t is never visible");
+    assert_violated(&audit(&d, &d2, 1.0, 0.45, ALPHA), "clamped threshold");
+    assert_private(
+        &audit(&d, &d2, 1.0, 0.51, ALPHA),
+        "clamped threshold, delta 0.51",
+    );
+}
+
+/// One counterfeit value drawn by the exponential mechanism over a public domain of three
+/// values; D' adds one record, whose value was absent from the class in D (the present /
+/// absent split changes). The claim ε_val holds for one draw.
+#[test]
+fn audit_ipa_value_choice() {
+    let eps_val = 2.0;
+    let draw = |real: Vec<(u32, u64)>, seed: u64| {
+        let n: u64 = real.iter().map(|&(_, c)| c).sum();
+        let (weights, absent) = value_choice_weights(&real, n, 3, eps_val);
+        histogram(3, TRIALS, seed, |rng| {
+            draw_value(rng, &real, &weights, absent).expect("valid weights") as usize
+        })
+    };
+    let d = draw(vec![(0, 3), (1, 1)], 7);
+    let d2 = draw(vec![(0, 3), (1, 1), (2, 1)], 8);
+    assert!(
+        d.iter().all(|&c| c > 0),
+        "every domain value can be drawn: {d:?}"
+    );
+    assert_private(&audit(&d, &d2, eps_val, 0.0, ALPHA), "value choice");
+    // Scores move by at most 1/(n+1) here, far inside ΔS = 1, so the choice is much more
+    // private than claimed; a power check needs the audit at a far smaller ε.
+    assert_violated(
+        &audit(&d, &d2, 0.01, 0.0, ALPHA),
+        "value choice power check",
+    );
+}
+
+fn outcomes_with_il(ils: &[f64]) -> Vec<NodeOutcome> {
+    ils.iter()
+        .enumerate()
+        .map(|(i, &il)| NodeOutcome {
+            node: vec![i],
+            ncp: 0.0,
+            emd: 0.0,
+            rate: 0.0,
+            il,
+            classes: 0,
+            suppressed_classes: 0,
+            suppressed_records: 0,
+            counterfeits: 0,
+            released_rows: 0,
+        })
+        .collect()
+}
+
+/// Node choice on bounded scores (paper: IL in [0, 3], Δu = 3). Worst case: in D node 0 is
+/// perfect (IL 0) and 20 others are worst (IL 3); in D' the reverse. The selection
+/// probability of node 0 then changes by a factor close to e^ε_cand.
+#[test]
+fn audit_ipa_node_choice() {
+    let eps_cand = 2.0;
+    let p = params(IpaVariant::Paper, 0.1, 0.3, 0.3, eps_cand);
+    let mut d_ils = vec![3.0; 21];
+    d_ils[0] = 0.0;
+    let mut d2_ils = vec![0.0; 21];
+    d2_ils[0] = 3.0;
+    let choose = |ils: &[f64], seed: u64| {
+        let outcomes = outcomes_with_il(ils);
+        // Bin 0: node 0; bin 1: any other node.
+        histogram(2, TRIALS, seed, |rng| {
+            usize::from(choose_node(rng, &outcomes, &p).expect("valid scores") != 0)
+        })
+    };
+    let d = choose(&d_ils, 9);
+    let d2 = choose(&d2_ils, 10);
+    let report = audit(&d, &d2, eps_cand, 0.0, ALPHA);
+    assert_private(&report, "node choice");
+    assert!(report.max_ratio_lower_bound > 5.0, "{report}");
+    assert_violated(&audit(&d, &d2, 1.5, 0.0, ALPHA), "node choice power check");
+}
+
+/// A one-attribute hierarchy of height 0 (a one-node lattice) over values `x` and `y`.
+fn singleton_setup() -> (Hierarchy, Lattice) {
+    let h = Hierarchy::from_rows("q", &[vec!["x".to_string()], vec!["y".to_string()]])
+        .expect("valid hierarchy");
+    let lattice = Lattice::new(vec![0], 1).expect("one node");
+    (h, lattice)
+}
+
+/// Whether the release of a run on `records` (counts of x and y; one informative value)
+/// shows the class `y`.
+fn class_y_visible(
+    h: &Hierarchy,
+    lattice: &Lattice,
+    x: u64,
+    y: u64,
+    p: &IpaParams,
+    rng: &mut AnonRng,
+) -> bool {
+    let (mut codes, mut counts) = (Vec::new(), Vec::new());
+    for (code, count) in [(0u32, x), (1, y)] {
+        if count > 0 {
+            codes.push(code);
+            counts.push(count);
+        }
+    }
+    let values = vec![0u32; codes.len()];
+    let base =
+        GroupedHistogram::from_rows(&[h], vec![codes], values, counts, 1).expect("histogram");
+    let result = run_ipa(&base, &[h], lattice, 1, p, rng, &|_, _| {}).expect("IPA runs");
+    result.release.class_codes[0].contains(&1)
+}
+
+/// SPEC §1.12 F2: a class holding one record survives the paper's suppression with
+/// probability ½·e^{−ε_sup/(t−1)} ≈ 0.452 at ε_sup = 0.1, t = 2, and never appears without
+/// that record. Whole IPA runs on D (5 × x, 1 × y) and D' (5 × x): the measured visibility
+/// brackets 0.452, and already these 3,000 runs per dataset contradict IPA's ε = 1 claim
+/// for every δ below 0.35 (the true bound is δ ≥ 0.45; the gap is the audit's slack).
+#[test]
+fn audit_ipa_class_visibility_gap() {
+    let (h, lattice) = singleton_setup();
+    let p = IpaParams::with_defaults(IpaVariant::Paper, 1.0, 2);
+    let trials = 3_000;
+    let runs = |y: u64, seed: u64| {
+        histogram(2, trials, seed, |rng| {
+            usize::from(class_y_visible(&h, &lattice, 5, y, &p, rng))
+        })
+    };
+    let d = runs(1, 11);
+    let d2 = runs(0, 12);
+    assert_eq!(d2[1], 0, "without its record the class never appears");
+    let want = 0.5 * (-0.1f64).exp();
+    let (lo, hi) = clopper_pearson(d[1], trials, ALPHA / 2.0);
+    assert!(
+        lo <= want && want <= hi,
+        "visibility {} of {trials}: [{lo}, {hi}] vs {want}",
+        d[1]
+    );
+    let report = audit(&d, &d2, p.claimed_epsilon(), 0.35, ALPHA);
+    assert_violated(&report, "class visibility");
+    assert!(report.max_ratio_lower_bound > 50.0, "{report}");
+}
+
+/// SPEC §1.12 F3: the released size of a class is `n + max(0, Z)`, never below `n`. With
+/// n = 5 in D and 6 in D', "size 5" has probability P[Z ≤ 0] = 1/(1+q) ≈ 0.574
+/// (q = e^{−ε_ins}, ε_ins = 0.3) under D and 0 under D'.
+#[test]
+fn audit_ipa_insertion_count_is_one_sided() {
+    let p = params(IpaVariant::Paper, 0.1, 0.3, 0.3, 0.3);
+    let scales = Scales::new(&p).expect("valid scales");
+    let sizes = |n: u64, seed: u64| {
+        histogram(40, TRIALS / 4, seed, |rng| {
+            let mut work = ClassWork {
+                real: vec![(0, n)],
+                fake: Vec::new(),
+            };
+            insert_counterfeits(&mut work, n, 2, &p, &scales, rng).expect("insertion");
+            ((n as usize) + work.fake.len()).min(39)
+        })
+    };
+    let d = sizes(5, 13);
+    let d2 = sizes(6, 14);
+    assert_eq!(d2[5], 0);
+    let q = (-0.3f64).exp();
+    let (lo, hi) = clopper_pearson(d[5], TRIALS / 4, ALPHA / 2.0);
+    assert!(
+        lo <= 1.0 / (1.0 + q) && 1.0 / (1.0 + q) <= hi,
+        "P[size 5] in [{lo}, {hi}]"
+    );
+    assert_violated(&audit(&d, &d2, 0.3, 0.5, ALPHA), "one-sided insertion");
+}
+
+/// Larger version of the threshold audit (10^7 trials per dataset, ε_sup = 1): tightens the
+/// slack to about 1% (the power check fails ε = 0.97 where the truth is 1). Run with
+/// `cargo test --lib audit -- --ignored`.
+#[test]
+#[ignore = "slow (about a minute); run with --ignored"]
+fn audit_ipa_noisy_threshold_large() {
+    let p = params(IpaVariant::Paper, 1.0, 0.3, 0.3, 0.3);
+    let d = threshold_histogram(&p, 1, 10_000_000, 21);
+    let d2 = threshold_histogram(&p, 2, 10_000_000, 22);
+    assert_private(&audit(&d, &d2, 1.0, 0.0, ALPHA), "threshold, large");
+    assert_violated(
+        &audit(&d, &d2, 0.97, 0.0, ALPHA),
+        "threshold, large power check",
+    );
+}
+
+/// Larger version of the class-visibility measurement (10^5 whole IPA runs).
+#[test]
+#[ignore = "slow (about a minute); run with --ignored"]
+fn audit_ipa_class_visibility_gap_large() {
+    let (h, lattice) = singleton_setup();
+    let p = IpaParams::with_defaults(IpaVariant::Paper, 1.0, 2);
+    let trials = 100_000;
+    let mut rng = rng_from_seed(23);
+    let visible = (0..trials)
+        .filter(|_| class_y_visible(&h, &lattice, 5, 1, &p, &mut rng))
+        .count() as u64;
+    let (lo, hi) = clopper_pearson(visible, trials, ALPHA / 2.0);
+    let want = 0.5 * (-0.1f64).exp();
+    assert!(lo <= want && want <= hi, "[{lo}, {hi}] vs {want}");
+}

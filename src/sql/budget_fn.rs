@@ -1,0 +1,130 @@
+//! `privacy_budget()`: what every source table has spent and has left.
+//!
+//! The table is read when the query runs (not when it is planned), from the ledger in
+//! effect (the file named by `anonymize.ledger_path`, else this registration's memory) and
+//! the limits currently set.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::Result;
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::logical_expr::planner::RelationPlannerContext;
+use datafusion::logical_expr::{Expr, TableType};
+use datafusion::physical_plan::ExecutionPlan;
+
+use super::args::{bind, CallArgs, ParamSpec};
+use super::planner::SqlTableFunction;
+use crate::budget::config::options;
+use crate::budget::ledger::{Accounts, Ledger};
+
+/// Schema of `privacy_budget()`. Unlimited budgets and their remainders are `+inf`.
+pub fn budget_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("table_name", DataType::Utf8, false),
+        Field::new("releases", DataType::UInt64, false),
+        Field::new("epsilon_spent", DataType::Float64, false),
+        Field::new("epsilon_budget", DataType::Float64, false),
+        Field::new("epsilon_remaining", DataType::Float64, false),
+        Field::new("delta_spent", DataType::Float64, false),
+        Field::new("delta_budget", DataType::Float64, false),
+        Field::new("delta_remaining", DataType::Float64, false),
+    ]))
+}
+
+/// One row per account, in table-name order.
+pub fn budget_batch(
+    accounts: &Accounts,
+    epsilon_budget: f64,
+    delta_budget: f64,
+) -> Result<RecordBatch> {
+    let remaining = |spent: f64, limit: f64| (limit - spent).max(0.0);
+    let f64s = |f: &dyn Fn(&crate::budget::ledger::Account) -> f64| {
+        Arc::new(Float64Array::from_iter_values(accounts.values().map(f))) as ArrayRef
+    };
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(accounts.keys())),
+        Arc::new(UInt64Array::from_iter_values(
+            accounts.values().map(|a| a.releases),
+        )),
+        f64s(&|a| a.epsilon_spent),
+        f64s(&|_| epsilon_budget),
+        f64s(&|a| remaining(a.epsilon_spent, epsilon_budget)),
+        f64s(&|a| a.delta_spent),
+        f64s(&|_| delta_budget),
+        f64s(&|a| remaining(a.delta_spent, delta_budget)),
+    ];
+    Ok(RecordBatch::try_new(budget_schema(), columns)?)
+}
+
+/// `privacy_budget()`.
+#[derive(Debug)]
+pub struct PrivacyBudgetFunction {
+    ledger: Arc<Ledger>,
+}
+
+impl PrivacyBudgetFunction {
+    /// The function over the ledger releases are charged to.
+    pub fn new(ledger: Arc<Ledger>) -> Self {
+        Self { ledger }
+    }
+}
+
+impl SqlTableFunction for PrivacyBudgetFunction {
+    fn name(&self) -> &'static str {
+        "privacy_budget"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        &[]
+    }
+
+    fn about(&self) -> &'static str {
+        "Privacy budget per source table: releases charged, epsilon and delta spent, budget and remaining (inf = unlimited). Set budgets with SET anonymize.epsilon_budget / anonymize.delta_budget."
+    }
+
+    fn create(
+        &self,
+        args: CallArgs,
+        _context: &mut dyn RelationPlannerContext,
+    ) -> Result<Arc<dyn TableProvider>> {
+        bind(self.name(), &[], &[], args)?;
+        Ok(Arc::new(BudgetTable {
+            ledger: self.ledger.clone(),
+        }))
+    }
+}
+
+/// The provider behind `privacy_budget()`: reads the ledger on every scan.
+#[derive(Debug)]
+struct BudgetTable {
+    ledger: Arc<Ledger>,
+}
+
+#[async_trait]
+impl TableProvider for BudgetTable {
+    fn schema(&self) -> SchemaRef {
+        budget_schema()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Temporary
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let settings = options(state.config_options());
+        let accounts = self.ledger.accounts(settings.ledger_path.as_deref())?;
+        let batch = budget_batch(&accounts, settings.epsilon_budget, settings.delta_budget)?;
+        MemorySourceConfig::try_new_exec(&[vec![batch]], budget_schema(), projection.cloned())
+            .map(|exec| exec as Arc<dyn ExecutionPlan>)
+    }
+}
