@@ -42,6 +42,8 @@ pub mod metric;
 pub mod privacy;
 pub mod release;
 pub mod sql;
+#[cfg(test)]
+mod testing;
 
 use std::sync::Arc;
 

@@ -1,19 +1,10 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::hierarchy::builders::{interval_hierarchy_rows, parse_integer_domain, IntervalLevel};
 use crate::mechanism::noise::test_stats::{assert_chi_square_fits, assert_wilson, build_bins};
 use crate::mechanism::rng::rng_from_seed;
 use crate::release::SUPPRESSED;
-
-fn ladder(name: &str, domain: &str, levels: &[&str]) -> Hierarchy {
-    let levels: Vec<_> = levels
-        .iter()
-        .map(|l| IntervalLevel::parse(l).unwrap())
-        .collect();
-    let rows = interval_hierarchy_rows(&parse_integer_domain(domain).unwrap(), &levels).unwrap();
-    Hierarchy::from_rows(name, &rows).unwrap()
-}
+use crate::testing::ladder;
 
 /// `(age, sex, value, count)` rows as a leaf histogram.
 fn histogram(hs: &[&Hierarchy], rows: &[(u32, u32, u32, u64)], domain: usize) -> GroupedHistogram {

@@ -1,12 +1,6 @@
 use super::*;
 use crate::mechanism::rng::rng_from_seed;
 
-fn rows(data: &[&[&str]]) -> Vec<Vec<String>> {
-    data.iter()
-        .map(|r| r.iter().map(|s| s.to_string()).collect())
-        .collect()
-}
-
 /// The paper's Tables 5–8 example: age, gender, zip; disease informative.
 struct Example {
     hierarchies: Vec<Hierarchy>,
@@ -16,33 +10,7 @@ struct Example {
 const DISEASES: [&str; 5] = ["Anemia", "Diabetes", "Gastritis", "Pneumonia", "Stroke"];
 
 fn example() -> Example {
-    let age = Hierarchy::from_rows(
-        "age",
-        &rows(&[
-            &["13", "[10-19]", "*"],
-            &["16", "[10-19]", "*"],
-            &["17", "[10-19]", "*"],
-            &["24", "[20-29]", "*"],
-            &["25", "[20-29]", "*"],
-            &["29", "[20-29]", "*"],
-            &["67", "[60-69]", "*"],
-        ]),
-    )
-    .unwrap();
-    let sex = Hierarchy::from_rows("gender", &rows(&[&["M", "*"], &["F", "*"]])).unwrap();
-    let zip = Hierarchy::from_rows(
-        "zip",
-        &rows(&[
-            &["28912", "[20000-29999]", "*"],
-            &["23512", "[20000-29999]", "*"],
-            &["24231", "[20000-29999]", "*"],
-            &["31891", "[30000-39999]", "*"],
-            &["34225", "[30000-39999]", "*"],
-            &["37756", "[30000-39999]", "*"],
-            &["80061", "[80000-89999]", "*"],
-        ]),
-    )
-    .unwrap();
+    let (age, sex, zip) = crate::testing::paper_example_hierarchies();
     let records = [
         ("17", "M", "28912", "Gastritis"),
         ("16", "M", "23512", "Pneumonia"),

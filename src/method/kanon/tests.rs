@@ -3,22 +3,8 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use super::*;
-use crate::hierarchy::builders::{interval_hierarchy_rows, parse_integer_domain, IntervalLevel};
 
-fn ladder(name: &str, domain: &str, levels: &[&str]) -> Hierarchy {
-    let levels: Vec<_> = levels
-        .iter()
-        .map(|l| IntervalLevel::parse(l).unwrap())
-        .collect();
-    let rows = interval_hierarchy_rows(&parse_integer_domain(domain).unwrap(), &levels).unwrap();
-    Hierarchy::from_rows(name, &rows).unwrap()
-}
-
-fn rows(data: &[&[&str]]) -> Vec<Vec<String>> {
-    data.iter()
-        .map(|r| r.iter().map(|s| s.to_string()).collect())
-        .collect()
-}
+use crate::testing::{ladder, paper_example_hierarchies};
 
 /// Records as leaf codes per attribute plus an informative code.
 type Record = (Vec<u32>, u32);
@@ -152,33 +138,7 @@ proptest! {
 /// ten-year ages and 10000-blocks of zip codes, the 67-year-old suppressed.
 #[test]
 fn paper_example() {
-    let age = Hierarchy::from_rows(
-        "age",
-        &rows(&[
-            &["13", "[10-19]", "*"],
-            &["16", "[10-19]", "*"],
-            &["17", "[10-19]", "*"],
-            &["24", "[20-29]", "*"],
-            &["25", "[20-29]", "*"],
-            &["29", "[20-29]", "*"],
-            &["67", "[60-69]", "*"],
-        ]),
-    )
-    .unwrap();
-    let sex = Hierarchy::from_rows("gender", &rows(&[&["M", "*"], &["F", "*"]])).unwrap();
-    let zip = Hierarchy::from_rows(
-        "zip",
-        &rows(&[
-            &["28912", "[20000-29999]", "*"],
-            &["23512", "[20000-29999]", "*"],
-            &["24231", "[20000-29999]", "*"],
-            &["31891", "[30000-39999]", "*"],
-            &["34225", "[30000-39999]", "*"],
-            &["37756", "[30000-39999]", "*"],
-            &["80061", "[80000-89999]", "*"],
-        ]),
-    )
-    .unwrap();
+    let (age, sex, zip) = paper_example_hierarchies();
     let data = [
         ("17", "M", "28912", 2),
         ("16", "M", "23512", 3),

@@ -7,7 +7,6 @@ use super::sample::{binomial, sample_histogram};
 use super::score::{Evaluation, ScoreFunction};
 use super::search::{top_down_search, FinalSelection, NodeScorer};
 use super::*;
-use crate::hierarchy::builders::{interval_hierarchy_rows, parse_integer_domain, IntervalLevel};
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::mechanism::exponential::exponential_weights;
@@ -15,14 +14,7 @@ use crate::mechanism::noise::test_stats::{assert_chi_square_fits, assert_wilson,
 use crate::mechanism::rng::rng_from_seed;
 use crate::privacy::safepub_params::beta_for;
 
-fn interval(name: &str, domain: &str, levels: &[&str]) -> Hierarchy {
-    let levels: Vec<_> = levels
-        .iter()
-        .map(|l| IntervalLevel::parse(l).unwrap())
-        .collect();
-    let rows = interval_hierarchy_rows(&parse_integer_domain(domain).unwrap(), &levels).unwrap();
-    Hierarchy::from_rows(name, &rows).unwrap()
-}
+use crate::testing::ladder as interval;
 
 /// Three small hierarchies: heights 3, 2 and 1 (a 24-node lattice).
 fn hierarchies() -> Vec<Hierarchy> {
