@@ -16,7 +16,10 @@ fuzz_target!(|rows: Vec<Vec<String>>| {
     let leaves = h.leaf_count();
     assert!(leaves >= 1 && leaves <= rows.len());
     for row in &rows {
-        assert!(h.leaf_code(&row[0]).is_some(), "a listed value has no leaf code");
+        assert!(
+            h.leaf_code(&row[0]).is_some(),
+            "a listed value has no leaf code"
+        );
     }
     for level in 0..=height {
         let ncp = h.ncp_per_code(level);
