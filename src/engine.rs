@@ -103,6 +103,8 @@ pub struct ReleaseOutput {
     pub diagnostics: Arc<Vec<RecordBatch>>,
     /// Owner-only information loss of the release against the source.
     pub information_loss: InformationLoss,
+    /// Owner-only warnings `(topic, message)`: they may depend on exact counts.
+    pub warnings: Vec<(String, String)>,
 }
 
 /// The leaf-level histogram of a source plus the decoded informative values.
@@ -291,6 +293,13 @@ fn run_method(
 ) -> Result<ReleaseOutput> {
     let refs: Vec<&Hierarchy> = base.hierarchies.iter().collect();
     let lattice = Lattice::new(refs.iter().map(|h| h.height()).collect(), request.max_nodes)?;
+    let mut warnings = Vec::new();
+    let (_, delta) = request.method.budget();
+    if delta > 0.0 {
+        if let Some(w) = crate::budget::params::delta_size_warning(delta, base.histogram.total()) {
+            warnings.push(("delta".to_string(), w));
+        }
+    }
     let mut rng = match request.seed {
         Some(seed) => rng_from_seed(seed),
         None => rng_from_os(),
@@ -326,6 +335,7 @@ fn run_method(
         metadata,
         diagnostics: Arc::new(vec![output.diagnostics]),
         information_loss,
+        warnings,
     })
 }
 

@@ -17,6 +17,7 @@
 //! | `anonymize_information_loss(...)` | owner-only information loss (NCP, EMD, Rate) of that release |
 //! | `interval_hierarchy(domain, level, ...)` | a numeric interval hierarchy in ARX layout |
 //! | `mask_hierarchy(source, column, keep)` | a prefix-masking hierarchy in ARX layout |
+//! | `anonymize_warnings(...)` | owner-only warnings about that release (e.g. δ not below 1/n); never publish |
 //! | `privacy_budget()` | ε and δ spent and remaining per source table |
 //! | `nps_demo(rows, seed)` | the synthetic NPS-shaped demo table |
 //! | `anonymize_help()` | every function and parameter |
@@ -80,7 +81,11 @@ pub fn register_with(ctx: &SessionContext, options: RegisterOptions) -> Result<(
             ReleaseView::Diagnostics,
             cache.clone(),
         )),
-        Arc::new(AnonymizeFunction::new(ReleaseView::InformationLoss, cache)),
+        Arc::new(AnonymizeFunction::new(
+            ReleaseView::InformationLoss,
+            cache.clone(),
+        )),
+        Arc::new(AnonymizeFunction::new(ReleaseView::Warnings, cache)),
         Arc::new(PrivacyBudgetFunction::new(ledger)),
         Arc::new(IntervalHierarchyFunction),
         Arc::new(MaskHierarchyFunction),

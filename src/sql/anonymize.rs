@@ -42,6 +42,8 @@ pub enum ReleaseView {
     Diagnostics,
     /// Owner-only information loss of the release against its original; never publish.
     InformationLoss,
+    /// Owner-only warnings `(topic, message)`; never publish.
+    Warnings,
 }
 
 /// Progress callback: `(phase, done, total)`.
@@ -194,6 +196,7 @@ impl SqlTableFunction for AnonymizeFunction {
             ReleaseView::Metadata => "anonymize_metadata",
             ReleaseView::Diagnostics => "anonymize_diagnostics",
             ReleaseView::InformationLoss => "anonymize_information_loss",
+            ReleaseView::Warnings => "anonymize_warnings",
         }
     }
 
@@ -210,6 +213,9 @@ impl SqlTableFunction for AnonymizeFunction {
             }
             ReleaseView::InformationLoss => {
                 "Owner-only information loss of the same release against its original (IPA paper Eq. 5-10, one definition for every method): NCP, EMD, Rate, their sum and mean. Never publish this: it is computed from the exact data."
+            }
+            ReleaseView::Warnings => {
+                "Owner-only warnings (topic, message) about the same release, e.g. delta not below 1/n. Never publish this: a warning may name exact counts."
             }
         }
     }
@@ -242,6 +248,7 @@ impl SqlTableFunction for AnonymizeFunction {
             ReleaseView::Metadata => metadata_schema(),
             ReleaseView::Diagnostics => entry.request.method.diagnostics_schema(),
             ReleaseView::InformationLoss => information_loss_schema(),
+            ReleaseView::Warnings => metadata_schema(),
         };
         let producer = ReleaseProducer {
             view: self.view,
@@ -287,6 +294,7 @@ impl BatchProducer for ReleaseProducer {
                 self.entry.request.method.name(),
                 &output.information_loss,
             )?]),
+            ReleaseView::Warnings => Arc::new(vec![metadata_batch(&output.warnings)?]),
         })
     }
 }
