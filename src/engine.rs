@@ -8,7 +8,7 @@ use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::{cast, concat, sort_to_indices, take};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
-use datafusion::common::{exec_err, internal_err, plan_err, Column, Result};
+use datafusion::common::{exec_err, internal_err, Column, Result};
 use datafusion::execution::SessionState;
 use datafusion::functions_aggregate::expr_fn::count;
 use datafusion::logical_expr::{lit, Expr};
@@ -19,9 +19,12 @@ use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::lattice::{node_label, Lattice};
 use crate::mechanism::rng::{rng_from_os, rng_from_seed};
-use crate::method::{MethodInput, MethodOutput, MethodParams};
+use crate::method::{Method, MethodInput, MethodOutput};
 use crate::metric::information_loss::{information_loss, InformationLoss};
-use crate::sql::anonymize::ProgressFn;
+use crate::privacy::warnings::delta_size_warning;
+
+/// Progress callback of long work: `(phase, done, total)`.
+pub type ProgressFn = Arc<dyn Fn(&str, usize, usize) + Send + Sync>;
 
 /// A quasi-identifier and its hierarchy table.
 #[derive(Debug, Clone)]
@@ -37,7 +40,7 @@ pub struct QiSpec {
 /// A fully validated anonymization request.
 #[derive(Debug, Clone)]
 pub struct AnonymizeRequest {
-    /// Canonical text of the arguments.
+    /// Canonical text of the validated arguments, every default filled in.
     pub canonical_args: String,
     /// Source table name, as given.
     pub source_name: String,
@@ -49,14 +52,10 @@ pub struct AnonymizeRequest {
     pub informative: Option<(String, DataType)>,
     /// Source columns that are not released.
     pub dropped: Vec<String>,
-    /// Method parameters.
-    pub method: MethodParams,
-    /// Total ε as given.
-    pub epsilon: f64,
+    /// The configured method.
+    pub method: Arc<dyn Method>,
     /// Fixed seed (tests and reproduction only).
     pub seed: Option<u64>,
-    /// Largest lattice allowed.
-    pub max_nodes: usize,
 }
 
 impl AnonymizeRequest {
@@ -118,6 +117,9 @@ pub struct BaseData {
 }
 
 /// Phase 1: loads the hierarchies and builds the base histogram with one aggregate query.
+///
+/// Problems found in the data (an empty source, NULLs, a value missing from its hierarchy,
+/// a malformed hierarchy table) are execution errors: the arguments were valid.
 pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Result<BaseData> {
     let ctx = SessionContext::new_with_state(state.clone());
     let mut hierarchies = Vec::with_capacity(request.qi.len());
@@ -145,7 +147,7 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
         .await?;
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     if rows == 0 {
-        return plan_err!(
+        return exec_err!(
             "anonymize(): source table '{}' is empty",
             request.source_name
         );
@@ -161,7 +163,7 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
             let text = cast(batch.column(a), &DataType::Utf8)?;
             let text = text.as_string::<i32>();
             if text.null_count() > 0 {
-                return plan_err!(
+                return exec_err!(
                     "anonymize(): quasi-identifier '{}' of table '{}' contains NULL values; filter or impute them first",
                     q.column,
                     request.source_name
@@ -176,7 +178,7 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
                             c
                         }
                         None => {
-                            return plan_err!(
+                            return exec_err!(
                                 "anonymize(): value '{value}' of column '{}' is not in its hierarchy '{}'",
                                 q.column,
                                 q.hierarchy_name
@@ -233,7 +235,7 @@ fn informative_codes(
     let inf_arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(column).as_ref()).collect();
     let informative = concat(&inf_arrays)?;
     if informative.null_count() > 0 {
-        return plan_err!(
+        return exec_err!(
             "anonymize(): informative column '{}' of table '{}' contains NULL values; filter or impute them first",
             name,
             source_name
@@ -292,11 +294,14 @@ fn run_method(
     progress: Option<ProgressFn>,
 ) -> Result<ReleaseOutput> {
     let refs: Vec<&Hierarchy> = base.hierarchies.iter().collect();
-    let lattice = Lattice::new(refs.iter().map(|h| h.height()).collect(), request.max_nodes)?;
+    let lattice = Lattice::new(
+        refs.iter().map(|h| h.height()).collect(),
+        request.method.max_nodes(),
+    )?;
     let mut warnings = Vec::new();
-    let (_, delta) = request.method.budget();
+    let delta = request.method.budget().delta;
     if delta > 0.0 {
-        if let Some(w) = crate::budget::params::delta_size_warning(delta, base.histogram.total()) {
+        if let Some(w) = delta_size_warning(delta, base.histogram.total()) {
             warnings.push(("delta".to_string(), w));
         }
     }

@@ -40,6 +40,7 @@ pub mod lattice;
 pub mod mechanism;
 pub mod method;
 pub mod metric;
+pub mod params;
 pub mod privacy;
 pub mod release;
 pub mod sql;
@@ -51,7 +52,8 @@ use std::sync::Arc;
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
-use sql::anonymize::{AnonymizeFunction, ProgressFn, ReleaseCache, ReleaseView};
+use engine::ProgressFn;
+use sql::anonymize::{AnonymizeFunction, ReleaseCache, ReleaseView};
 use sql::budget_fn::PrivacyBudgetFunction;
 use sql::demo_fns::{HelpFunction, NpsDemoFunction};
 use sql::hierarchy_fns::{IntervalHierarchyFunction, MaskHierarchyFunction};

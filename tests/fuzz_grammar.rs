@@ -17,6 +17,7 @@ use datafusion_anonymize::hierarchy::builders::{
     interval_hierarchy_rows, mask_hierarchy_rows, parse_integer_domain, IntervalLevel,
 };
 use datafusion_anonymize::hierarchy::Hierarchy;
+use datafusion_anonymize::params::ParamValues;
 use datafusion_anonymize::sql::anonymize::ANONYMIZE_PARAMS;
 use datafusion_anonymize::sql::args::{bind, CallArgs};
 use proptest::prelude::*;
@@ -72,8 +73,8 @@ fn call_args() -> impl Strategy<Value = CallArgs> {
 
 /// Binding and every getter: never a panic.
 fn check_call(call: CallArgs) {
-    if let Ok(bound) = bind("anonymize", ANONYMIZE_PARAMS, &["source"], call) {
-        for param in ANONYMIZE_PARAMS {
+    if let Ok(bound) = bind("anonymize", &ANONYMIZE_PARAMS, &["source"], call) {
+        for param in ANONYMIZE_PARAMS.iter() {
             let _ = bound.has(param.name);
             let _ = bound.string(param.name);
             let _ = bound.f64(param.name);
@@ -82,7 +83,14 @@ fn check_call(call: CallArgs) {
         }
         let _ = bound.required_string("source");
         let _ = bound.names().count();
-        let _ = bound.canonical();
+        if let Ok(values) = ParamValues::parse(
+            "anonymize",
+            "anonymize",
+            ANONYMIZE_PARAMS.iter(),
+            bound.values(),
+        ) {
+            let _ = values.canonical();
+        }
     }
 }
 

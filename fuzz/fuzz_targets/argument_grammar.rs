@@ -11,6 +11,7 @@ use datafusion_anonymize::hierarchy::builders::{
     interval_hierarchy_rows, mask_hierarchy_rows, parse_integer_domain, IntervalLevel,
 };
 use datafusion_anonymize::hierarchy::Hierarchy;
+use datafusion_anonymize::params::ParamValues;
 use datafusion_anonymize::sql::anonymize::ANONYMIZE_PARAMS;
 use datafusion_anonymize::sql::args::{bind, CallArgs};
 use libfuzzer_sys::fuzz_target;
@@ -73,8 +74,8 @@ fuzz_target!(|input: Input| {
             .map(|(n, v)| (n.clone(), v.scalar()))
             .collect(),
     };
-    if let Ok(bound) = bind("anonymize", ANONYMIZE_PARAMS, &["source"], call) {
-        for param in ANONYMIZE_PARAMS {
+    if let Ok(bound) = bind("anonymize", &ANONYMIZE_PARAMS, &["source"], call) {
+        for param in ANONYMIZE_PARAMS.iter() {
             let _ = bound.has(param.name);
             let _ = bound.string(param.name);
             let _ = bound.f64(param.name);
@@ -83,7 +84,11 @@ fuzz_target!(|input: Input| {
         }
         let _ = bound.required_string("source");
         let _ = bound.names().count();
-        let _ = bound.canonical();
+        if let Ok(values) =
+            ParamValues::parse("anonymize", "anonymize", ANONYMIZE_PARAMS.iter(), bound.values())
+        {
+            let _ = values.canonical();
+        }
     }
 
     let levels: Vec<IntervalLevel> = input

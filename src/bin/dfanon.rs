@@ -87,7 +87,7 @@ async fn main() -> ExitCode {
     }
 }
 
-fn progress_callback() -> datafusion_anonymize::sql::anonymize::ProgressFn {
+fn progress_callback() -> datafusion_anonymize::engine::ProgressFn {
     let bar: Arc<Mutex<Option<ProgressBar>>> = Arc::new(Mutex::new(None));
     Arc::new(move |phase: &str, done: usize, total: usize| {
         let Ok(mut slot) = bar.lock() else { return };

@@ -6,12 +6,12 @@
 //! or — when `anonymize.ledger_path` is set — in a file shared by every session that names
 //! it (see the `store` module).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Mutex;
 
 use datafusion::common::{internal_err, plan_err, Result, TableReference};
 
+use super::account::{Account, Accounts, Cost, Limits};
 use super::config::format_limit;
 use super::store;
 
@@ -24,38 +24,6 @@ use super::store;
 /// below the noise the samplers add on top of the requested scale (they round ε *down* to a
 /// multiple of `2^-30` before deriving exact noise scales).
 pub const SLACK: f64 = 1e-12;
-
-/// What one source table has spent.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Account {
-    /// Number of releases charged.
-    pub releases: u64,
-    /// Sum of the ε of those releases.
-    pub epsilon_spent: f64,
-    /// Sum of the δ of those releases.
-    pub delta_spent: f64,
-}
-
-/// The privacy parameters of one release (basic sequential composition adds them up).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Cost {
-    /// ε of the release.
-    pub epsilon: f64,
-    /// δ of the release.
-    pub delta: f64,
-}
-
-/// Per-table limits (`f64::INFINITY` = unlimited).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Limits {
-    /// Total ε a table may spend.
-    pub epsilon: f64,
-    /// Total δ a table may spend.
-    pub delta: f64,
-}
-
-/// All accounts, by table key.
-pub type Accounts = BTreeMap<String, Account>;
 
 /// The ledger of one registration (see the module documentation).
 #[derive(Debug, Default)]

@@ -1,6 +1,6 @@
 //! Privacy-budget accounting.
 //!
-//! Every computed release charges its method's (ε, δ) ([`MethodParams::budget`]) to the
+//! Every computed release charges its method's (ε, δ) ([`Method::budget`]) to the
 //! account of its source table, once, when it is computed (the first scan of any of
 //! `anonymize`, `anonymize_metadata`, `anonymize_diagnostics` with those arguments).
 //! Cached releases are served without a new charge, because they are not new draws. A
@@ -8,11 +8,11 @@
 //! `anonymize.delta_budget` fails before anything is drawn, naming the table, the spent and
 //! the remaining budget. `privacy_budget()` lists every account.
 //!
-//! [`MethodParams::budget`]: crate::method::MethodParams::budget
+//! [`Method::budget`]: crate::method::Method::budget
 
+pub mod account;
 pub mod config;
 pub mod ledger;
-pub mod params;
 pub mod store;
 
 use std::path::PathBuf;
@@ -20,8 +20,9 @@ use std::path::PathBuf;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::{DataFusionError, Result};
 
-use crate::engine::AnonymizeRequest;
-use ledger::{table_key, Cost, Ledger, Limits};
+pub use account::Cost;
+use account::Limits;
+use ledger::{table_key, Ledger};
 
 /// A charge made for a release that is being computed. If the computation fails, nothing is
 /// released and [`ReleaseCharge::refund`] takes the charge back.
@@ -33,18 +34,17 @@ pub struct ReleaseCharge<'a> {
     file: Option<PathBuf>,
 }
 
-/// Charges the release described by `request` to its source table's account, under the
-/// limits and ledger file set in `config`.
+/// Charges `cost` to the account of the source table named `source_name` (as written in
+/// the call), under the limits and ledger file set in `config`.
 pub fn charge_release<'a>(
     ledger: &'a Ledger,
-    request: &AnonymizeRequest,
+    source_name: &str,
+    cost: Cost,
     config: &ConfigOptions,
 ) -> Result<ReleaseCharge<'a>> {
     let options = config::options(config);
-    let (epsilon, delta) = request.method.budget();
-    let cost = Cost { epsilon, delta };
     let table = table_key(
-        &request.source_name,
+        source_name,
         &config.catalog.default_catalog,
         &config.catalog.default_schema,
     );

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use datafusion::common::{exec_err, Result};
 use serde::{Deserialize, Serialize};
 
-use super::ledger::{Account, Accounts};
+use super::account::{Account, Accounts};
 
 /// Value of the `format` field.
 pub const FORMAT: &str = "datafusion-anonymize privacy ledger";

@@ -3,7 +3,7 @@
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{plan_err, Result};
+use datafusion::common::{exec_err, Result};
 
 use super::Hierarchy;
 
@@ -26,7 +26,7 @@ pub fn hierarchy_from_batches(
     let mut rows: Vec<Vec<String>> = Vec::new();
     for batch in batches {
         if batch.num_columns() < 2 {
-            return plan_err!(
+            return exec_err!(
                 "hierarchy table '{source}' for column '{attribute}' has {} column(s); it needs the raw value and at least one generalization level",
                 batch.num_columns()
             );
@@ -48,8 +48,9 @@ pub fn hierarchy_from_batches(
             rows.push(cells);
         }
     }
+    // The table's contents are data read while the release runs: an execution error.
     Hierarchy::from_rows(attribute, &rows).map_err(|e| {
-        datafusion::error::DataFusionError::Plan(format!(
+        datafusion::error::DataFusionError::Execution(format!(
             "{} (hierarchy table '{source}')",
             e.strip_backtrace()
                 .trim_start_matches("Error during planning: ")

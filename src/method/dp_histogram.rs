@@ -30,6 +30,10 @@ use crate::mechanism::noise::{sample_discrete_laplace, ExactScale};
 use crate::mechanism::rng::AnonRng;
 use crate::release::ReleasedHistogram;
 
+mod params;
+
+pub use params::{DpHistogram, METHOD};
+
 /// Default largest number of cells.
 pub const DEFAULT_MAX_CELLS: u64 = 10_000_000;
 

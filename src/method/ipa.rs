@@ -13,119 +13,25 @@
 //! insertion noise, no composition over the lattice).
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use datafusion::arrow::array::{
-    ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt64Array,
-};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::common::{internal_err, plan_err, Result};
+use datafusion::common::{exec_err, internal_err, Result};
 
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
-use crate::lattice::{node_label, Lattice, Node};
+use crate::lattice::{Lattice, Node};
 use crate::mechanism::exponential::{exponential_mechanism, sample_weighted_index};
 use crate::mechanism::noise::{
     sample_discrete_laplace, sample_floor_laplace, sample_uniform_below, ExactScale,
 };
 use crate::mechanism::rng::{derive_child, AnonRng};
+use crate::metric::information_loss::class_scores;
 use crate::release::{ReleasedHistogram, SUPPRESSED};
 
-/// Which reading of the paper to follow where it is ambiguous (SPEC §1.11).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IpaVariant {
-    /// The paper's formulas: threshold noise `Lap((t−1)/ε_sup)`, suppress iff `|E| ≤ t + noise`,
-    /// IL as the sum NCP + EMD + Rate with `Δu = 3`.
-    Paper,
-    /// The reference implementation's parameter choices: threshold noise `Lap(1/ε_sup)`
-    /// clamped at `t` and compared with `<`, node choice with `ε/3` and `Δu = 1` on the
-    /// averaged IL — without its defects.
-    Reference,
-}
+mod params;
+mod report;
 
-impl IpaVariant {
-    /// Parses `paper` or `reference`.
-    pub fn parse(text: &str) -> Result<Self> {
-        match text.to_ascii_lowercase().as_str() {
-            "paper" => Ok(Self::Paper),
-            "reference" => Ok(Self::Reference),
-            other => {
-                plan_err!("unknown variant '{other}' for method 'ipa'; valid: 'paper', 'reference'")
-            }
-        }
-    }
-
-    /// The variant's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Paper => "paper",
-            Self::Reference => "reference",
-        }
-    }
-}
-
-/// Parameters of an IPA run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct IpaParams {
-    /// Ambiguity resolution.
-    pub variant: IpaVariant,
-    /// Budget for the noisy suppression threshold.
-    pub eps_sup: f64,
-    /// Budget for the counterfeit counts.
-    pub eps_ins: f64,
-    /// Budget for the informative-value choice.
-    pub eps_val: f64,
-    /// Budget for the node choice.
-    pub eps_cand: f64,
-    /// Suppression threshold `t`.
-    pub threshold: u64,
-    /// Whether the suppressed class `*` also receives counterfeits.
-    pub insert_into_suppressed: bool,
-}
-
-impl IpaParams {
-    /// Default budget split for a total ε: paper 0.1/0.3/0.3/0.3; reference 0.1/0.3/0.3/(1/3).
-    pub fn with_defaults(variant: IpaVariant, epsilon: f64, threshold: u64) -> Self {
-        let cand = match variant {
-            IpaVariant::Paper => 0.3 * epsilon,
-            IpaVariant::Reference => epsilon / 3.0,
-        };
-        Self {
-            variant,
-            eps_sup: 0.1 * epsilon,
-            eps_ins: 0.3 * epsilon,
-            eps_val: 0.3 * epsilon,
-            eps_cand: cand,
-            threshold,
-            insert_into_suppressed: true,
-        }
-    }
-
-    /// The total budget the paper's Theorem 9 would claim.
-    pub fn claimed_epsilon(&self) -> f64 {
-        self.eps_sup + self.eps_ins + self.eps_val + self.eps_cand
-    }
-
-    fn validate(&self) -> Result<()> {
-        for (name, value) in [
-            ("epsilon_sup", self.eps_sup),
-            ("epsilon_ins", self.eps_ins),
-            ("epsilon_val", self.eps_val),
-            ("epsilon_cand", self.eps_cand),
-        ] {
-            if !(value.is_finite() && value > 0.0) {
-                return plan_err!("{name} must be a positive finite number, got {value}");
-            }
-        }
-        if self.variant == IpaVariant::Paper && self.threshold < 2 {
-            return plan_err!(
-                "suppression_threshold must be at least 2 for variant 'paper' (its noise scale is (t-1)/epsilon_sup), got {}",
-                self.threshold
-            );
-        }
-        Ok(())
-    }
-}
+pub use params::{Ipa, IpaParams, IpaVariant, DEFAULT_SUPPRESSION_THRESHOLD, METHOD};
+pub use report::{ipa_diagnostics_batch, ipa_diagnostics_schema, ipa_metadata};
 
 /// Scores and counts of one candidate (owner-only diagnostics).
 #[derive(Debug, Clone, PartialEq)]
@@ -176,7 +82,7 @@ pub fn run_ipa(
 ) -> Result<IpaResult> {
     params.validate()?;
     if base.total() == 0 {
-        return plan_err!("cannot anonymize an empty table");
+        return exec_err!("cannot anonymize an empty table");
     }
     let scales = Scales::new(params)?;
     let nodes = lattice.nodes();
@@ -575,136 +481,23 @@ impl Accumulator {
 }
 
 /// Total-variation distance between a class's real values and its released values
-/// (real + counterfeit): `½ Σ_v |c_v/n − (c_v + f_v)/(n + f)|` (Eq. 7 per class).
+/// (real + counterfeit): `½ Σ_v |c_v/n − (c_v + f_v)/(n + f)|` (Eq. 7 per class), by the
+/// same computation the information-loss metric uses.
 fn class_total_variation(work: &ClassWork, n: u64) -> f64 {
     if work.fake.is_empty() || n == 0 {
         return 0.0;
     }
-    let f = work.fake.len() as f64;
-    let n_f = n as f64;
-    let mut fake_counts: Vec<(u32, u64)> = Vec::with_capacity(work.fake.len());
-    let mut sorted = work.fake.clone();
-    sorted.sort_unstable();
-    for v in sorted {
-        match fake_counts.last_mut() {
-            Some((last, c)) if *last == v => *c += 1,
-            _ => fake_counts.push((v, 1)),
+    let mut released: Vec<(u32, u64)> = work.real.clone();
+    released.extend(work.fake.iter().map(|&v| (v, 1)));
+    released.sort_unstable_by_key(|&(v, _)| v);
+    released.dedup_by(|next, kept| {
+        let same = next.0 == kept.0;
+        if same {
+            kept.1 += next.1;
         }
-    }
-    let mut tv = 0.0;
-    let mut j = 0;
-    for &(v, c) in &work.real {
-        while j < fake_counts.len() && fake_counts[j].0 < v {
-            tv += fake_counts[j].1 as f64 / (n_f + f);
-            j += 1;
-        }
-        let added = if j < fake_counts.len() && fake_counts[j].0 == v {
-            j += 1;
-            fake_counts[j - 1].1
-        } else {
-            0
-        };
-        tv += (c as f64 / n_f - (c + added) as f64 / (n_f + f)).abs();
-    }
-    for &(_, c) in &fake_counts[j..] {
-        tv += c as f64 / (n_f + f);
-    }
-    tv / 2.0
-}
-
-/// IPA's own public metadata entries.
-pub fn ipa_metadata(params: &IpaParams, lattice: &Lattice) -> Vec<(String, String)> {
-    let (sup_scale, comparison) = match params.variant {
-        IpaVariant::Paper => (
-            format!("Lap(({}-1)/epsilon_sup)", params.threshold),
-            "suppress iff |E| <= t + noise",
-        ),
-        IpaVariant::Reference => (
-            "Lap(1/epsilon_sup), threshold clamped at t".to_string(),
-            "suppress iff |E| < max(t, t + noise)",
-        ),
-    };
-    let claimed = params.claimed_epsilon();
-    let guarantee = format!(
-        "No formal differential-privacy guarantee. The IPA paper (Lee & Chung 2020, Theorem 9) claims \
-         epsilon-DP with epsilon = epsilon_sup + epsilon_ins + epsilon_val + epsilon_cand = {claimed}; that claim \
-         does not hold: (1) every real informative value is published truthfully, which no pure epsilon-DP \
-         mechanism can do; (2) only classes holding real records can appear, so a class with one record is \
-         visible with probability about 0.45 at epsilon_sup = 0.1 and never without that record; (3) the \
-         counterfeit count uses noise clamped at zero (one-sided), so a class's released size is never below \
-         its true size; (4) all {nodes} lattice candidates are perturbed with fresh noise and scored on the \
-         data, and the selection does not compose over them. Treat this release as generalized, \
-         noise-augmented microdata that resists simple re-identification, not as differentially private.",
-        nodes = lattice.len()
-    );
-    vec![
-        ("variant".into(), params.variant.name().into()),
-        ("epsilon".into(), format!("{claimed}")),
-        ("epsilon_sup".into(), format!("{}", params.eps_sup)),
-        ("epsilon_ins".into(), format!("{}", params.eps_ins)),
-        ("epsilon_val".into(), format!("{}", params.eps_val)),
-        ("epsilon_cand".into(), format!("{}", params.eps_cand)),
-        ("suppression_threshold".into(), params.threshold.to_string()),
-        (
-            "suppression_noise".into(),
-            format!("{sup_scale}; {comparison}"),
-        ),
-        (
-            "insertion_noise".into(),
-            "two-sided geometric (discrete Laplace) with scale 1/epsilon_ins, clamped at 0".into(),
-        ),
-        (
-            "insert_into_suppressed".into(),
-            params.insert_into_suppressed.to_string(),
-        ),
-        ("lattice_nodes".into(), lattice.len().to_string()),
-        ("guarantee".into(), guarantee),
-    ]
-}
-
-/// Schema of `anonymize_diagnostics`.
-pub fn ipa_diagnostics_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("node", DataType::Utf8, false),
-        Field::new("chosen", DataType::Boolean, false),
-        Field::new("ncp", DataType::Float64, false),
-        Field::new("emd", DataType::Float64, false),
-        Field::new("rate", DataType::Float64, false),
-        Field::new("il", DataType::Float64, false),
-        Field::new("classes", DataType::UInt64, false),
-        Field::new("suppressed_classes", DataType::UInt64, false),
-        Field::new("suppressed_records", DataType::UInt64, false),
-        Field::new("counterfeits", DataType::UInt64, false),
-        Field::new("released_rows", DataType::UInt64, false),
-    ]))
-}
-
-/// One diagnostics row per lattice node.
-pub fn ipa_diagnostics_batch(outcomes: &[NodeOutcome], chosen: usize) -> Result<RecordBatch> {
-    let u64s = |f: &dyn Fn(&NodeOutcome) -> u64| {
-        Arc::new(UInt64Array::from_iter_values(outcomes.iter().map(f))) as ArrayRef
-    };
-    let f64s = |f: &dyn Fn(&NodeOutcome) -> f64| {
-        Arc::new(Float64Array::from_iter_values(outcomes.iter().map(f))) as ArrayRef
-    };
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from_iter_values(
-            outcomes.iter().map(|o| node_label(&o.node)),
-        )),
-        Arc::new(BooleanArray::from_iter(
-            (0..outcomes.len()).map(|i| Some(i == chosen)),
-        )),
-        f64s(&|o| o.ncp),
-        f64s(&|o| o.emd),
-        f64s(&|o| o.rate),
-        f64s(&|o| o.il),
-        u64s(&|o| o.classes as u64),
-        u64s(&|o| o.suppressed_classes as u64),
-        u64s(&|o| o.suppressed_records),
-        u64s(&|o| o.counterfeits),
-        u64s(&|o| o.released_rows),
-    ];
-    Ok(RecordBatch::try_new(ipa_diagnostics_schema(), columns)?)
+        same
+    });
+    class_scores(&work.real, &released).0
 }
 
 #[cfg(test)]

@@ -23,12 +23,16 @@ use datafusion::arrow::array::{
     ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt64Array,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::common::{internal_err, plan_err, Result};
+use datafusion::common::{exec_err, internal_err, plan_err, Result};
 
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::lattice::{node_label, Lattice, Node};
 use crate::release::{ReleasedHistogram, SUPPRESSED};
+
+mod params;
+
+pub use params::{Kanon, METHOD};
 
 /// Default `k`.
 pub const DEFAULT_K: u64 = 10;
@@ -219,7 +223,7 @@ pub fn run_kanon(
     params.validate()?;
     let total = base.total();
     if total == 0 {
-        return plan_err!("cannot anonymize an empty table");
+        return exec_err!("cannot anonymize an empty table");
     }
     let penalties = Penalties::new(hierarchies)?;
     let sizes = class_sizes(base);
@@ -237,7 +241,7 @@ pub fn run_kanon(
         .min_by_key(|(i, o)| (o.loss, o.node.iter().sum::<usize>(), *i))
         .map(|(i, _)| i);
     let Some(chosen) = chosen else {
-        return plan_err!(
+        return exec_err!(
             "kanon: no generalization satisfies k = {} with suppression_limit = {} ({} of {total} records may be suppressed); lower k or raise suppression_limit",
             params.k,
             params.suppression_limit,

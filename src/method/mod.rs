@@ -1,19 +1,29 @@
 //! Anonymization methods: each maps a histogram, parameters and a random stream to a
 //! released histogram plus its public metadata and owner-only diagnostics.
+//!
+//! A method is one module that declares a [`MethodSpec`] (its name, description and
+//! parameter table, and how to validate arguments into a configured [`Method`]) and one
+//! line in [`METHODS`]. The SQL layer parses `anonymize(...)` arguments generically
+//! against the tables here; help texts and the function reference are generated from them.
 
 pub mod dp_histogram;
 pub mod ipa;
 pub mod kanon;
 pub mod safepub;
 
+use std::fmt::Debug;
+use std::sync::Arc;
+
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::Result;
 
+use crate::budget::Cost;
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::lattice::{Lattice, Node};
 use crate::mechanism::rng::AnonRng;
+use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
 use crate::release::ReleasedHistogram;
 
 /// What every method receives.
@@ -42,121 +52,180 @@ pub struct MethodOutput {
     pub diagnostics: RecordBatch,
 }
 
-/// Parameters of the chosen method.
-#[derive(Debug, Clone, PartialEq)]
-pub enum MethodParams {
-    /// IPA (Lee & Chung 2020).
-    Ipa(ipa::IpaParams),
-    /// SafePub (Bild, Kuhn & Prasser 2018).
-    SafePub(safepub::SafePubParams),
-    /// Optimal full-domain k-anonymity with record suppression.
-    Kanon(kanon::KanonParams),
-    /// Noisy contingency table over a generalized domain (ε-DP).
-    DpHistogram(dp_histogram::DpHistogramParams),
+/// A method with validated parameters, ready to run.
+pub trait Method: Debug + Send + Sync {
+    /// The method's name in SQL.
+    fn name(&self) -> &'static str;
+
+    /// The privacy parameters one release charges to its source table's budget (see the
+    /// `budget` module): the method's nominal parameters, whether or not its guarantee
+    /// holds. A method without a differential-privacy parameter costs `(0, 0)`.
+    fn budget(&self) -> Cost;
+
+    /// Largest lattice the method may work on.
+    fn max_nodes(&self) -> usize;
+
+    /// Schema of the method's owner-only diagnostics.
+    fn diagnostics_schema(&self) -> SchemaRef;
+
+    /// Runs the method: the released histogram, the chosen node, public metadata (including
+    /// the guarantee text) and diagnostics.
+    fn run(&self, input: &MethodInput<'_>, rng: &mut AnonRng) -> Result<MethodOutput>;
 }
 
-impl MethodParams {
-    /// The method's name in SQL.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Ipa(_) => "ipa",
-            Self::SafePub(_) => "safepub",
-            Self::Kanon(_) => "kanon",
-            Self::DpHistogram(_) => "dp_histogram",
+/// What a method's validation sees at planning time, before any data is read.
+pub struct MethodArgs<'a> {
+    /// Checked values of the method's parameters, defaults filled in.
+    pub values: &'a ParamValues,
+    /// Whether the call names an informative column.
+    pub has_informative: bool,
+}
+
+/// A method as the registry knows it.
+pub struct MethodSpec {
+    /// Name in SQL (`method => '...'`).
+    pub name: &'static str,
+    /// One-line description.
+    pub about: &'static str,
+    /// The method's parameters, in the order help lists them.
+    pub params: &'static [ParamSpec],
+    /// Arguments of other methods this one refuses with a specific reason.
+    pub refuses: &'static [(&'static str, &'static str)],
+    /// Validates the arguments into a configured method. Errors are planning errors
+    /// without a function-name prefix (the caller adds it).
+    pub configure: fn(&MethodArgs<'_>) -> Result<Arc<dyn Method>>,
+}
+
+/// Every method, in the order help lists them. Adding a method is one module and one line.
+pub const METHODS: &[&MethodSpec] = &[
+    &ipa::METHOD,
+    &safepub::METHOD,
+    &kanon::METHOD,
+    &dp_histogram::METHOD,
+];
+
+/// The method called `name` (case-insensitive).
+pub fn find_method(name: &str) -> Option<&'static MethodSpec> {
+    METHODS
+        .iter()
+        .copied()
+        .find(|m| m.name.eq_ignore_ascii_case(name.trim()))
+}
+
+/// `epsilon`, shared by the methods with a privacy parameter.
+pub const EPSILON: ParamSpec = ParamSpec::new(
+    "epsilon",
+    ParamKind::Positive,
+    ParamDefault::Number(1.0),
+    "total privacy parameter, split over the method's steps",
+);
+
+/// `seed`, shared by the randomized methods.
+pub const SEED: ParamSpec = ParamSpec::new(
+    "seed",
+    ParamKind::Integer,
+    ParamDefault::Optional("none: seeded from the operating system"),
+    "fixed random seed, for tests and reproduction only (marked in the metadata)",
+);
+
+/// `max_nodes` of the methods that evaluate every lattice node.
+pub const MAX_NODES: ParamSpec = ParamSpec::new(
+    "max_nodes",
+    ParamKind::Count,
+    ParamDefault::Integer(crate::lattice::DEFAULT_MAX_NODES as u64),
+    "largest lattice to evaluate (the product of the hierarchy heights + 1)",
+);
+
+/// Reads the `max_nodes` argument as a lattice size limit.
+pub fn max_nodes(values: &ParamValues) -> Result<usize> {
+    Ok(usize::try_from(values.u64("max_nodes")?).unwrap_or(usize::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::ParamValue;
+
+    /// Every table is well-formed: unique names, and every default is a value its own
+    /// kind accepts (so a default can never fail where a written-out value succeeds).
+    #[test]
+    fn registry_tables_are_consistent() {
+        let mut method_names = Vec::new();
+        for method in METHODS {
+            assert!(!method_names.contains(&method.name), "{}", method.name);
+            method_names.push(method.name);
+            assert_eq!(
+                find_method(&method.name.to_uppercase()).map(|m| m.name),
+                Some(method.name)
+            );
+            let mut names = Vec::new();
+            for p in method.params {
+                assert!(
+                    !names.contains(&p.name),
+                    "{}: {} twice",
+                    method.name,
+                    p.name
+                );
+                names.push(p.name);
+                assert!(!p.doc.is_empty(), "{}: {} has no doc", method.name, p.name);
+                let literal = match p.default {
+                    ParamDefault::Text(t) => Some(datafusion::common::ScalarValue::from(t)),
+                    ParamDefault::Number(x) => Some(datafusion::common::ScalarValue::from(x)),
+                    ParamDefault::Integer(n) => Some(datafusion::common::ScalarValue::from(n)),
+                    ParamDefault::Bool(b) => Some(datafusion::common::ScalarValue::from(b)),
+                    ParamDefault::Required | ParamDefault::Optional(_) => None,
+                };
+                if let Some(literal) = literal {
+                    let parsed = crate::params::parse_value("t", "test", p.name, p.kind, &literal);
+                    assert!(
+                        matches!(
+                            parsed,
+                            Ok(ParamValue::Text(_)
+                                | ParamValue::Number(_)
+                                | ParamValue::Integer(_)
+                                | ParamValue::Bool(_))
+                        ),
+                        "{}: default of {} is not a valid {:?}: {parsed:?}",
+                        method.name,
+                        p.name,
+                        p.kind
+                    );
+                }
+            }
+            for (refused, why) in method.refuses {
+                assert!(
+                    !names.contains(refused),
+                    "{} refuses its own {refused}",
+                    method.name
+                );
+                assert!(!why.is_empty());
+            }
         }
+        assert!(find_method("nope").is_none());
     }
 
-    /// The privacy parameters `(ε, δ)` one release of this method charges to its source
-    /// table's budget (see the `budget` module): the method's nominal parameters, whether or
-    /// not its guarantee holds (IPA: the total its paper claims, δ = 0). A method without a
-    /// differential-privacy parameter returns `(0, 0)`.
-    pub fn budget(&self) -> (f64, f64) {
-        match self {
-            Self::Ipa(params) => (params.claimed_epsilon(), 0.0),
-            // The requested δ is charged; the delivered δ is never larger.
-            Self::SafePub(params) => (params.epsilon, params.delta),
-            Self::Kanon(_) => (0.0, 0.0),
-            Self::DpHistogram(params) => (params.epsilon, 0.0),
-        }
-    }
-
-    /// Schema of the method's diagnostics.
-    pub fn diagnostics_schema(&self) -> SchemaRef {
-        match self {
-            Self::Ipa(_) => ipa::ipa_diagnostics_schema(),
-            Self::SafePub(_) => safepub::safepub_diagnostics_schema(),
-            Self::Kanon(_) => kanon::kanon_diagnostics_schema(),
-            Self::DpHistogram(_) => dp_histogram::dp_histogram_diagnostics_schema(),
-        }
-    }
-
-    /// Runs the method.
-    pub fn run(&self, input: &MethodInput<'_>, rng: &mut AnonRng) -> Result<MethodOutput> {
-        match self {
-            Self::Ipa(params) => {
-                let result = ipa::run_ipa(
-                    input.histogram,
-                    input.hierarchies,
-                    input.lattice,
-                    input.value_domain,
-                    params,
-                    rng,
-                    input.progress,
-                )?;
-                Ok(MethodOutput {
-                    node: result.outcomes[result.chosen].node.clone(),
-                    metadata: ipa::ipa_metadata(params, input.lattice),
-                    diagnostics: ipa::ipa_diagnostics_batch(&result.outcomes, result.chosen)?,
-                    release: result.release,
-                })
+    /// Each method validates its defaults into a configured method of the same name.
+    #[test]
+    fn every_method_configures_from_its_defaults() {
+        for method in METHODS {
+            let mut given = std::collections::BTreeMap::new();
+            if method.name == "safepub" {
+                given.insert(
+                    "delta".to_string(),
+                    datafusion::common::ScalarValue::from(1e-6),
+                );
             }
-            Self::SafePub(params) => {
-                let result = safepub::run_safepub(input, params, rng)?;
-                Ok(MethodOutput {
-                    node: result.search.chosen.clone(),
-                    metadata: safepub::safepub_metadata(params, &result, input.lattice),
-                    diagnostics: safepub::safepub_diagnostics_batch(&result)?,
-                    release: result.release,
-                })
-            }
-            Self::Kanon(params) => {
-                let result = kanon::run_kanon(
-                    input.histogram,
-                    input.hierarchies,
-                    input.lattice,
-                    input.value_domain,
-                    params,
-                    input.progress,
-                )?;
-                Ok(MethodOutput {
-                    node: result.outcomes[result.chosen].node.clone(),
-                    metadata: kanon::kanon_metadata(params, input.lattice),
-                    diagnostics: kanon::kanon_diagnostics_batch(&result.outcomes, result.chosen)?,
-                    release: result.release,
-                })
-            }
-            Self::DpHistogram(params) => {
-                let result = dp_histogram::run_dp_histogram(
-                    input.histogram,
-                    input.hierarchies,
-                    input.lattice,
-                    input.value_domain,
-                    params,
-                    rng,
-                    input.progress,
-                )?;
-                Ok(MethodOutput {
-                    node: result.stats.node.clone(),
-                    metadata: dp_histogram::dp_histogram_metadata(
-                        params,
-                        input.hierarchies,
-                        &result.stats,
-                        input.value_domain,
-                    ),
-                    diagnostics: dp_histogram::dp_histogram_diagnostics_batch(&result.stats)?,
-                    release: result.release,
-                })
-            }
+            let values =
+                ParamValues::parse("anonymize", method.name, method.params, &given).unwrap();
+            let configured = (method.configure)(&MethodArgs {
+                values: &values,
+                has_informative: true,
+            })
+            .unwrap();
+            assert_eq!(configured.name(), method.name);
+            assert!(configured.max_nodes() >= 1);
+            let cost = configured.budget();
+            assert!(cost.epsilon >= 0.0 && cost.delta >= 0.0);
         }
     }
 }

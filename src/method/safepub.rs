@@ -23,6 +23,7 @@
 //! paper and ARX: that only affects which scheme is chosen and is covered by the
 //! sensitivities.
 
+mod params;
 pub mod partition;
 pub mod sample;
 pub mod score;
@@ -34,7 +35,7 @@ use datafusion::arrow::array::{
     ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt64Array,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::common::{internal_err, plan_err, Result};
+use datafusion::common::{exec_err, internal_err, plan_err, Result};
 
 use crate::lattice::{node_label, Lattice};
 use crate::mechanism::rng::{derive_child, AnonRng};
@@ -43,6 +44,7 @@ use crate::privacy::safepub_params::{
     beta_numerator, calibrate, smoothness_delta, SafePubCalibration,
 };
 use crate::release::ReleasedHistogram;
+pub use params::{SafePub, METHOD};
 use partition::{Evaluator, SampleData};
 pub use score::ScoreFunction;
 pub use search::FinalSelection;
@@ -174,7 +176,7 @@ pub fn run_safepub(
     params.validate()?;
     let input_rows = input.histogram.total();
     if input_rows == 0 {
-        return plan_err!("cannot anonymize an empty table");
+        return exec_err!("cannot anonymize an empty table");
     }
     let calibration = calibrate(params.epsilon_anon(), params.delta, params.arx_compat)?;
     let smoothness =

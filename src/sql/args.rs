@@ -1,9 +1,12 @@
 //! Argument binding for our table functions: positional and `name => value` arguments,
-//! checked against a declared parameter list, with canonical rendering for cache keys.
+//! checked against a declared parameter table ([`ParamSpec`]).
 
 use std::collections::BTreeMap;
 
 use datafusion::common::{plan_err, Result, ScalarValue};
+
+pub use crate::params::ParamSpec;
+use crate::params::{read_bool, read_integer, read_number, read_text};
 
 /// Arguments as written in SQL, already reduced to literal values.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -12,17 +15,6 @@ pub struct CallArgs {
     pub positional: Vec<ScalarValue>,
     /// `name => value` arguments in order (names lower-cased).
     pub named: Vec<(String, ScalarValue)>,
-}
-
-/// A declared parameter of a table function.
-#[derive(Debug, Clone, Copy)]
-pub struct ParamSpec {
-    /// Parameter name (lower case).
-    pub name: &'static str,
-    /// One-line description, shown by `anonymize_help()`.
-    pub doc: &'static str,
-    /// Default shown in help (`None` = required or method-dependent).
-    pub default: Option<&'static str>,
 }
 
 /// Arguments bound to parameter names.
@@ -107,18 +99,10 @@ impl BoundArgs {
 
     /// A text argument.
     pub fn string(&self, name: &str) -> Result<Option<String>> {
-        match self.values.get(name) {
-            None => Ok(None),
-            Some(v) => match v {
-                ScalarValue::Utf8(Some(s))
-                | ScalarValue::Utf8View(Some(s))
-                | ScalarValue::LargeUtf8(Some(s)) => Ok(Some(s.clone())),
-                other => plan_err!(
-                    "{}(): argument '{name}' must be a string, got {other}",
-                    self.function
-                ),
-            },
-        }
+        self.values
+            .get(name)
+            .map(|v| read_text(&self.function, name, v))
+            .transpose()
     }
 
     /// A required text argument.
@@ -131,79 +115,26 @@ impl BoundArgs {
 
     /// A real-number argument (integers accepted).
     pub fn f64(&self, name: &str) -> Result<Option<f64>> {
-        let Some(v) = self.values.get(name) else {
-            return Ok(None);
-        };
-        let x = match v {
-            ScalarValue::Float64(Some(x)) => *x,
-            ScalarValue::Float32(Some(x)) => *x as f64,
-            ScalarValue::Int64(Some(x)) => *x as f64,
-            ScalarValue::Int32(Some(x)) => *x as f64,
-            ScalarValue::Decimal128(Some(x), _, scale) => *x as f64 / 10f64.powi(*scale as i32),
-            ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
-                match s.trim().parse::<f64>() {
-                    Ok(x) => x,
-                    Err(_) => {
-                        return plan_err!(
-                            "{}(): argument '{name}' must be a number, got '{s}'",
-                            self.function
-                        )
-                    }
-                }
-            }
-            other => {
-                return plan_err!(
-                    "{}(): argument '{name}' must be a number, got {other}",
-                    self.function
-                )
-            }
-        };
-        Ok(Some(x))
+        self.values
+            .get(name)
+            .map(|v| read_number(&self.function, name, v))
+            .transpose()
     }
 
     /// A non-negative integer argument.
     pub fn u64(&self, name: &str) -> Result<Option<u64>> {
-        let Some(v) = self.values.get(name) else {
-            return Ok(None);
-        };
-        match v {
-            ScalarValue::Int64(Some(x)) if *x >= 0 => Ok(Some(*x as u64)),
-            ScalarValue::Int32(Some(x)) if *x >= 0 => Ok(Some(*x as u64)),
-            ScalarValue::UInt64(Some(x)) => Ok(Some(*x)),
-            ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s))
-                if s.trim().parse::<u64>().is_ok() =>
-            {
-                Ok(s.trim().parse::<u64>().ok())
-            }
-            other => plan_err!(
-                "{}(): argument '{name}' must be a non-negative integer, got {other}",
-                self.function
-            ),
-        }
+        self.values
+            .get(name)
+            .map(|v| read_integer(&self.function, name, v))
+            .transpose()
     }
 
     /// A boolean argument (`true`/`false`, also as text).
     pub fn bool(&self, name: &str) -> Result<Option<bool>> {
-        let Some(v) = self.values.get(name) else {
-            return Ok(None);
-        };
-        match v {
-            ScalarValue::Boolean(Some(b)) => Ok(Some(*b)),
-            ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
-                match s.to_ascii_lowercase().as_str() {
-                    "true" | "yes" | "1" => Ok(Some(true)),
-                    "false" | "no" | "0" => Ok(Some(false)),
-                    _ => plan_err!(
-                        "{}(): argument '{name}' must be true or false, got '{s}'",
-                        self.function
-                    ),
-                }
-            }
-            other => plan_err!(
-                "{}(): argument '{name}' must be true or false, got {other}",
-                self.function
-            ),
-        }
+        self.values
+            .get(name)
+            .map(|v| read_bool(&self.function, name, v))
+            .transpose()
     }
 
     /// Names of the arguments given.
@@ -211,26 +142,9 @@ impl BoundArgs {
         self.values.keys().map(String::as_str)
     }
 
-    /// Canonical text of all arguments (sorted by name), for cache keys.
-    pub fn canonical(&self) -> String {
-        self.values
-            .iter()
-            .map(|(k, v)| format!("{k}={}", canonical_value(v)))
-            .collect::<Vec<_>>()
-            .join(";")
-    }
-}
-
-fn canonical_value(v: &ScalarValue) -> String {
-    match v {
-        ScalarValue::Utf8(Some(s))
-        | ScalarValue::Utf8View(Some(s))
-        | ScalarValue::LargeUtf8(Some(s)) => {
-            format!("{s:?}")
-        }
-        ScalarValue::Float64(Some(x)) => format!("{x:?}"),
-        ScalarValue::Int64(Some(x)) => format!("{:?}", *x as f64),
-        other => other.to_string(),
+    /// The arguments given, by name.
+    pub fn values(&self) -> &BTreeMap<String, ScalarValue> {
+        &self.values
     }
 }
 
@@ -238,22 +152,22 @@ fn canonical_value(v: &ScalarValue) -> String {
 mod tests {
     use super::*;
 
+    use crate::params::{ParamDefault, ParamKind};
+
     const PARAMS: &[ParamSpec] = &[
-        ParamSpec {
-            name: "source",
-            doc: "",
-            default: None,
-        },
-        ParamSpec {
-            name: "epsilon",
-            doc: "",
-            default: Some("1.0"),
-        },
-        ParamSpec {
-            name: "seed",
-            doc: "",
-            default: None,
-        },
+        ParamSpec::new("source", ParamKind::Text, ParamDefault::Required, ""),
+        ParamSpec::new(
+            "epsilon",
+            ParamKind::Positive,
+            ParamDefault::Number(1.0),
+            "",
+        ),
+        ParamSpec::new(
+            "seed",
+            ParamKind::Integer,
+            ParamDefault::Optional("none"),
+            "",
+        ),
     ];
 
     fn s(x: &str) -> ScalarValue {
@@ -281,7 +195,12 @@ mod tests {
             },
         )
         .unwrap();
-        assert_eq!(b.canonical(), b2.canonical());
+        let canonical = |b: &BoundArgs| {
+            crate::params::ParamValues::parse("anonymize", "test", PARAMS, b.values())
+                .unwrap()
+                .canonical()
+        };
+        assert_eq!(canonical(&b), canonical(&b2));
     }
 
     #[test]

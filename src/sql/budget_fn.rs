@@ -18,8 +18,9 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use super::args::{bind, CallArgs, ParamSpec};
 use super::planner::SqlTableFunction;
+use crate::budget::account::{Account, Accounts};
 use crate::budget::config::options;
-use crate::budget::ledger::{Accounts, Ledger};
+use crate::budget::ledger::Ledger;
 
 /// Schema of `privacy_budget()`. Unlimited budgets and their remainders are `+inf`.
 pub fn budget_schema() -> SchemaRef {
@@ -42,7 +43,7 @@ pub fn budget_batch(
     delta_budget: f64,
 ) -> Result<RecordBatch> {
     let remaining = |spent: f64, limit: f64| (limit - spent).max(0.0);
-    let f64s = |f: &dyn Fn(&crate::budget::ledger::Account) -> f64| {
+    let f64s = |f: &dyn Fn(&Account) -> f64| {
         Arc::new(Float64Array::from_iter_values(accounts.values().map(f))) as ArrayRef
     };
     let columns: Vec<ArrayRef> = vec![

@@ -17,18 +17,21 @@ use super::args::{bind, CallArgs, ParamSpec};
 use super::lazy::{BatchProducer, LazyTable};
 use super::planner::SqlTableFunction;
 use crate::demo::nps::{generate_nps, nps_schema, NPS_DEFAULT_ROWS, NPS_DEFAULT_SEED};
+use crate::params::{ParamDefault, ParamKind, ParamValues};
 
 const NPS_PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "rows",
-        doc: "number of rows",
-        default: Some("1361000"),
-    },
-    ParamSpec {
-        name: "seed",
-        doc: "generator seed (the data are synthetic and deterministic)",
-        default: Some("2011"),
-    },
+    ParamSpec::new(
+        "rows",
+        ParamKind::Integer,
+        ParamDefault::Integer(NPS_DEFAULT_ROWS as u64),
+        "number of rows",
+    ),
+    ParamSpec::new(
+        "seed",
+        ParamKind::Integer,
+        ParamDefault::Integer(NPS_DEFAULT_SEED),
+        "generator seed (the data are synthetic and deterministic)",
+    ),
 ];
 
 /// Largest demo table.
@@ -58,11 +61,12 @@ impl SqlTableFunction for NpsDemoFunction {
         _context: &mut dyn RelationPlannerContext,
     ) -> Result<Arc<dyn TableProvider>> {
         let bound = bind(self.name(), NPS_PARAMS, &["rows", "seed"], args)?;
-        let rows = bound.u64("rows")?.unwrap_or(NPS_DEFAULT_ROWS as u64);
+        let values = ParamValues::parse(self.name(), "nps_demo", NPS_PARAMS, bound.values())?;
+        let rows = values.u64("rows")?;
         if rows > MAX_DEMO_ROWS {
             return plan_err!("nps_demo(): rows must be at most {MAX_DEMO_ROWS}, got {rows}");
         }
-        let seed = bound.u64("seed")?.unwrap_or(NPS_DEFAULT_SEED);
+        let seed = values.u64("seed")?;
         let cell = {
             let mut cells = match self.cells.lock() {
                 Ok(c) => c,
@@ -123,7 +127,7 @@ impl HelpFunction {
                 entries.push((
                     f.name().to_string(),
                     p.name.to_string(),
-                    p.default.unwrap_or("").to_string(),
+                    p.default.describe().unwrap_or_default(),
                     p.doc.to_string(),
                 ));
             }

@@ -24,6 +24,7 @@ use crate::hierarchy::builders::{
 };
 use crate::hierarchy::load::array_to_strings;
 use crate::hierarchy::Hierarchy;
+use crate::params::{ParamDefault, ParamKind};
 
 /// Schema of a hierarchy table with `levels` generalization levels.
 pub fn hierarchy_schema(levels: usize) -> SchemaRef {
@@ -47,12 +48,13 @@ pub fn rows_to_batch(rows: &[Vec<String>]) -> Result<RecordBatch> {
 }
 
 const INTERVAL_PARAMS: &[ParamSpec] = &[
-    ParamSpec { name: "domain", doc: "integer leaves, e.g. '1..100' or '11, 21..26, 31..39'", default: None },
-    ParamSpec {
-        name: "levels",
-        doc: "levels separated by '|': a width ('10') or breakpoints ('0,30,60,100'); further positional arguments are levels too",
-        default: None,
-    },
+    ParamSpec::new("domain", ParamKind::Text, ParamDefault::Required, "integer leaves, e.g. '1..100' or '11, 21..26, 31..39'"),
+    ParamSpec::new(
+        "levels",
+        ParamKind::Text,
+        ParamDefault::Optional("the further positional arguments"),
+        "levels separated by '|': a width ('10') or breakpoints ('0,30,60,100'); further positional arguments are levels too",
+    ),
 ];
 
 /// `interval_hierarchy(domain, level1, level2, ...)`.
@@ -109,9 +111,24 @@ impl SqlTableFunction for IntervalHierarchyFunction {
 }
 
 const MASK_PARAMS: &[ParamSpec] = &[
-    ParamSpec { name: "source", doc: "table holding the codes", default: None },
-    ParamSpec { name: "column", doc: "column with the codes", default: None },
-    ParamSpec { name: "keep", doc: "characters kept per level, strictly decreasing, e.g. '3,2' gives I634 -> I63* -> I6* -> *", default: None },
+    ParamSpec::new(
+        "source",
+        ParamKind::Text,
+        ParamDefault::Required,
+        "table holding the codes",
+    ),
+    ParamSpec::new(
+        "column",
+        ParamKind::Text,
+        ParamDefault::Required,
+        "column with the codes",
+    ),
+    ParamSpec::new(
+        "keep",
+        ParamKind::Text,
+        ParamDefault::Required,
+        "characters kept per level, strictly decreasing, e.g. '3,2' gives I634 -> I63* -> I6* -> *",
+    ),
 ];
 
 /// `mask_hierarchy(source, column, keep)`.

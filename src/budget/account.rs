@@ -1,0 +1,37 @@
+//! The accounting types of the privacy budget: what a release costs, what a table has
+//! spent, and the limits. They depend on nothing else in the crate, so the ledger, its file
+//! store and the methods (which state their cost) can all use them.
+
+use std::collections::BTreeMap;
+
+/// What one source table has spent.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Account {
+    /// Number of releases charged.
+    pub releases: u64,
+    /// Sum of the ε of those releases.
+    pub epsilon_spent: f64,
+    /// Sum of the δ of those releases.
+    pub delta_spent: f64,
+}
+
+/// The privacy parameters of one release (basic sequential composition adds them up).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cost {
+    /// ε of the release.
+    pub epsilon: f64,
+    /// δ of the release.
+    pub delta: f64,
+}
+
+/// Per-table limits (`f64::INFINITY` = unlimited).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// Total ε a table may spend.
+    pub epsilon: f64,
+    /// Total δ a table may spend.
+    pub delta: f64,
+}
+
+/// All accounts, by table key.
+pub type Accounts = BTreeMap<String, Account>;

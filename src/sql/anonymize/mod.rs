@@ -1,0 +1,212 @@
+//! `anonymize(...)` and its views: `anonymize_metadata`, `anonymize_diagnostics`,
+//! `anonymize_information_loss` and `anonymize_warnings`.
+//!
+//! All of them share one cache keyed by the canonical arguments (validated, every default
+//! filled in; see the `request` module) and the identity of the
+//! source and hierarchy tables: the first scan of any of them computes the release, every
+//! later scan (same statement or not) serves the same rows. A query can therefore never
+//! trigger a new random draw behind the user's back.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::catalog::TableProvider;
+use datafusion::common::Result;
+use datafusion::execution::SessionState;
+use datafusion::logical_expr::planner::RelationPlannerContext;
+use tokio::sync::OnceCell;
+
+use super::args::{bind, CallArgs, ParamSpec};
+use super::lazy::{BatchProducer, LazyTable};
+use super::planner::SqlTableFunction;
+use crate::budget::charge_release;
+use crate::budget::ledger::Ledger;
+use crate::engine::{self, AnonymizeRequest, ProgressFn, ReleaseOutput};
+use request::build_request;
+pub use request::{ANONYMIZE_PARAMS, COMMON_PARAMS};
+use views::{information_loss_batch, information_loss_schema, metadata_batch, metadata_schema};
+
+mod request;
+pub mod views;
+
+/// Which view of a release a function returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReleaseView {
+    /// The released microdata rows.
+    Rows,
+    /// Public metadata `(key, value)`.
+    Metadata,
+    /// Owner-only diagnostics; never publish.
+    Diagnostics,
+    /// Owner-only information loss of the release against its original; never publish.
+    InformationLoss,
+    /// Owner-only warnings `(topic, message)`; never publish.
+    Warnings,
+}
+
+/// State shared by the `anonymize` functions of one registration.
+#[derive(Default)]
+pub struct ReleaseCache {
+    entries: Mutex<HashMap<String, Arc<CacheEntry>>>,
+    progress: Mutex<Option<ProgressFn>>,
+    ledger: Arc<Ledger>,
+}
+
+impl std::fmt::Debug for ReleaseCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReleaseCache").finish_non_exhaustive()
+    }
+}
+
+impl ReleaseCache {
+    /// Installs a progress callback for long lattice searches.
+    pub fn set_progress(&self, progress: Option<ProgressFn>) {
+        if let Ok(mut slot) = self.progress.lock() {
+            *slot = progress;
+        }
+    }
+
+    /// The privacy ledger every release of this cache is charged to.
+    pub fn ledger(&self) -> Arc<Ledger> {
+        self.ledger.clone()
+    }
+
+    fn progress(&self) -> Option<ProgressFn> {
+        self.progress.lock().ok().and_then(|p| p.clone())
+    }
+}
+
+/// One cached release. Holding the providers keeps their identity (address) stable.
+#[derive(Debug)]
+struct CacheEntry {
+    request: AnonymizeRequest,
+    cell: OnceCell<Arc<ReleaseOutput>>,
+}
+
+/// `anonymize`, `anonymize_metadata` or `anonymize_diagnostics`.
+#[derive(Debug)]
+pub struct AnonymizeFunction {
+    view: ReleaseView,
+    cache: Arc<ReleaseCache>,
+}
+
+impl AnonymizeFunction {
+    /// One of the `anonymize` functions over a shared cache.
+    pub fn new(view: ReleaseView, cache: Arc<ReleaseCache>) -> Self {
+        Self { view, cache }
+    }
+}
+
+impl SqlTableFunction for AnonymizeFunction {
+    fn name(&self) -> &'static str {
+        match self.view {
+            ReleaseView::Rows => "anonymize",
+            ReleaseView::Metadata => "anonymize_metadata",
+            ReleaseView::Diagnostics => "anonymize_diagnostics",
+            ReleaseView::InformationLoss => "anonymize_information_loss",
+            ReleaseView::Warnings => "anonymize_warnings",
+        }
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        ANONYMIZE_PARAMS.as_slice()
+    }
+
+    fn about(&self) -> &'static str {
+        match self.view {
+            ReleaseView::Rows => "Releases anonymized microdata rows of a table.",
+            ReleaseView::Metadata => "Public metadata (key, value) of the release anonymize() with the same arguments returns.",
+            ReleaseView::Diagnostics => {
+                "Owner-only diagnostics of the same release (scores of every lattice node, suppressed and counterfeit counts). Never publish this: it carries exact counts."
+            }
+            ReleaseView::InformationLoss => {
+                "Owner-only information loss of the same release against its original (IPA paper Eq. 5-10, one definition for every method): NCP, EMD, Rate, their sum and mean. Never publish this: it is computed from the exact data."
+            }
+            ReleaseView::Warnings => {
+                "Owner-only warnings (topic, message) about the same release, e.g. delta not below 1/n. Never publish this: a warning may name exact counts."
+            }
+        }
+    }
+
+    fn create(
+        &self,
+        args: CallArgs,
+        context: &mut dyn RelationPlannerContext,
+    ) -> Result<Arc<dyn TableProvider>> {
+        let bound = bind(self.name(), &ANONYMIZE_PARAMS, &["source"], args)?;
+        let request = build_request(self.name(), &bound, context)?;
+        let key = request.cache_key();
+        let entry = {
+            let mut entries = match self.cache.entries.lock() {
+                Ok(e) => e,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            entries
+                .entry(key)
+                .or_insert_with(|| {
+                    Arc::new(CacheEntry {
+                        request,
+                        cell: OnceCell::new(),
+                    })
+                })
+                .clone()
+        };
+        let schema = match self.view {
+            ReleaseView::Rows => entry.request.release_schema(),
+            ReleaseView::Metadata => metadata_schema(),
+            ReleaseView::Diagnostics => entry.request.method.diagnostics_schema(),
+            ReleaseView::InformationLoss => information_loss_schema(),
+            ReleaseView::Warnings => metadata_schema(),
+        };
+        let producer = ReleaseProducer {
+            view: self.view,
+            entry,
+            cache: self.cache.clone(),
+        };
+        Ok(Arc::new(LazyTable::new(schema, Arc::new(producer))))
+    }
+}
+
+#[derive(Debug)]
+struct ReleaseProducer {
+    view: ReleaseView,
+    entry: Arc<CacheEntry>,
+    cache: Arc<ReleaseCache>,
+}
+
+#[async_trait]
+impl BatchProducer for ReleaseProducer {
+    async fn batches(&self, state: &SessionState) -> Result<Arc<Vec<RecordBatch>>> {
+        let progress = self.cache.progress();
+        let output = self
+            .entry
+            .cell
+            .get_or_try_init(|| async {
+                // Charged once, before anything is drawn; refunded if nothing is released.
+                let request = &self.entry.request;
+                let charge = charge_release(
+                    &self.cache.ledger,
+                    &request.source_name,
+                    request.method.budget(),
+                    state.config_options(),
+                )?;
+                match engine::compute_release(&self.entry.request, state, progress).await {
+                    Ok(output) => Ok(Arc::new(output)),
+                    Err(e) => Err(charge.refund(e)),
+                }
+            })
+            .await?;
+        Ok(match self.view {
+            ReleaseView::Rows => output.rows.clone(),
+            ReleaseView::Metadata => Arc::new(vec![metadata_batch(&output.metadata)?]),
+            ReleaseView::Diagnostics => output.diagnostics.clone(),
+            ReleaseView::InformationLoss => Arc::new(vec![information_loss_batch(
+                self.entry.request.method.name(),
+                &output.information_loss,
+            )?]),
+            ReleaseView::Warnings => Arc::new(vec![metadata_batch(&output.warnings)?]),
+        })
+    }
+}

@@ -1,0 +1,325 @@
+//! From the arguments of one `anonymize(...)` call to a validated [`AnonymizeRequest`]:
+//! tables and columns resolved, every argument checked against the method's parameter
+//! table, defaults filled in. Everything here runs at planning time, before any data is
+//! read.
+
+use std::sync::{Arc, LazyLock};
+
+use datafusion::arrow::datatypes::Schema;
+use datafusion::catalog::TableProvider;
+use datafusion::common::{plan_err, DataFusionError, Result};
+use datafusion::logical_expr::planner::RelationPlannerContext;
+
+use crate::engine::{AnonymizeRequest, QiSpec};
+use crate::method::{find_method, Method, MethodArgs, MethodSpec, METHODS};
+use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
+use crate::sql::args::BoundArgs;
+
+/// Name of the default method.
+const DEFAULT_METHOD: &str = "ipa";
+
+/// The arguments of `anonymize` that do not depend on the method.
+pub const COMMON_PARAMS: &[ParamSpec] = &[
+    ParamSpec::new(
+        "source",
+        ParamKind::Text,
+        ParamDefault::Required,
+        "table or view to anonymize (first positional argument)",
+    ),
+    ParamSpec::new(
+        "method",
+        ParamKind::Text,
+        ParamDefault::Text(DEFAULT_METHOD),
+        "anonymization method (see the method list)",
+    ),
+    ParamSpec::new(
+        "qi",
+        ParamKind::Text,
+        ParamDefault::Required,
+        "quasi-identifiers as 'col[:hierarchy_table], ...'; without ':table' the hierarchy <source>_hierarchy_<col> is used",
+    ),
+    ParamSpec::new(
+        "informative",
+        ParamKind::Text,
+        ParamDefault::Optional("none: only the quasi-identifiers are released"),
+        "the informative (sensitive, analysed) column, released unchanged",
+    ),
+];
+
+/// Every parameter `anonymize` accepts: the common ones, then each method's, merged by
+/// name. A parameter that only some methods accept says which in its description; one
+/// whose default differs between methods lists each.
+pub static ANONYMIZE_PARAMS: LazyLock<Vec<ParamSpec>> = LazyLock::new(merged_params);
+
+fn merged_params() -> Vec<ParamSpec> {
+    let mut names: Vec<&'static str> = Vec::new();
+    for spec in METHODS.iter().flat_map(|m| m.params) {
+        if !names.contains(&spec.name) {
+            names.push(spec.name);
+        }
+    }
+    let mut out: Vec<ParamSpec> = COMMON_PARAMS.to_vec();
+    out[1].doc = leak(format!(
+        "anonymization method: {}",
+        METHODS
+            .iter()
+            .map(|m| format!("'{}'", m.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    for name in names {
+        let owners: Vec<(&MethodSpec, &ParamSpec)> = METHODS
+            .iter()
+            .filter_map(|m| m.params.iter().find(|p| p.name == name).map(|p| (*m, p)))
+            .collect();
+        let first = owners[0].1;
+        let mut spec = *first;
+        if owners.len() < METHODS.len() {
+            let which: Vec<&str> = owners.iter().map(|(m, _)| m.name).collect();
+            spec.doc = leak(format!("{}: {}", which.join(", "), first.doc));
+        }
+        if owners.iter().any(|(_, p)| p.default != first.default) {
+            let each: Vec<String> = owners
+                .iter()
+                .map(|(m, p)| {
+                    let default = p.default.describe().unwrap_or_else(|| "required".into());
+                    format!("{}: {default}", m.name)
+                })
+                .collect();
+            spec.default = ParamDefault::Optional(leak(each.join("; ")));
+        }
+        out.push(spec);
+    }
+    out
+}
+
+/// Texts of the merged table, built once per process.
+fn leak(text: String) -> &'static str {
+    Box::leak(text.into_boxed_str())
+}
+
+/// Builds the request of one call of `function` (`anonymize` or one of its views).
+pub fn build_request(
+    function: &str,
+    args: &BoundArgs,
+    context: &mut dyn RelationPlannerContext,
+) -> Result<AnonymizeRequest> {
+    let common = ParamValues::parse(function, "every method", COMMON_PARAMS, args.values())?;
+    let method_name = common.text("method")?;
+    let Some(method) = find_method(method_name) else {
+        return plan_err!(
+            "{function}(): unknown method '{method_name}'; valid methods: {}",
+            METHODS
+                .iter()
+                .map(|m| m.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    };
+    check_applicable(function, method, args)?;
+    let context_text = format!("method '{}'", method.name);
+    let values = ParamValues::parse(function, &context_text, method.params, args.values())?;
+
+    let source_name = common.text("source")?.to_string();
+    let source = resolve_table(function, context, &source_name, "source table")?;
+    let schema = source.schema();
+    let qi = resolve_qi(function, context, &source_name, &schema, common.text("qi")?)?;
+    let informative = match common.opt_text("informative") {
+        None => None,
+        Some(text) => Some(resolve_informative(
+            function,
+            &source_name,
+            &schema,
+            &qi,
+            text,
+        )?),
+    };
+    let configured = (method.configure)(&MethodArgs {
+        values: &values,
+        has_informative: informative.is_some(),
+    })
+    .map_err(|e| prefix_error(function, e))?;
+
+    let dropped: Vec<String> = schema
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .filter(|n| {
+            informative.as_ref().is_none_or(|(i, _)| i != n) && !qi.iter().any(|q| &q.column == n)
+        })
+        .collect();
+    let seed = values.opt_u64("seed");
+    let canonical_args = canonical_args(&source_name, &qi, &informative, seed, &*configured);
+    Ok(AnonymizeRequest {
+        canonical_args,
+        source_name,
+        source,
+        qi,
+        informative,
+        dropped,
+        seed,
+        method: configured,
+    })
+}
+
+/// Every argument given must belong to the common table or the method's.
+fn check_applicable(function: &str, method: &MethodSpec, args: &BoundArgs) -> Result<()> {
+    let accepts = |name: &str| {
+        COMMON_PARAMS.iter().any(|p| p.name == name) || method.params.iter().any(|p| p.name == name)
+    };
+    for name in args.names() {
+        if accepts(name) {
+            continue;
+        }
+        if let Some((_, why)) = method.refuses.iter().find(|(n, _)| *n == name) {
+            return plan_err!(
+                "{function}(): argument '{name}' does not apply to method '{}': {why}",
+                method.name
+            );
+        }
+        let valid: Vec<&str> = COMMON_PARAMS
+            .iter()
+            .chain(method.params)
+            .map(|p| p.name)
+            .collect();
+        return plan_err!(
+            "{function}(): argument '{name}' does not apply to method '{}'; its arguments are: {}",
+            method.name,
+            valid.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The cache key's argument part: the resolved source, columns and hierarchies, the seed,
+/// and the configured method (its validated parameters, every default filled in), so that
+/// calls meaning the same release (defaults written out or not, `1` or `1.0`, another letter
+/// case, spacing in `qi`) share one.
+fn canonical_args(
+    source_name: &str,
+    qi: &[QiSpec],
+    informative: &Option<(String, datafusion::arrow::datatypes::DataType)>,
+    seed: Option<u64>,
+    method: &dyn Method,
+) -> String {
+    let qi_text: Vec<String> = qi
+        .iter()
+        .map(|q| format!("{:?}:{:?}", q.column, q.hierarchy_name))
+        .collect();
+    format!(
+        "source={source_name:?};qi={};informative={:?};seed={seed:?};method={method:?}",
+        qi_text.join(","),
+        informative.as_ref().map(|(n, _)| n.as_str()),
+    )
+}
+
+fn resolve_table(
+    function: &str,
+    context: &mut dyn RelationPlannerContext,
+    name: &str,
+    what: &str,
+) -> Result<Arc<dyn TableProvider>> {
+    match crate::sql::resolve::resolve_table(context, name)? {
+        Some(provider) => Ok(provider),
+        None => plan_err!("{function}(): {what} '{name}' not found"),
+    }
+}
+
+/// Finds a column by exact name, else by a unique case-insensitive match.
+fn resolve_column(function: &str, schema: &Schema, table: &str, wanted: &str) -> Result<String> {
+    if schema.field_with_name(wanted).is_ok() {
+        return Ok(wanted.to_string());
+    }
+    let matches: Vec<&str> = schema
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .filter(|n| n.eq_ignore_ascii_case(wanted))
+        .collect();
+    match matches.as_slice() {
+        [one] => Ok(one.to_string()),
+        _ => {
+            let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+            plan_err!(
+                "{function}(): table '{table}' has no column '{wanted}'; its columns are: {}",
+                names.join(", ")
+            )
+        }
+    }
+}
+
+/// Resolves `qi => 'col[:hierarchy], ...'` to columns and hierarchy tables.
+fn resolve_qi(
+    function: &str,
+    context: &mut dyn RelationPlannerContext,
+    source_name: &str,
+    schema: &Schema,
+    qi_text: &str,
+) -> Result<Vec<QiSpec>> {
+    let table_part = source_name.rsplit('.').next().unwrap_or(source_name);
+    let mut qi: Vec<QiSpec> = Vec::new();
+    for item in qi_text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (column, hierarchy_name) = match item.split_once(':') {
+            Some((c, h)) => (c.trim(), h.trim().to_string()),
+            None => (item, format!("{table_part}_hierarchy_{item}")),
+        };
+        let column = resolve_column(function, schema, source_name, column)?;
+        if qi.iter().any(|q| q.column == column) {
+            return plan_err!("{function}(): column '{column}' is listed twice in 'qi'");
+        }
+        let Ok(hierarchy) = resolve_table(function, context, &hierarchy_name, "hierarchy table")
+        else {
+            return plan_err!(
+                "{function}(): hierarchy table '{hierarchy_name}' for column '{column}' not found; create it (e.g. CREATE VIEW {hierarchy_name} AS SELECT * FROM interval_hierarchy(...)) or name one with qi => '{column}:<table>'"
+            );
+        };
+        qi.push(QiSpec {
+            column,
+            hierarchy_name,
+            hierarchy,
+        });
+    }
+    if qi.is_empty() {
+        return plan_err!("{function}(): argument 'qi' names no columns");
+    }
+    Ok(qi)
+}
+
+/// Resolves `informative => 'col'`: exactly one column, not a quasi-identifier.
+fn resolve_informative(
+    function: &str,
+    source_name: &str,
+    schema: &Schema,
+    qi: &[QiSpec],
+    text: &str,
+) -> Result<(String, datafusion::arrow::datatypes::DataType)> {
+    let columns: Vec<&str> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let name = match columns.as_slice() {
+        [one] => resolve_column(function, schema, source_name, one)?,
+        _ => {
+            return plan_err!(
+                "{function}(): 'informative' must name exactly one column, got '{text}'"
+            )
+        }
+    };
+    if qi.iter().any(|q| q.column == name) {
+        return plan_err!(
+            "{function}(): column '{name}' cannot be both quasi-identifier and informative"
+        );
+    }
+    let data_type = schema.field_with_name(&name)?.data_type().clone();
+    Ok((name, data_type))
+}
+
+/// Prefixes a planning error with the function name.
+fn prefix_error(function: &str, e: DataFusionError) -> DataFusionError {
+    DataFusionError::Plan(format!(
+        "{function}(): {}",
+        e.strip_backtrace()
+            .trim_start_matches("Error during planning: ")
+    ))
+}

@@ -1,0 +1,48 @@
+//! One build: the dev-dependencies must not change the features of any normal dependency.
+//!
+//! When they do, `cargo build --release` and `cargo test --release` / `cargo bench` compile
+//! DataFusion twice (each build takes about half an hour on two cores). This test compares
+//! the resolved features of every package with and without the dev-dependencies.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+fn resolved(edges: &str) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = Command::new(cargo)
+        .args([
+            "tree",
+            "--offline",
+            "--manifest-path",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"),
+            "-e",
+            edges,
+            "-f",
+            "{p} {f}",
+            "--prefix",
+            "none",
+        ])
+        .output()
+        .expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| l.trim_end_matches(" (*)").to_string())
+        .collect()
+}
+
+#[test]
+fn dev_dependencies_change_no_feature_of_a_normal_dependency() {
+    let normal = resolved("normal,build");
+    let with_dev = resolved("normal,build,dev");
+    let changed: Vec<&String> = normal.difference(&with_dev).collect();
+    assert!(
+        changed.is_empty(),
+        "the dev-dependencies change these packages' features (turn the same features on in \
+         [dependencies] so release and test builds share artifacts): {changed:#?}"
+    );
+}
