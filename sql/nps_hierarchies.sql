@@ -1,5 +1,5 @@
 -- Generalization hierarchies of the IPA reference implementation for the NPS data
--- (SPEC §1.10.2), in ARX layout: column 0 the raw value, column i its level-i label.
+-- (docs/METHODS.md §1.12.1), in ARX layout: column 0 the raw value, column i its level-i label.
 -- They follow anonymize()'s naming convention <table>_hierarchy_<column>, so
 -- qi => 'age, sex, los, surgery, location' finds them without ':table'.
 CREATE VIEW nps_hierarchy_age AS

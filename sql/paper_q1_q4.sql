@@ -6,7 +6,7 @@
 -- Row labels follow the demo data (src/demo/nps.rs): in Tables 9-10 the row L counts ages
 -- [L-5, L-1] (FLOOR(age/5)*5 + 5), in Tables 11-12 the row L averages ages [L-10, L-1].
 --
--- Reading a release (the evaluator, SPEC A21/A22):
+-- Reading a release (the evaluator, docs/METHODS.md §1.12.2):
 --   * an age interval is spread uniformly over the integers it covers, within the tables'
 --     ages 0..89, and counted per 5-year (Q1, Q2) or 10-year (Q3, Q4) group: gen_spread();
 --   * a length of stay is its midpoint, gen_mid(); '*' has none and is left out of AVG;

@@ -1,7 +1,7 @@
 //! The SQL evaluator of `sql/paper_q1_q4.sql` on hand-made data: a k-anonymous release of
 //! the paper's Tables 9-10 "Original" columns at the ages [0-30), [30-60), [60-100] gives the
-//! paper's k-anonymization columns (SPEC §7.1, ±0.05), and '*' and midpoints are read as
-//! documented.
+//! paper's k-anonymization columns (docs/METHODS.md §1.12.2, ±0.05), and '*' and midpoints
+//! are read as documented.
 
 use std::collections::BTreeMap;
 

@@ -20,7 +20,7 @@
 //!
 //! [`spread`] distributes one record uniformly over the integers of its set and sums the
 //! shares per group `floor(x / width) * width` — the paper's evaluator for
-//! `GROUP BY FLOOR(age / 5) * 5` on generalized ages (SPEC A21).
+//! `GROUP BY FLOOR(age / 5) * 5` on generalized ages (docs/METHODS.md §1.12.2).
 
 use std::fmt;
 
@@ -237,8 +237,8 @@ mod tests {
         ));
     }
 
-    /// SPEC §7.1: spreading the Original columns of Tables 9–10 uniformly over the
-    /// k-anonymization intervals `[0-30)`, `[30-60)`, `[60-100)` gives the paper's
+    /// docs/METHODS.md §1.12.2: spreading the Original columns of Tables 9–10 uniformly
+    /// over the k-anonymization intervals `[0-30)`, `[30-60)`, `[60-100)` gives the paper's
     /// k-anonymization columns (±0.05). Ages are restricted to the tables' domain 0..=89
     /// (18 five-year rows); row label `L` covers ages `[L-5, L-1]`.
     #[test]

@@ -5,8 +5,8 @@
 //! same samples fail a smaller ε: the noisy suppression threshold on a fixed partition, the
 //! exponential-mechanism value choice, and the node choice on bounded scores. The
 //! components whose claims do not hold are audited to *fail*, which backs the warnings of
-//! the `guarantee` metadata with measurements: class visibility (SPEC §1.12 F2), the
-//! reference variant's clamped threshold, and the one-sided counterfeit count (F3).
+//! the `guarantee` metadata with measurements: class visibility (docs/METHODS.md §1.11 F2),
+//! the reference variant's clamped threshold, and the one-sided counterfeit count (F3).
 //!
 //! Each audit runs in under five seconds in the debug profile. Larger versions are
 //! `#[ignore]`d; run them with `cargo test --lib audit -- --ignored` (both together take
@@ -67,8 +67,8 @@ fn audit_ipa_noisy_threshold_on_fixed_partition() {
 }
 
 /// The reference variant clamps the threshold at t: a class of 1 record (t = 2) is always
-/// suppressed, one of 2 records visible with probability 1/2, so δ ≥ 0.5 (SPEC §1.12 F2,
-/// Java semantics).
+/// suppressed, one of 2 records visible with probability 1/2, so δ ≥ 0.5
+/// (docs/METHODS.md §1.11 F2, reference variant).
 #[test]
 fn audit_ipa_reference_threshold_clamp_is_not_private() {
     let p = params(IpaVariant::Reference, 0.1, 0.3, 0.3, 1.0 / 3.0);
@@ -186,7 +186,7 @@ fn class_y_visible(
     result.release.class_codes[0].contains(&1)
 }
 
-/// SPEC §1.12 F2: a class holding one record survives the paper's suppression with
+/// docs/METHODS.md §1.11 F2: a class holding one record survives the paper's suppression with
 /// probability ½·e^{−ε_sup/(t−1)} ≈ 0.452 at ε_sup = 0.1, t = 2, and never appears without
 /// that record. Whole IPA runs on D (5 × x, 1 × y) and D' (5 × x): the measured visibility
 /// brackets 0.452, and already these 3,000 runs per dataset contradict IPA's ε = 1 claim
@@ -216,8 +216,8 @@ fn audit_ipa_class_visibility_gap() {
     assert!(report.max_ratio_lower_bound > 50.0, "{report}");
 }
 
-/// SPEC §1.12 F3: the released size of a class is `n + max(0, Z)`, never below `n`. With
-/// n = 5 in D and 6 in D', "size 5" has probability P[Z ≤ 0] = 1/(1+q) ≈ 0.574
+/// docs/METHODS.md §1.11 F3: the released size of a class is `n + max(0, Z)`, never below
+/// `n`. With n = 5 in D and 6 in D', "size 5" has probability P[Z ≤ 0] = 1/(1+q) ≈ 0.574
 /// (q = e^{−ε_ins}, ε_ins = 0.3) under D and 0 under D'.
 #[test]
 fn audit_ipa_insertion_count_is_one_sided() {

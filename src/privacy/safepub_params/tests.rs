@@ -43,7 +43,7 @@ fn exact_integer_helpers() {
     assert_eq!(ceil_div_minus_one(4, 0.75), Some(5));
 }
 
-/// SPEC §3.4 / §7.1 test vectors: d'(δ) for ε = 1 and ε = 0.9 (β = β_max).
+/// docs/METHODS.md §2.11 test vectors: d'(δ) for ε = 1 and ε = 0.9 (β = β_max).
 #[test]
 fn minimal_k_matches_published_vectors() {
     let eps1 = [9, 21, 34, 47, 61, 74, 91, 104, 118];
@@ -69,8 +69,9 @@ fn arx_compat_adds_one() {
     assert_eq!(calibrate(1.0, 1e-6, true).unwrap().k, 75);
 }
 
-/// Reliable computing (SPEC §5.1): for ε = ln 2 and ln 3 the boundary term j = γn decides
-/// the result; the reliable k are the published ones (ARX-compatible +1 included).
+/// Reliable computing (docs/METHODS.md §2.5; Bild et al. 2020, Table 2): for ε = ln 2 and
+/// ln 3 the boundary term j = γn decides the result; the reliable k are the published ones
+/// (ARX-compatible +1 included).
 #[test]
 fn reliable_k_for_irrational_epsilon() {
     let ln2 = [8, 20, 32, 44, 56, 68, 81, 95, 107];
@@ -95,8 +96,8 @@ fn reliable_k_for_irrational_epsilon() {
     }
 }
 
-/// SPEC §3.4: ε = 1, δ = 1e-6, k = 74 has n_m = 85 and d = 8.995e-7; Li et al.'s bound
-/// alone gives c_86 = 3.70e-2 for k = 75.
+/// docs/METHODS.md §2.11: ε = 1, δ = 1e-6, k = 74 has n_m = 85 and d = 8.995e-7; Li et al.'s
+/// bound alone gives c_86 = 3.70e-2 for k = 75.
 #[test]
 fn intermediate_values() {
     let c = calibrate(1.0, 1e-6, false).unwrap();
@@ -115,7 +116,8 @@ fn intermediate_values() {
     assert!(d.hi() / d.lo() - 1.0 < 1e-12, "{d:?}");
 }
 
-/// Theorem 11 (SPEC Table 1): ε_anon = 1 with ARX's k = 62/75/92 gives δ' at ε' = 2.
+/// Theorem 11 (SafePub Table 1; docs/METHODS.md §2.9, §2.11): ε_anon = 1 with ARX's
+/// k = 62/75/92 gives δ' at ε' = 2.
 #[test]
 fn smoothness_vectors() {
     let beta = beta_for(1.0).unwrap();
