@@ -152,7 +152,7 @@ impl Method for Ipa {
     }
 }
 
-/// Which reading of the paper to follow where it is ambiguous (SPEC §1.11).
+/// Which reading of the paper to follow where it is ambiguous (docs/METHODS.md §1.9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IpaVariant {
     /// The paper's formulas: threshold noise `Lap((t−1)/ε_sup)`, suppress iff `|E| ≤ t + noise`,
