@@ -387,7 +387,7 @@ impl ParamValues {
 mod tests {
     use super::*;
 
-    const SPECS: &[ParamSpec] = &[
+    const TABLE: &[ParamSpec] = &[
         ParamSpec::new(
             "epsilon",
             ParamKind::Positive,
@@ -430,7 +430,7 @@ mod tests {
         let a = ParamValues::parse(
             "f",
             "method 'x'",
-            SPECS,
+            TABLE,
             &given(&[("delta", ScalarValue::Float64(Some(1e-6)))]),
         )
         .unwrap();
@@ -442,7 +442,7 @@ mod tests {
         let b = ParamValues::parse(
             "f",
             "method 'x'",
-            SPECS,
+            TABLE,
             &given(&[
                 ("delta", s("1e-6")),
                 ("epsilon", ScalarValue::Int64(Some(1))),
@@ -458,7 +458,7 @@ mod tests {
     #[test]
     fn errors_name_the_parameter() {
         let err = |pairs: &[(&str, ScalarValue)]| {
-            ParamValues::parse("f", "method 'x'", SPECS, &given(pairs))
+            ParamValues::parse("f", "method 'x'", TABLE, &given(pairs))
                 .unwrap_err()
                 .to_string()
         };
