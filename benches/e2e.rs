@@ -107,7 +107,7 @@ const ADULT_QI: [&str; 9] = [
 
 /// Registers the Adult data and its hierarchies (ARX layout) on `ctx`.
 async fn adult_tables(ctx: &SessionContext) -> Result<()> {
-    let dir = "../shared/data/adult";
+    let dir = "tests/data/adult";
     ctx.sql(&format!(
         "CREATE EXTERNAL TABLE adult STORED AS CSV LOCATION '{dir}/adult.csv' \
          OPTIONS ('format.delimiter' ';', 'format.has_header' 'true')"

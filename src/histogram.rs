@@ -179,21 +179,9 @@ impl GroupedHistogram {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hierarchy::builders::{
-        interval_hierarchy_rows, parse_integer_domain, IntervalLevel,
-    };
+    use crate::testing::{ladder, weighted_histogram};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
-
-    fn hierarchy(name: &str, domain: &str, levels: &[&str]) -> Hierarchy {
-        let levels: Vec<_> = levels
-            .iter()
-            .map(|l| IntervalLevel::parse(l).unwrap())
-            .collect();
-        let rows =
-            interval_hierarchy_rows(&parse_integer_domain(domain).unwrap(), &levels).unwrap();
-        Hierarchy::from_rows(name, &rows).unwrap()
-    }
 
     /// Brute force: generalize every row's labels and count per (labels, value).
     fn brute_force(
@@ -246,17 +234,11 @@ mod tests {
             node in (0usize..4, 0usize..3),
             via in (0usize..4, 0usize..3),
         ) {
-            let age = hierarchy("age", "0..39", &["5", "0,10,20,40"]);
-            let loc = hierarchy("loc", "0..15", &["4"]);
+            let age = ladder("age", "0..39", &["5", "0,10,20,40"]);
+            let loc = ladder("loc", "0..15", &["4"]);
             let hs = [&age, &loc];
             let rows: Vec<(Vec<u32>, u32, u64)> = rows.into_iter().map(|(a, l, v, n)| (vec![a, l], v, n)).collect();
-            let leaf = GroupedHistogram::from_rows(
-                &hs,
-                vec![rows.iter().map(|r| r.0[0]).collect(), rows.iter().map(|r| r.0[1]).collect()],
-                rows.iter().map(|r| r.1).collect(),
-                rows.iter().map(|r| r.2).collect(),
-                5,
-            ).unwrap();
+            let leaf = weighted_histogram(&hs, &rows, 5);
             let target = [node.0.min(3), node.1.min(2)];
             let direct = leaf.roll_up(&hs, &target, 5).unwrap();
             prop_assert_eq!(as_map(&hs, &direct), brute_force(&hs, &rows, &target));

@@ -158,14 +158,12 @@ impl ReleasedHistogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::rows;
     use datafusion::arrow::array::AsArray;
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
 
     fn hierarchy() -> Hierarchy {
-        let rows: Vec<Vec<String>> = [["a", "ab", "*"], ["b", "ab", "*"], ["c", "c", "*"]]
-            .iter()
-            .map(|r| r.iter().map(|s| s.to_string()).collect())
-            .collect();
+        let rows = rows(&[&["a", "ab", "*"], &["b", "ab", "*"], &["c", "c", "*"]]);
         Hierarchy::from_rows("x", &rows).unwrap()
     }
 

@@ -1,6 +1,6 @@
 //! Runs every `tests/slt/*.slt` file (sqllogictest format) against a fresh
 //! `SessionContext` with the anonymization functions registered. Run from the crate root
-//! (cargo does this), so paths like `../shared/data/adult/...` resolve.
+//! (cargo does this), so paths like `tests/data/adult/...` resolve.
 
 use std::path::PathBuf;
 

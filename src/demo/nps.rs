@@ -1315,6 +1315,101 @@ mod tests {
         assert!((300..=800).contains(&seen.len()), "{} codes", seen.len());
     }
 
+    /// FNV-1a (64 bit), a fingerprint that depends on nothing but the bytes fed to it.
+    struct Fnv(u64);
+
+    impl Fnv {
+        fn new() -> Self {
+            Fnv(0xcbf2_9ce4_8422_2325)
+        }
+
+        fn feed(&mut self, bytes: &[u8]) {
+            for &b in bytes {
+                self.0 ^= u64::from(b);
+                self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+
+        fn text(&mut self, s: &str) {
+            self.feed(s.as_bytes());
+            self.feed(&[0]);
+        }
+
+        fn number(&mut self, n: u64) {
+            self.feed(&n.to_le_bytes());
+        }
+    }
+
+    /// Fingerprint of every field of every record, in order.
+    fn records_fingerprint(recs: &[Rec<'_>]) -> u64 {
+        let mut h = Fnv::new();
+        for r in recs {
+            h.number(r.0 as u64);
+            h.text(r.1);
+            h.number(r.2 as u64);
+            h.text(r.3);
+            h.number(r.4 as u64);
+            h.text(r.5);
+        }
+        h.0
+    }
+
+    /// The generator's output for fixed sizes and seeds is pinned: a change to the code or
+    /// the disease data that alters a single record fails here.
+    #[test]
+    fn output_is_pinned() {
+        assert_eq!(records_fingerprint(default_records()), 15206203640825520109);
+        let small = generate_nps(50_000, 7, 8_192).expect("generation");
+        assert_eq!(records_fingerprint(&records(&small)), 14527630157082495237);
+    }
+
+    /// The disease groups and everything derived from them are pinned: codes and their
+    /// order, group of each code, surgery rates, group parameters and the per-band weights.
+    #[test]
+    fn disease_model_is_pinned() {
+        let model = Model::new();
+        let sizes: Vec<usize> = CHAPTERS.iter().map(|ch| ch.codes.len()).collect();
+        assert_eq!(
+            sizes,
+            [25, 41, 10, 29, 25, 31, 32, 49, 29, 47, 64, 20, 47, 21, 6, 22, 26, 10, 15, 63, 16]
+        );
+        let surgical = model
+            .codes
+            .iter()
+            .filter(|(code, _, _)| SURGICAL_CODES.contains(code))
+            .count();
+        assert_eq!(model.codes.len(), 628);
+        assert_eq!(surgical, 143);
+        let mut h = Fnv::new();
+        for ch in &CHAPTERS {
+            h.number(ch.share);
+            ch.age_mult.iter().for_each(|&m| h.number(m));
+            h.number(u64::from(ch.surgery_permille));
+            h.number(ch.los_profile as u64);
+            h.number(match ch.sexes {
+                Sexes::Both => 0,
+                Sexes::Male => 1,
+                Sexes::Female => 2,
+            });
+            h.number(u64::from(ch.stroke));
+        }
+        for &(code, group, rate) in &model.codes {
+            h.text(code);
+            h.number(group as u64);
+            h.number(u64::from(rate));
+        }
+        for band in &model.disease_by_band {
+            band.cumulative.iter().for_each(|&c| h.number(c));
+        }
+        model.stroke_codes.iter().for_each(|c| h.text(c));
+        model
+            .stroke_mix
+            .cumulative
+            .iter()
+            .for_each(|&c| h.number(c));
+        assert_eq!(h.0, 8511657504476546407);
+    }
+
     #[test]
     fn stays_hit_exact_totals() {
         let model = Model::new();

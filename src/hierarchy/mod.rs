@@ -229,12 +229,7 @@ impl Hierarchy {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rows(data: &[&[&str]]) -> Vec<Vec<String>> {
-        data.iter()
-            .map(|r| r.iter().map(|s| s.to_string()).collect())
-            .collect()
-    }
+    use crate::testing::rows;
 
     #[test]
     fn builds_levels_maps_and_ncp() {

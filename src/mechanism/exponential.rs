@@ -65,10 +65,10 @@ fn unnormalized_weights(
     sensitivity: f64,
 ) -> Result<Vec<f64>, NoiseError> {
     if scores.is_empty() {
-        return Err(NoiseError::invalid("scores", "must not be empty"));
+        return Err(NoiseError::invalid_data("scores", "must not be empty"));
     }
     if let Some((i, s)) = scores.iter().enumerate().find(|(_, s)| !s.is_finite()) {
-        return Err(NoiseError::invalid(
+        return Err(NoiseError::invalid_data(
             "scores",
             format!("every score must be finite, got scores[{i}] = {s}"),
         ));
@@ -128,9 +128,10 @@ pub fn exponential_weights(
 ///
 /// # Errors
 ///
-/// [`NoiseError::InvalidParameter`] if `scores` is empty or contains a NaN or
-/// infinite value, if `epsilon` or `sensitivity` is NaN, infinite or `<= 0`,
-/// or if `epsilon / (2 · sensitivity)` overflows or underflows to zero.
+/// [`NoiseError::InvalidData`] if `scores` is empty or contains a NaN or
+/// infinite value; [`NoiseError::InvalidParameter`] if `epsilon` or `sensitivity`
+/// is NaN, infinite or `<= 0`, or if `epsilon / (2 · sensitivity)` overflows or
+/// underflows to zero.
 pub fn exponential_mechanism<R: RngCore + ?Sized>(
     rng: &mut R,
     scores: &[f64],
@@ -153,28 +154,28 @@ pub fn exponential_mechanism<R: RngCore + ?Sized>(
 ///
 /// # Errors
 ///
-/// [`NoiseError::InvalidParameter`] if `weights` is empty, if any weight is
+/// [`NoiseError::InvalidData`] if `weights` is empty, if any weight is
 /// negative, NaN or infinite, or if all weights are zero.
 pub fn sample_weighted_index<R: RngCore + ?Sized>(
     rng: &mut R,
     weights: &[f64],
 ) -> Result<usize, NoiseError> {
     if weights.is_empty() {
-        return Err(NoiseError::invalid("weights", "must not be empty"));
+        return Err(NoiseError::invalid_data("weights", "must not be empty"));
     }
     if let Some((i, w)) = weights
         .iter()
         .enumerate()
         .find(|(_, w)| !w.is_finite() || **w < 0.0)
     {
-        return Err(NoiseError::invalid(
+        return Err(NoiseError::invalid_data(
             "weights",
             format!("every weight must be finite and >= 0, got weights[{i}] = {w}"),
         ));
     }
     let total: f64 = weights.iter().sum();
     if total <= 0.0 {
-        return Err(NoiseError::invalid(
+        return Err(NoiseError::invalid_data(
             "weights",
             "at least one weight must be > 0, all are 0",
         ));
@@ -191,26 +192,14 @@ pub fn sample_weighted_index<R: RngCore + ?Sized>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::noise::test_stats::*;
     use super::*;
+    use crate::testing::stats::*;
     use rand::SeedableRng;
     use std::collections::BTreeMap;
 
     type TestRng = rand_chacha::ChaCha20Rng;
 
     const DRAWS: u64 = 200_000;
-
-    fn categorical_bins(probs: &[f64]) -> Vec<Bin> {
-        probs
-            .iter()
-            .enumerate()
-            .map(|(i, &p)| Bin {
-                lo: i as i64,
-                hi: i as i64,
-                prob: p,
-            })
-            .collect()
-    }
 
     fn tally(n: u64, mut f: impl FnMut() -> usize) -> BTreeMap<i64, u64> {
         let mut counts = BTreeMap::new();
@@ -304,10 +293,12 @@ mod tests {
         for (scores, eps, sens, name) in cases {
             let err =
                 exponential_mechanism(&mut rng, &scores, eps, sens).expect_err("must be rejected");
-            assert!(
-                matches!(&err, NoiseError::InvalidParameter { name: n, .. } if n == name),
-                "{scores:?} {eps} {sens}: {err}"
-            );
+            let matches = if name == "scores" {
+                matches!(&err, NoiseError::InvalidData { name: n, .. } if n == name)
+            } else {
+                matches!(&err, NoiseError::InvalidParameter { name: n, .. } if n == name)
+            };
+            assert!(matches, "{scores:?} {eps} {sens}: {err}");
             assert!(exponential_weights(&scores, eps, sens).is_err());
         }
     }
@@ -379,7 +370,37 @@ mod tests {
             vec![1.0, f64::NAN],
             vec![f64::INFINITY],
         ] {
-            assert!(sample_weighted_index(&mut rng, &w).is_err(), "{w:?}");
+            assert!(
+                matches!(
+                    sample_weighted_index(&mut rng, &w),
+                    Err(NoiseError::InvalidData { name, .. }) if name == "weights"
+                ),
+                "{w:?}"
+            );
         }
+    }
+
+    /// The exponential mechanism near its worst case: candidate 0 scores 1 and 20 others 0
+    /// in D, the reverse in D' (Δs = 1). P[candidate 0] changes by a factor approaching
+    /// e^ε as the number of other candidates grows (here about 0.9·e^ε).
+    #[test]
+    fn audit_exponential_mechanism() {
+        use crate::testing::audit::{assert_private, assert_violated, audit, histogram, ALPHA};
+        let epsilon = 2.0;
+        let mut d_scores = vec![0.0; 21];
+        d_scores[0] = 1.0;
+        let mut d2_scores = vec![1.0; 21];
+        d2_scores[0] = 0.0;
+        let choose = |scores: &[f64], seed: u64| {
+            histogram(2, 200_000, seed, |rng| {
+                usize::from(exponential_mechanism(rng, scores, epsilon, 1.0).expect("valid") != 0)
+            })
+        };
+        let d = choose(&d_scores, 33);
+        let d2 = choose(&d2_scores, 34);
+        let report = audit(&d, &d2, epsilon, 0.0, ALPHA);
+        assert_private(&report, "exponential mechanism");
+        assert!(report.max_ratio_lower_bound > 5.0, "{report}");
+        assert_violated(&audit(&d, &d2, 1.5, 0.0, ALPHA), "exponential power check");
     }
 }

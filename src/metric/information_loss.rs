@@ -229,12 +229,10 @@ pub fn information_loss(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hierarchy::builders::{
-        interval_hierarchy_rows, parse_integer_domain, IntervalLevel,
-    };
     use crate::lattice::Lattice;
     use crate::mechanism::rng::rng_from_seed;
     use crate::method::ipa::{run_ipa, IpaParams, IpaVariant};
+    use crate::testing::{histogram, ladder, Record};
 
     #[test]
     fn class_scores_by_hand() {
@@ -252,35 +250,14 @@ mod tests {
         assert_eq!(class_scores(&[], &[(4, 2)]), (1.0, 2));
     }
 
-    fn ladder(name: &str, domain: &str, levels: &[&str]) -> Hierarchy {
-        let levels: Vec<_> = levels
-            .iter()
-            .map(|l| IntervalLevel::parse(l).unwrap())
-            .collect();
-        let rows =
-            interval_hierarchy_rows(&parse_integer_domain(domain).unwrap(), &levels).unwrap();
-        Hierarchy::from_rows(name, &rows).unwrap()
-    }
-
     /// Small data: ages 0..19 and zips 0..7, 4 informative values.
     fn small() -> (Vec<Hierarchy>, GroupedHistogram) {
         let age = ladder("age", "0..19", &["5", "10"]);
         let zip = ladder("zip", "0..7", &["4"]);
-        let rows: Vec<(u32, u32, u32)> = (0..120u32)
-            .map(|i| ((i * 7) % 20, (i * 3 + i / 9) % 8, (i * i + 1) % 4))
+        let records: Vec<Record> = (0..120u32)
+            .map(|i| (vec![(i * 7) % 20, (i * 3 + i / 9) % 8], (i * i + 1) % 4))
             .collect();
-        let hs = [&age, &zip];
-        let base = GroupedHistogram::from_rows(
-            &hs,
-            vec![
-                rows.iter().map(|r| r.0).collect(),
-                rows.iter().map(|r| r.1).collect(),
-            ],
-            rows.iter().map(|r| r.2).collect(),
-            vec![1; rows.len()],
-            4,
-        )
-        .unwrap();
+        let base = histogram(&[&age, &zip], &records, 4);
         (vec![age, zip], base)
     }
 

@@ -1,24 +1,18 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::mechanism::noise::test_stats::{assert_chi_square_fits, assert_wilson, build_bins};
 use crate::mechanism::rng::rng_from_seed;
 use crate::release::SUPPRESSED;
-use crate::testing::ladder;
+use crate::testing::stats::{assert_chi_square_fits, assert_wilson, build_bins};
+use crate::testing::{ladder, weighted_histogram};
 
 /// `(age, sex, value, count)` rows as a leaf histogram.
 fn histogram(hs: &[&Hierarchy], rows: &[(u32, u32, u32, u64)], domain: usize) -> GroupedHistogram {
-    GroupedHistogram::from_rows(
-        hs,
-        vec![
-            rows.iter().map(|r| r.0).collect(),
-            rows.iter().map(|r| r.1).collect(),
-        ],
-        rows.iter().map(|r| r.2).collect(),
-        rows.iter().map(|r| r.3).collect(),
-        domain,
-    )
-    .unwrap()
+    let rows: Vec<(Vec<u32>, u32, u64)> = rows
+        .iter()
+        .map(|&(age, sex, value, count)| (vec![age, sex], value, count))
+        .collect();
+    weighted_histogram(hs, &rows, domain)
 }
 
 fn params(epsilon: f64, levels: &str) -> DpHistogramParams {
@@ -322,11 +316,11 @@ fn default_node_and_errors() {
 /// DP audit of the whole operator on neighbouring datasets: D holds three records in one
 /// cell, D' a fourth. The released count of that cell (noisy, clamped at 0) is histogrammed
 /// over 40,000 runs each and must satisfy P[D] ≤ e^ε·P[D'] in every bin, with Clopper–Pearson
-/// bounds at a total false-failure rate of 1e-6 (`crate::mechanism::audit`). The power check
+/// bounds at a total false-failure rate of 1e-6 (`crate::testing::audit`). The power check
 /// shows the same samples refute a claim of 0.8·ε.
 #[test]
 fn audit_dp_histogram_operator() {
-    use crate::mechanism::audit::{
+    use crate::testing::audit::{
         assert_private, assert_violated, audit, histogram as audit_histogram, integer_bin, ALPHA,
     };
     let age = ladder("age", "0..3", &["2"]);

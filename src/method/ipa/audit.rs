@@ -1,4 +1,4 @@
-//! Differential-privacy audits of IPA's components (see `mechanism::audit` for the decision
+//! Differential-privacy audits of IPA's components (see `testing::audit` for the decision
 //! rule, slack and the false-failure rate of 1e-6 per audit).
 //!
 //! The components whose claims hold are audited to pass, each with a power check that the
@@ -13,10 +13,11 @@
 //! about two minutes in the debug profile).
 
 use super::*;
-use crate::mechanism::audit::{
+use crate::mechanism::rng::rng_from_seed;
+use crate::testing::audit::{
     assert_private, assert_violated, audit, clopper_pearson, histogram, ALPHA,
 };
-use crate::mechanism::rng::rng_from_seed;
+use crate::testing::{rows, weighted_histogram};
 
 /// Trials per dataset of the fast audits.
 const TRIALS: u64 = 200_000;
@@ -156,8 +157,7 @@ fn audit_ipa_node_choice() {
 
 /// A one-attribute hierarchy of height 0 (a one-node lattice) over values `x` and `y`.
 fn singleton_setup() -> (Hierarchy, Lattice) {
-    let h = Hierarchy::from_rows("q", &[vec!["x".to_string()], vec!["y".to_string()]])
-        .expect("valid hierarchy");
+    let h = Hierarchy::from_rows("q", &rows(&[&["x"], &["y"]])).expect("valid hierarchy");
     let lattice = Lattice::new(vec![0], 1).expect("one node");
     (h, lattice)
 }
@@ -172,16 +172,12 @@ fn class_y_visible(
     p: &IpaParams,
     rng: &mut AnonRng,
 ) -> bool {
-    let (mut codes, mut counts) = (Vec::new(), Vec::new());
-    for (code, count) in [(0u32, x), (1, y)] {
-        if count > 0 {
-            codes.push(code);
-            counts.push(count);
-        }
-    }
-    let values = vec![0u32; codes.len()];
-    let base =
-        GroupedHistogram::from_rows(&[h], vec![codes], values, counts, 1).expect("histogram");
+    let rows: Vec<(Vec<u32>, u32, u64)> = [(0u32, x), (1, y)]
+        .into_iter()
+        .filter(|&(_, count)| count > 0)
+        .map(|(code, count)| (vec![code], 0, count))
+        .collect();
+    let base = weighted_histogram(&[h], &rows, 1);
     let result = run_ipa(&base, &[h], lattice, 1, p, rng, &|_, _| {}).expect("IPA runs");
     result.release.class_codes[0].contains(&1)
 }

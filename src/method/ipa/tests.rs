@@ -1,5 +1,8 @@
 use super::*;
 use crate::mechanism::rng::rng_from_seed;
+use crate::testing::{
+    histogram, paper_example_hierarchies, paper_example_records, PAPER_EXAMPLE_DISEASES as DISEASES,
+};
 
 /// The paper's Tables 5–8 example: age, gender, zip; disease informative.
 struct Example {
@@ -7,31 +10,10 @@ struct Example {
     base: GroupedHistogram,
 }
 
-const DISEASES: [&str; 5] = ["Anemia", "Diabetes", "Gastritis", "Pneumonia", "Stroke"];
-
 fn example() -> Example {
-    let (age, sex, zip) = crate::testing::paper_example_hierarchies();
-    let records = [
-        ("17", "M", "28912", "Gastritis"),
-        ("16", "M", "23512", "Pneumonia"),
-        ("13", "M", "24231", "Pneumonia"),
-        ("24", "F", "31891", "Anemia"),
-        ("29", "F", "34225", "Anemia"),
-        ("25", "F", "37756", "Diabetes"),
-        ("67", "M", "80061", "Stroke"),
-    ];
-    let hs = [&age, &sex, &zip];
-    let leaf = |h: &Hierarchy, v: &str| h.leaf_code(v).unwrap();
-    let codes = vec![
-        records.iter().map(|r| leaf(&age, r.0)).collect(),
-        records.iter().map(|r| leaf(&sex, r.1)).collect(),
-        records.iter().map(|r| leaf(&zip, r.2)).collect(),
-    ];
-    let values = records
-        .iter()
-        .map(|r| DISEASES.iter().position(|d| *d == r.3).unwrap() as u32)
-        .collect();
-    let base = GroupedHistogram::from_rows(&hs, codes, values, vec![1; 7], DISEASES.len()).unwrap();
+    let (age, sex, zip) = paper_example_hierarchies();
+    let records = paper_example_records(&age, &sex, &zip);
+    let base = histogram(&[&age, &sex, &zip], &records, DISEASES.len());
     Example {
         hierarchies: vec![age, sex, zip],
         base,

@@ -4,24 +4,7 @@ use proptest::prelude::*;
 
 use super::*;
 
-use crate::testing::{ladder, paper_example_hierarchies};
-
-/// Records as leaf codes per attribute plus an informative code.
-type Record = (Vec<u32>, u32);
-
-fn histogram(hs: &[&Hierarchy], records: &[Record], domain: usize) -> GroupedHistogram {
-    let attrs = hs.len();
-    GroupedHistogram::from_rows(
-        hs,
-        (0..attrs)
-            .map(|a| records.iter().map(|r| r.0[a]).collect())
-            .collect(),
-        records.iter().map(|r| r.1).collect(),
-        vec![1; records.len()],
-        domain,
-    )
-    .unwrap()
-}
+use crate::testing::{histogram, ladder, paper_example_hierarchies, paper_example_records, Record};
 
 /// Brute force over the lattice, straight from the records: the node minimizing
 /// (loss, level sum, lattice index) among nodes within the suppression limit. The loss uses
@@ -139,28 +122,7 @@ proptest! {
 #[test]
 fn paper_example() {
     let (age, sex, zip) = paper_example_hierarchies();
-    let data = [
-        ("17", "M", "28912", 2),
-        ("16", "M", "23512", 3),
-        ("13", "M", "24231", 3),
-        ("24", "F", "31891", 0),
-        ("29", "F", "34225", 0),
-        ("25", "F", "37756", 1),
-        ("67", "M", "80061", 4),
-    ];
-    let records: Vec<Record> = data
-        .iter()
-        .map(|r| {
-            (
-                vec![
-                    age.leaf_code(r.0).unwrap(),
-                    sex.leaf_code(r.1).unwrap(),
-                    zip.leaf_code(r.2).unwrap(),
-                ],
-                r.3,
-            )
-        })
-        .collect();
+    let records = paper_example_records(&age, &sex, &zip);
     let hs = [&age, &sex, &zip];
     let base = histogram(&hs, &records, 5);
     let lattice = Lattice::new(vec![2, 1, 2], 100).unwrap();

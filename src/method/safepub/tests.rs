@@ -10,11 +10,11 @@ use super::*;
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::mechanism::exponential::exponential_weights;
-use crate::mechanism::noise::test_stats::{assert_chi_square_fits, assert_wilson, Bin};
 use crate::mechanism::rng::rng_from_seed;
 use crate::privacy::safepub_params::beta_for;
+use crate::testing::stats::{assert_chi_square_fits, assert_wilson, categorical_bins, Bin};
 
-use crate::testing::ladder as interval;
+use crate::testing::{histogram, ladder as interval, Record};
 
 /// Three small hierarchies: heights 3, 2 and 1 (a 24-node lattice).
 fn hierarchies() -> Vec<Hierarchy> {
@@ -24,9 +24,6 @@ fn hierarchies() -> Vec<Hierarchy> {
         interval("c", "0..1", &["0,2"]),
     ]
 }
-
-/// A record: leaf codes and an informative value.
-type Record = (Vec<u32>, u32);
 
 fn random_records(rng: &mut AnonRng, n: usize, hs: &[&Hierarchy], values: u32) -> Vec<Record> {
     // Skewed leaf codes so that some classes are large and some small.
@@ -44,20 +41,6 @@ fn random_records(rng: &mut AnonRng, n: usize, hs: &[&Hierarchy], values: u32) -
             (codes, rng.random_range(0..values))
         })
         .collect()
-}
-
-fn histogram(hs: &[&Hierarchy], records: &[Record], values: u32) -> GroupedHistogram {
-    let codes = (0..hs.len())
-        .map(|a| records.iter().map(|r| r.0[a]).collect())
-        .collect();
-    GroupedHistogram::from_rows(
-        hs,
-        codes,
-        records.iter().map(|r| r.1).collect(),
-        vec![1; records.len()],
-        values as usize,
-    )
-    .unwrap()
 }
 
 fn all_nodes(hs: &[&Hierarchy]) -> Lattice {
@@ -598,13 +581,7 @@ fn search_step_distribution() {
         let attr = (0..3).find(|&a| first[a] == 0).unwrap();
         *counts.entry(attr as i64).or_default() += 1;
     }
-    let bins: Vec<Bin> = (0..3)
-        .map(|a| Bin {
-            lo: a as i64,
-            hi: a as i64,
-            prob: expected[a],
-        })
-        .collect();
+    let bins = categorical_bins(&expected);
     assert_chi_square_fits(&counts, draws, &bins, "first pivot");
 }
 
@@ -791,15 +768,15 @@ fn rejects_bad_parameters() {
 /// suppression of every class below k), on one class of n vs n + 1 records: the released
 /// size of the class (0 when it is suppressed) is histogrammed over 100,000 runs each and
 /// must satisfy P[D] ≤ e^ε·P[D'] + δ in both directions in every bin (Clopper–Pearson,
-/// total false-failure rate 1e-6 per audit, `crate::mechanism::audit`). k is the reliable
+/// total false-failure rate 1e-6 per audit, `crate::testing::audit`). k is the reliable
 /// k for δ = 0.05 at ε_anon = 1. The power check shows that the same samples refute δ = 0
 /// at the class size where suppression decides visibility.
 #[test]
 fn audit_safepub_operator() {
-    use crate::mechanism::audit::{
+    use crate::privacy::safepub_params::{beta_numerator, DeltaCalculator};
+    use crate::testing::audit::{
         assert_private, assert_violated, audit, histogram as audit_histogram, ALPHA,
     };
-    use crate::privacy::safepub_params::{beta_numerator, DeltaCalculator};
     let epsilon_anon = 1.0;
     let delta = 0.05;
     let beta = beta_for(epsilon_anon).unwrap();

@@ -1,0 +1,12 @@
+//! Test support shared by the unit tests: fixtures (hierarchies, the IPA paper's example,
+//! leaf histograms), statistical checks of samplers, and differential-privacy audits.
+//! Compiled for tests only.
+
+pub mod audit;
+pub mod fixtures;
+pub mod stats;
+
+pub use fixtures::{
+    histogram, ladder, paper_example_hierarchies, paper_example_records, rows, weighted_histogram,
+    Record, PAPER_EXAMPLE_DISEASES,
+};
