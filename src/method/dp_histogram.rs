@@ -202,8 +202,7 @@ pub fn run_dp_histogram(
             params.epsilon
         );
     }
-    let scale = ExactScale::from_sensitivity_epsilon(1, params.epsilon)
-        .map_err(|e| datafusion::error::DataFusionError::Plan(e.to_string()))?;
+    let scale = ExactScale::from_sensitivity_epsilon(1, params.epsilon)?;
     let node = resolve_node(hierarchies, lattice, value_domain, params)?;
     let Some(cells) = cell_count(hierarchies, &node, value_domain) else {
         return internal_err!("dp_histogram: cell count overflow after validation");

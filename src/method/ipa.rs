@@ -205,8 +205,12 @@ fn choose_node(rng: &mut AnonRng, outcomes: &[NodeOutcome], params: &IpaParams) 
         IpaVariant::Reference => (1.0, 1.0),
     };
     let utilities: Vec<f64> = outcomes.iter().map(|o| max_il - o.il).collect();
-    exponential_mechanism(rng, &utilities, params.eps_cand, sensitivity)
-        .map_err(|e| datafusion::error::DataFusionError::Execution(e.to_string()))
+    Ok(exponential_mechanism(
+        rng,
+        &utilities,
+        params.eps_cand,
+        sensitivity,
+    )?)
 }
 
 /// Exact noise scales derived once from the budget.
@@ -221,13 +225,9 @@ impl Scales {
             IpaVariant::Paper => params.threshold - 1,
             IpaVariant::Reference => 1,
         };
-        let to_err = |e: crate::mechanism::noise::NoiseError| {
-            datafusion::error::DataFusionError::Plan(e.to_string())
-        };
         Ok(Self {
-            suppression: ExactScale::from_sensitivity_epsilon(sup_sensitivity, params.eps_sup)
-                .map_err(to_err)?,
-            insertion: ExactScale::from_sensitivity_epsilon(1, params.eps_ins).map_err(to_err)?,
+            suppression: ExactScale::from_sensitivity_epsilon(sup_sensitivity, params.eps_sup)?,
+            insertion: ExactScale::from_sensitivity_epsilon(1, params.eps_ins)?,
         })
     }
 }
@@ -431,8 +431,7 @@ fn draw_value(
     weights: &[f64],
     absent: usize,
 ) -> Result<u32> {
-    let pick = sample_weighted_index(rng, weights)
-        .map_err(|e| datafusion::error::DataFusionError::Execution(e.to_string()))?;
+    let pick = sample_weighted_index(rng, weights)?;
     if pick < real.len() {
         Ok(real[pick].0)
     } else {

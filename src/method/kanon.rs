@@ -116,20 +116,12 @@ struct Penalties {
     suppressed: u128,
 }
 
-fn gcd(a: u128, b: u128) -> u128 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
-
 impl Penalties {
     fn new(hierarchies: &[&Hierarchy]) -> Result<Self> {
         let mut d: u128 = 1;
         for h in hierarchies {
             let l = h.leaf_count() as u128;
-            let Some(next) = (d / gcd(d, l)).checked_mul(l) else {
+            let Some(next) = (d / num_integer::gcd(d, l)).checked_mul(l) else {
                 return plan_err!(
                     "kanon: the hierarchies' leaf counts are too large for exact loss comparison"
                 );

@@ -31,7 +31,7 @@ impl ExactScale {
                 "must be > 0, got 0",
             ));
         }
-        let g = gcd_u128(u128::from(num), u128::from(den));
+        let g = num_integer::gcd(u128::from(num), u128::from(den));
         // g divides both, so the quotients fit u64.
         Ok(ExactScale {
             num: (u128::from(num) / g) as u64,
@@ -92,7 +92,7 @@ impl ExactScale {
         let eps_fixed = scaled as u64;
         let num = u128::from(sensitivity) << EPSILON_GRID_BITS;
         let den = u128::from(eps_fixed);
-        let g = gcd_u128(num, den);
+        let g = num_integer::gcd(num, den);
         let (num, den) = (num / g, den / g);
         let num = u64::try_from(num).map_err(|_| {
             NoiseError::invalid(
@@ -123,13 +123,4 @@ impl ExactScale {
     pub fn as_f64(&self) -> f64 {
         self.num as f64 / self.den as f64
     }
-}
-
-fn gcd_u128(mut a: u128, mut b: u128) -> u128 {
-    while b != 0 {
-        let t = a % b;
-        a = b;
-        b = t;
-    }
-    a
 }

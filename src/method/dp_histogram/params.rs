@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::common::{DataFusionError, Result};
+use datafusion::common::Result;
 
 use super::{
     dp_histogram_diagnostics_batch, dp_histogram_diagnostics_schema, dp_histogram_metadata,
@@ -55,8 +55,7 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
         max_cells: values.u64("max_cells")?,
     };
     // The exact noise scale must exist for this epsilon (e.g. epsilon >= 2^-30).
-    ExactScale::from_sensitivity_epsilon(1, params.epsilon)
-        .map_err(|e| DataFusionError::Plan(e.to_string()))?;
+    ExactScale::from_sensitivity_epsilon(1, params.epsilon)?;
     Ok(Arc::new(DpHistogram {
         params,
         max_nodes: max_nodes(values)?,

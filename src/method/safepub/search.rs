@@ -151,8 +151,7 @@ pub fn top_down_search(
             break;
         }
         let utilities: Vec<f64> = candidates.iter().map(|(i, _)| scores[i].score).collect();
-        let choice = exponential_mechanism(rng, &utilities, step_epsilon, sensitivity)
-            .map_err(|e| DataFusionError::Execution(e.to_string()))?;
+        let choice = exponential_mechanism(rng, &utilities, step_epsilon, sensitivity)?;
         let (index, node) = candidates[choice].clone();
         let evaluation = scores[&index];
         history.push(SearchStep {
