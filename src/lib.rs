@@ -9,22 +9,9 @@
 //!     informative => 'disease', epsilon => 1.0);
 //! ```
 //!
-//! | function | returns |
-//! |---|---|
-//! | `anonymize(source, ...)` | the released microdata rows |
-//! | `anonymize_metadata(...)` | public metadata of that release, `(key, value)` |
-//! | `anonymize_diagnostics(...)` | owner-only diagnostics; never publish |
-//! | `anonymize_information_loss(...)` | owner-only information loss (NCP, EMD, Rate) of that release |
-//! | `interval_hierarchy(domain, level, ...)` | a numeric interval hierarchy in ARX layout |
-//! | `mask_hierarchy(source, column, keep)` | a prefix-masking hierarchy in ARX layout |
-//! | `anonymize_warnings(...)` | owner-only warnings about that release (e.g. δ not below 1/n); never publish |
-//! | `privacy_budget()` | ε and δ spent and remaining per source table |
-//! | `nps_demo(rows, seed)` | the synthetic NPS-shaped demo table |
-//! | `anonymize_help()` | every function and parameter |
-//!
-//! Methods: `ipa`, `kanon` (optimal k-anonymity), `dp_histogram` (noisy contingency table).
-//! Scalar functions for analysts (see [`sql::generalized_udfs`]): `gen_lower`, `gen_upper`,
-//! `gen_mid`, `gen_spread` read generalized integer labels (`[10-20)`, `*`) back as numbers.
+//! Every function it adds, table and scalar, with its parameters and defaults, is listed in
+//! `docs/FUNCTIONS.md`, and in SQL by `SELECT * FROM anonymize_help()`. Both are generated
+//! from one list, [`sql::catalog::FunctionCatalog`] (see [`functions_markdown`]).
 //!
 //! The pipeline has three phases: one aggregate pass over the source builds a histogram;
 //! the method runs on histograms (small, vectorized); the released histogram is expanded
@@ -53,11 +40,10 @@ use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
 use engine::ProgressFn;
-use sql::anonymize::{AnonymizeFunction, ReleaseCache, ReleaseView};
-use sql::budget_fn::PrivacyBudgetFunction;
-use sql::demo_fns::{HelpFunction, NpsDemoFunction};
-use sql::hierarchy_fns::{IntervalHierarchyFunction, MaskHierarchyFunction};
-use sql::planner::{FunctionPlanner, SqlTableFunction};
+use sql::catalog::FunctionCatalog;
+use sql::planner::FunctionPlanner;
+
+pub use sql::catalog::{cli_help_section, function_docs, functions_markdown};
 
 /// Options for [`register_with`].
 #[derive(Default, Clone)]
@@ -66,42 +52,22 @@ pub struct RegisterOptions {
     pub progress: Option<ProgressFn>,
 }
 
-/// Registers every table function of this crate on `ctx`.
+/// Registers every function of this crate ([`FunctionCatalog`]) on `ctx`.
 pub fn register(ctx: &SessionContext) -> Result<()> {
     register_with(ctx, RegisterOptions::default())
 }
 
 /// [`register`] with options.
 pub fn register_with(ctx: &SessionContext, options: RegisterOptions) -> Result<()> {
-    let cache = Arc::new(ReleaseCache::default());
-    cache.set_progress(options.progress);
-    let ledger = cache.ledger();
-    let mut functions: Vec<Arc<dyn SqlTableFunction>> = vec![
-        Arc::new(AnonymizeFunction::new(ReleaseView::Rows, cache.clone())),
-        Arc::new(AnonymizeFunction::new(ReleaseView::Metadata, cache.clone())),
-        Arc::new(AnonymizeFunction::new(
-            ReleaseView::Diagnostics,
-            cache.clone(),
-        )),
-        Arc::new(AnonymizeFunction::new(
-            ReleaseView::InformationLoss,
-            cache.clone(),
-        )),
-        Arc::new(AnonymizeFunction::new(ReleaseView::Warnings, cache)),
-        Arc::new(PrivacyBudgetFunction::new(ledger)),
-        Arc::new(IntervalHierarchyFunction),
-        Arc::new(MaskHierarchyFunction),
-        Arc::new(NpsDemoFunction::default()),
-    ];
-    let help = HelpFunction::new(&functions);
-    functions.push(Arc::new(help));
+    let catalog = FunctionCatalog::new(&options);
     budget::config::install(ctx);
+    // Internal plumbing for table names given as text; not a user-facing function.
     ctx.register_udtf(
         sql::resolve::RESOLVER_FUNCTION,
         Arc::new(sql::resolve::TableResolver),
     );
-    ctx.register_relation_planner(Arc::new(FunctionPlanner::new(functions)))?;
-    for udf in sql::generalized_udfs::generalized_udfs() {
+    ctx.register_relation_planner(Arc::new(FunctionPlanner::new(catalog.table_functions)))?;
+    for udf in catalog.scalar_functions {
         ctx.register_udf(udf);
     }
     Ok(())

@@ -7,7 +7,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
@@ -19,21 +19,21 @@ use datafusion_cli::print_format::PrintFormat;
 use datafusion_cli::print_options::{MaxRows, PrintOptions};
 use indicatif::{ProgressBar, ProgressStyle};
 
-const AFTER_HELP: &str = "\
-Anonymization functions (see README.md and `SELECT * FROM anonymize_help()`):
-  anonymize(source, method => 'ipa', qi => 'col:hierarchy, ...', informative => 'col', epsilon => 1.0, ...)
-  anonymize_metadata(<same arguments>)      public metadata of that release
-  anonymize_diagnostics(<same arguments>)   owner-only diagnostics: never publish
-  interval_hierarchy(domain, level, ...)    numeric interval hierarchy, e.g. ('1..100', '10', '0,30,60,100')
-  mask_hierarchy(source, column, keep)      prefix masking, e.g. I634 -> I63* -> I6* -> *
-  nps_demo(rows, seed)                      synthetic NPS-shaped demo table
-
-Example:
-  dfanon -f sql/demo.sql";
+/// Help text after the options: the generated list of functions, then an example.
+fn after_help() -> String {
+    format!(
+        "{}\n\nExample:\n  dfanon -f sql/demo.sql",
+        datafusion_anonymize::cli_help_section()
+    )
+}
 
 /// Command-line arguments.
 #[derive(Debug, Parser)]
-#[clap(name = "dfanon", version, about = "DataFusion SQL with privacy-preserving microdata release", after_help = AFTER_HELP)]
+#[clap(
+    name = "dfanon",
+    version,
+    about = "DataFusion SQL with privacy-preserving microdata release"
+)]
 struct Args {
     /// Execute the given command string(s), then exit.
     #[clap(short = 'c', long, num_args = 0..)]
@@ -110,8 +110,14 @@ fn progress_callback() -> datafusion_anonymize::engine::ProgressFn {
     })
 }
 
+/// Parses the command line; `--help` shows [`after_help`].
+fn parse_args() -> Args {
+    let matches = Args::command().after_help(after_help()).get_matches();
+    Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 async fn run() -> Result<()> {
-    let args = Args::parse();
+    let args = parse_args();
     if !args.quiet {
         println!(
             "dfanon {} (DataFusion CLI {})",

@@ -1,14 +1,12 @@
-//! `nps_demo(...)`: the embedded NPS-shaped demo table, and `anonymize_help()`.
+//! `nps_demo(...)`: the embedded NPS-shaped demo table.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::array::RecordBatch;
 use datafusion::catalog::TableProvider;
 use datafusion::common::{plan_err, Result};
-use datafusion::datasource::MemTable;
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 use tokio::sync::OnceCell;
@@ -103,72 +101,5 @@ impl BatchProducer for NpsProducer {
             })
             .await
             .cloned()
-    }
-}
-
-/// `anonymize_help()`: every function and parameter, with defaults.
-#[derive(Debug)]
-pub struct HelpFunction {
-    entries: Vec<(String, String, String, String)>,
-}
-
-impl HelpFunction {
-    /// Help over the given functions.
-    pub fn new(functions: &[Arc<dyn SqlTableFunction>]) -> Self {
-        let mut entries = Vec::new();
-        for f in functions {
-            entries.push((
-                f.name().to_string(),
-                String::new(),
-                String::new(),
-                f.about().to_string(),
-            ));
-            for p in f.params() {
-                entries.push((
-                    f.name().to_string(),
-                    p.name.to_string(),
-                    p.default.describe().unwrap_or_default(),
-                    p.doc.to_string(),
-                ));
-            }
-        }
-        Self { entries }
-    }
-}
-
-impl SqlTableFunction for HelpFunction {
-    fn name(&self) -> &'static str {
-        "anonymize_help"
-    }
-    fn params(&self) -> &'static [ParamSpec] {
-        &[]
-    }
-    fn about(&self) -> &'static str {
-        "Lists every anonymization function and its parameters."
-    }
-    fn create(
-        &self,
-        args: CallArgs,
-        _context: &mut dyn RelationPlannerContext,
-    ) -> Result<Arc<dyn TableProvider>> {
-        bind(self.name(), &[], &[], args)?;
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("function", DataType::Utf8, false),
-            Field::new("parameter", DataType::Utf8, false),
-            Field::new("default", DataType::Utf8, false),
-            Field::new("description", DataType::Utf8, false),
-        ]));
-        let col = |i: usize| -> ArrayRef {
-            Arc::new(StringArray::from_iter_values(self.entries.iter().map(
-                |e| match i {
-                    0 => e.0.as_str(),
-                    1 => e.1.as_str(),
-                    2 => e.2.as_str(),
-                    _ => e.3.as_str(),
-                },
-            )))
-        };
-        let batch = RecordBatch::try_new(schema.clone(), vec![col(0), col(1), col(2), col(3)])?;
-        Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
     }
 }

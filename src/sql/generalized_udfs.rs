@@ -1,19 +1,10 @@
 //! Scalar functions for analysts querying a release whose integer columns are generalized:
+//! `gen_lower`, `gen_upper`, `gen_mid` and `gen_spread`. Each describes itself through
+//! DataFusion's [`ScalarUDFImpl::documentation`] (the one home of its text, shown by
+//! `anonymize_help()`, `SHOW FUNCTIONS` and `docs/FUNCTIONS.md`).
 //!
-//! | function | returns |
-//! |---|---|
-//! | `gen_lower(value [, domain_lo, domain_hi])` | smallest integer the value stands for (BIGINT) |
-//! | `gen_upper(value [, domain_lo, domain_hi])` | largest integer the value stands for (BIGINT) |
-//! | `gen_mid(value [, domain_lo, domain_hi])` | midpoint of those integers (DOUBLE) |
-//! | `gen_spread(value, width [, domain_lo, domain_hi])` | list of `{group, weight}`: the value spread uniformly over its integers, summed per group `floor(x / width) * width` |
-//!
-//! `value` is a released label (`'37'`, `'[10-20)'`, `'[60-100]'`, `'*'`) or a number.
 //! Labels name integer sets ([`crate::analysis::generalized`]): `[10-20)` is 10..=19,
-//! `[60-100]` is 60..=100. `*` has no bounds (NULL, and an empty spread) unless a domain
-//! `domain_lo..=domain_hi` is given, in which case it stands for the whole domain; with a
-//! domain every value is also clipped to it (NULL / empty when outside). NULL in, NULL out;
-//! a NULL domain bound means "no domain". A label that is not an integer value is an error
-//! naming it.
+//! `[60-100]` is 60..=100, `*` has no bounds unless a domain is given.
 //!
 //! ```sql
 //! -- COUNT(*) ... GROUP BY FLOOR(age / 5) * 5 on a release whose ages are intervals
@@ -24,7 +15,7 @@
 //! SELECT AVG(gen_mid(los)) FROM released;
 //! ```
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, Float64Array, Float64Builder, Int64Array, Int64Builder, ListArray,
@@ -35,7 +26,8 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Fields, Int64Type};
 use datafusion::common::{exec_err, plan_err, Result};
 use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, DocSection, Documentation, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
+    Signature, Volatility,
 };
 
 use crate::analysis::generalized::{midpoint, parse_generalized, spread};
@@ -49,6 +41,17 @@ pub enum Bound {
     Upper,
     /// Midpoint (`gen_mid`).
     Mid,
+}
+
+impl Bound {
+    /// The SQL name of the function returning this bound.
+    pub fn function_name(self) -> &'static str {
+        match self {
+            Bound::Lower => "gen_lower",
+            Bound::Upper => "gen_upper",
+            Bound::Mid => "gen_mid",
+        }
+    }
 }
 
 /// `gen_lower`, `gen_upper` or `gen_mid`.
@@ -66,6 +69,14 @@ impl GeneralizedBoundUdf {
             signature: Signature::user_defined(Volatility::Immutable),
         }
     }
+
+    fn doc(&self) -> &'static Documentation {
+        match self.bound {
+            Bound::Lower => &GEN_LOWER_DOC,
+            Bound::Upper => &GEN_UPPER_DOC,
+            Bound::Mid => &GEN_MID_DOC,
+        }
+    }
 }
 
 /// `gen_spread(value, width [, domain_lo, domain_hi])`.
@@ -81,6 +92,67 @@ impl Default for GeneralizedSpreadUdf {
         }
     }
 }
+
+/// Section of DataFusion's function documentation these functions belong to.
+const DOC_SECTION: DocSection = DocSection {
+    include: true,
+    label: "Generalized value functions",
+    description: Some(
+        "Read generalized integer labels of a release ('[10-20)', '*') back as numbers.",
+    ),
+};
+
+const VALUE_ARG: &str = "A released label ('37', '[10-20)' = 10..=19, '[60-100]' = 60..=100, '*') or an integer. NULL gives NULL; a label that is not an integer value is an error naming it.";
+const DOMAIN_LO_ARG: &str = "Optional, given with domain_hi: smallest integer of the domain. With a domain, '*' stands for the whole domain and every value is clipped to it (NULL or empty when outside); a NULL bound means no domain.";
+const DOMAIN_HI_ARG: &str = "Optional, given with domain_lo: largest integer of the domain.";
+
+/// Documentation of `gen_lower`, `gen_upper` or `gen_mid`.
+fn bound_documentation(bound: Bound) -> Documentation {
+    let (description, example) = match bound {
+        Bound::Lower => (
+            "Smallest integer a released value stands for (BIGINT).",
+            "SELECT gen_lower('[10-20)'), gen_lower('*', 0, 89); -- 10, 0",
+        ),
+        Bound::Upper => (
+            "Largest integer a released value stands for (BIGINT).",
+            "SELECT gen_upper('[10-20)'), gen_upper('[60-100]'); -- 19, 100",
+        ),
+        Bound::Mid => (
+            "Midpoint (lower + upper) / 2 of the integers a released value stands for (DOUBLE), e.g. for AVG over a generalized column: '[2-5)' gives 3.",
+            "SELECT gen_mid('[10-20)'), gen_mid('*', 1, 100); -- 14.5, 50.5",
+        ),
+    };
+    Documentation::builder(
+        DOC_SECTION,
+        description,
+        format!("{}(value [, domain_lo, domain_hi])", bound.function_name()),
+    )
+    .with_argument("value", VALUE_ARG)
+    .with_argument("domain_lo", DOMAIN_LO_ARG)
+    .with_argument("domain_hi", DOMAIN_HI_ARG)
+    .with_sql_example(format!("```sql\n{example}\n```"))
+    .build()
+}
+
+static GEN_LOWER_DOC: LazyLock<Documentation> = LazyLock::new(|| bound_documentation(Bound::Lower));
+static GEN_UPPER_DOC: LazyLock<Documentation> = LazyLock::new(|| bound_documentation(Bound::Upper));
+static GEN_MID_DOC: LazyLock<Documentation> = LazyLock::new(|| bound_documentation(Bound::Mid));
+
+static GEN_SPREAD_DOC: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        DOC_SECTION,
+        "A released value spread uniformly over its integers, summed per group floor(x / width) * width: a list of {group BIGINT, weight DOUBLE}, ascending by group, whose weights sum to 1 (empty for '*' without a domain). Unnest it and SUM the weights to count records per group.",
+        "gen_spread(value, width [, domain_lo, domain_hi])",
+    )
+    .with_argument("value", VALUE_ARG)
+    .with_argument("width", "Group width, a positive integer; NULL gives NULL.")
+    .with_argument("domain_lo", DOMAIN_LO_ARG)
+    .with_argument("domain_hi", DOMAIN_HI_ARG)
+    .with_sql_example(
+        "```sql\nSELECT s['group'], s['weight'] FROM (SELECT unnest(gen_spread('[0-10)', 5)) AS s); -- (0, 0.5), (5, 0.5)\n```",
+    )
+    .build()
+});
 
 /// Every analyst function, ready for `ctx.register_udf`.
 pub fn generalized_udfs() -> Vec<ScalarUDF> {
@@ -204,20 +276,19 @@ fn integers_of(
 
 impl ScalarUDFImpl for GeneralizedBoundUdf {
     fn name(&self) -> &str {
-        match self.bound {
-            Bound::Lower => "gen_lower",
-            Bound::Upper => "gen_upper",
-            Bound::Mid => "gen_mid",
-        }
+        self.bound.function_name()
     }
 
     fn signature(&self) -> &Signature {
         &self.signature
     }
 
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(self.doc())
+    }
+
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        let usage = format!("{}(value [, domain_lo, domain_hi])", self.name());
-        coerce(self.name(), &usage, &[], arg_types)
+        coerce(self.name(), &self.doc().syntax_example, &[], arg_types)
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
@@ -268,10 +339,14 @@ impl ScalarUDFImpl for GeneralizedSpreadUdf {
         &self.signature
     }
 
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&GEN_SPREAD_DOC)
+    }
+
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
         coerce(
             self.name(),
-            "gen_spread(value, width [, domain_lo, domain_hi])",
+            &GEN_SPREAD_DOC.syntax_example,
             &["width"],
             arg_types,
         )

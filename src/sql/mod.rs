@@ -1,10 +1,13 @@
-//! The SQL surface: argument grammar, the relation planner and every table function.
+//! The SQL surface: argument grammar, the relation planner and every function
+//! ([`catalog`] lists them).
 
 pub mod anonymize;
 pub mod args;
 pub mod budget_fn;
+pub mod catalog;
 pub mod demo_fns;
 pub mod generalized_udfs;
+pub mod help_fn;
 pub mod hierarchy_fns;
 pub mod lazy;
 pub mod planner;
