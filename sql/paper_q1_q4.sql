@@ -3,7 +3,7 @@
 -- sum |original - estimate| / sum original.
 -- Run with:  cargo run --release -- -f sql/nps_hierarchies.sql sql/paper_q1_q4.sql
 --
--- Row labels follow the demo data (src/demo/nps.rs): in Tables 9-10 the row L counts ages
+-- Row labels follow the demo data (src/demo/nps/): in Tables 9-10 the row L counts ages
 -- [L-5, L-1] (FLOOR(age/5)*5 + 5), in Tables 11-12 the row L averages ages [L-10, L-1].
 --
 -- Reading a release (the evaluator, docs/METHODS.md §1.12.2):
