@@ -57,7 +57,7 @@ pub const METHOD: MethodSpec = MethodSpec {
 fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
     if !args.has_informative {
         return plan_err!(
-            "argument 'informative' is required for method 'ipa', e.g. informative => 'disease'"
+            "argument 'informative' (or its synonym 'sensitive') is required for method 'ipa', e.g. informative => 'disease'"
         );
     }
     let values = args.values;

@@ -39,10 +39,16 @@ pub const COMMON_PARAMS: &[ParamSpec] = &[
         "quasi-identifiers as 'col[:hierarchy_table], ...'; without ':table' the hierarchy <source>_hierarchy_<col> is used",
     ),
     ParamSpec::new(
-        "informative",
+        "sensitive",
         ParamKind::Text,
         ParamDefault::Optional("none: only the quasi-identifiers are released"),
-        "the informative (sensitive, analysed) column, released unchanged",
+        "the sensitive (analysed) column, released unchanged; 'informative' is its synonym",
+    ),
+    ParamSpec::new(
+        "informative",
+        ParamKind::Text,
+        ParamDefault::Optional("none"),
+        "synonym of 'sensitive' (the IPA paper's name for the released unchanged column)",
     ),
 ];
 
@@ -124,13 +130,14 @@ pub fn build_request(
     let source = resolve_table(function, context, &source_name, "source table")?;
     let schema = source.schema();
     let qi = resolve_qi(function, context, &source_name, &schema, common.text("qi")?)?;
-    let informative = match common.opt_text("informative") {
+    let informative = match sensitive_text(function, &common)? {
         None => None,
-        Some(text) => Some(resolve_informative(
+        Some((name, text)) => Some(resolve_informative(
             function,
             &source_name,
             &schema,
             &qi,
+            name,
             text,
         )?),
     };
@@ -285,12 +292,30 @@ fn resolve_qi(
     Ok(qi)
 }
 
-/// Resolves `informative => 'col'`: exactly one column, not a quasi-identifier.
+/// The text of `sensitive` or of its synonym `informative`, with the name that was used;
+/// giving both is an error.
+fn sensitive_text<'a>(
+    function: &str,
+    common: &'a ParamValues,
+) -> Result<Option<(&'static str, &'a str)>> {
+    match (common.opt_text("sensitive"), common.opt_text("informative")) {
+        (Some(_), Some(_)) => {
+            plan_err!("{function}(): give 'sensitive' or its synonym 'informative', not both")
+        }
+        (Some(text), None) => Ok(Some(("sensitive", text))),
+        (None, Some(text)) => Ok(Some(("informative", text))),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Resolves `sensitive => 'col'` (or `informative => 'col'`, named `param`): exactly one
+/// column, not a quasi-identifier.
 fn resolve_informative(
     function: &str,
     source_name: &str,
     schema: &Schema,
     qi: &[QiSpec],
+    param: &str,
     text: &str,
 ) -> Result<(String, datafusion::arrow::datatypes::DataType)> {
     let columns: Vec<&str> = text
@@ -301,14 +326,12 @@ fn resolve_informative(
     let name = match columns.as_slice() {
         [one] => resolve_column(function, schema, source_name, one)?,
         _ => {
-            return plan_err!(
-                "{function}(): 'informative' must name exactly one column, got '{text}'"
-            )
+            return plan_err!("{function}(): '{param}' must name exactly one column, got '{text}'")
         }
     };
     if qi.iter().any(|q| q.column == name) {
         return plan_err!(
-            "{function}(): column '{name}' cannot be both quasi-identifier and informative"
+            "{function}(): column '{name}' cannot be both quasi-identifier and {param}"
         );
     }
     let data_type = schema.field_with_name(&name)?.data_type().clone();
