@@ -47,7 +47,7 @@ async fn ipa_nps(parquet: &str, runs: usize) -> Result<(u64, usize, f64)> {
     for _ in 0..runs {
         // A fresh context each run, so nothing is served from a cache.
         let ctx = SessionContext::new();
-        datafusion_anonymize::register(&ctx)?;
+        datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;
         let start = Instant::now();
         ctx.sql(&format!(
             "CREATE EXTERNAL TABLE nps STORED AS PARQUET LOCATION '{parquet}'"
@@ -146,7 +146,7 @@ async fn safepub_adult(runs: usize) -> Result<(u64, usize, f64)> {
     let mut nodes = 0;
     for _ in 0..runs {
         let ctx = SessionContext::new();
-        datafusion_anonymize::register(&ctx)?;
+        datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;
         let start = Instant::now();
         adult_tables(&ctx).await?;
         let released = ctx
@@ -224,7 +224,10 @@ async fn main() -> Result<()> {
         let parquet = parquet.to_string_lossy().to_string();
         {
             let ctx = SessionContext::new();
-            datafusion_anonymize::register(&ctx)?;
+            datafusion_anonymize::register_with(
+                &ctx,
+                datafusion_anonymize::RegisterOptions::owner(),
+            )?;
             ctx.sql(&format!(
                 "COPY (SELECT * FROM nps_demo()) TO '{parquet}' STORED AS PARQUET"
             ))

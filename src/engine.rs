@@ -22,9 +22,8 @@ use crate::mechanism::rng::{rng_from_os, rng_from_seed};
 use crate::method::{Method, MethodInput, MethodOutput};
 use crate::metric::information_loss::{information_loss, InformationLoss};
 use crate::privacy::warnings::delta_size_warning;
-
-/// Progress callback of long work: `(phase, done, total)`.
-pub type ProgressFn = Arc<dyn Fn(&str, usize, usize) + Send + Sync>;
+use crate::progress::{Cancel, Progress, ProgressFn};
+use crate::release::{check_release_size, ReleaseRowLimit, ReleasedRows};
 
 /// A quasi-identifier and its hierarchy table.
 #[derive(Debug, Clone)]
@@ -56,6 +55,8 @@ pub struct AnonymizeRequest {
     pub method: Arc<dyn Method>,
     /// Fixed seed (tests and reproduction only).
     pub seed: Option<u64>,
+    /// `max_release_rows`, if given (not part of the cache key).
+    pub max_release_rows: Option<u64>,
 }
 
 impl AnonymizeRequest {
@@ -94,8 +95,8 @@ impl AnonymizeRequest {
 /// Everything a release produces.
 #[derive(Debug)]
 pub struct ReleaseOutput {
-    /// Released microdata rows, in canonical order.
-    pub rows: Arc<Vec<RecordBatch>>,
+    /// Released microdata rows, in canonical order, expanded as they are read.
+    pub rows: ReleasedRows,
     /// Public metadata.
     pub metadata: Vec<(String, String)>,
     /// Owner-only diagnostics (one row per lattice node).
@@ -273,15 +274,20 @@ fn informative_codes(
     Ok((codes, values))
 }
 
-/// Runs the whole pipeline for a request.
+/// Runs the whole pipeline for a request. Dropping the returned future stops the method at
+/// its next progress report (see [`crate::progress`]).
 pub async fn compute_release(
     request: &AnonymizeRequest,
     state: &SessionState,
     progress: Option<ProgressFn>,
+    limit: ReleaseRowLimit,
 ) -> Result<ReleaseOutput> {
     let base = load_base(request, state).await?;
     let request = request.clone();
-    let handle = tokio::task::spawn_blocking(move || run_method(&request, base, progress));
+    let cancel = Cancel::new();
+    let _stop_when_dropped = cancel.on_drop();
+    let progress = Progress::new(request.method.name(), progress, cancel);
+    let handle = tokio::task::spawn_blocking(move || run_method(&request, base, &progress, limit));
     match handle.await {
         Ok(result) => result,
         Err(e) => internal_err!("anonymization task failed: {e}"),
@@ -291,7 +297,8 @@ pub async fn compute_release(
 fn run_method(
     request: &AnonymizeRequest,
     base: BaseData,
-    progress: Option<ProgressFn>,
+    progress: &Progress,
+    limit: ReleaseRowLimit,
 ) -> Result<ReleaseOutput> {
     let refs: Vec<&Hierarchy> = base.hierarchies.iter().collect();
     let lattice = Lattice::new(
@@ -309,34 +316,23 @@ fn run_method(
         Some(seed) => rng_from_seed(seed),
         None => rng_from_os(),
     };
-    let method_name = request.method.name();
-    let report = |done: usize, total: usize| {
-        if let Some(p) = &progress {
-            p(method_name, done, total);
-        }
-    };
     let input = MethodInput {
         histogram: &base.histogram,
         hierarchies: &refs,
         value_domain: base.values.len(),
         lattice: &lattice,
-        progress: &report,
+        progress,
     };
+    let size = request.method.release_size(&input)?;
+    check_release_size(request.method.name(), &size, base.histogram.total(), limit)?;
     let output = request.method.run(&input, &mut rng)?;
     let schema = request.release_schema();
-    let rows = output.release.expand(&refs, &base.values, &schema)?;
-    let released: u64 = rows.iter().map(|b| b.num_rows() as u64).sum();
-    if released != output.release.row_count() {
-        return exec_err!(
-            "release expansion produced {released} rows, expected {}",
-            output.release.row_count()
-        );
-    }
-    let metadata = common_metadata(request, &output, released);
     let information_loss =
         information_loss(&base.histogram, &refs, base.values.len(), &output.release)?;
+    let metadata = common_metadata(request, &output, output.release.row_count());
+    let rows = ReleasedRows::new(Arc::new(output.release), &refs, &base.values, &schema)?;
     Ok(ReleaseOutput {
-        rows: Arc::new(rows),
+        rows,
         metadata,
         diagnostics: Arc::new(vec![output.diagnostics]),
         information_loss,

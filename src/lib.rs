@@ -29,6 +29,7 @@ pub mod method;
 pub mod metric;
 pub mod params;
 pub mod privacy;
+pub mod progress;
 pub mod release;
 pub mod sql;
 #[cfg(test)]
@@ -39,20 +40,59 @@ use std::sync::Arc;
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
-use engine::ProgressFn;
+use progress::ProgressFn;
 use sql::catalog::FunctionCatalog;
 use sql::planner::FunctionPlanner;
 
 pub use sql::catalog::{cli_help_section, function_docs, functions_markdown};
+
+/// Who the SQL users of a registration are: it decides which functions exist and whether
+/// SQL can change the privacy-budget settings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Access {
+    /// Analysts or the public (the default of [`register`]). Only functions whose output
+    /// may be published are registered: releases and their public metadata, the budget
+    /// read-out, hierarchy builders, help and the scalar helpers. The owner-only functions
+    /// (exact counts of the raw data: diagnostics, information loss, warnings) do not exist
+    /// in the session, and the `anonymize.*` budget settings are the ones given in
+    /// [`RegisterOptions::budget`]: `SET anonymize.*` is refused.
+    #[default]
+    Public,
+    /// The data owner (what `dfanon` registers unless started with `--public`): every
+    /// function, and `SET anonymize.*` changes the budget settings of the session (never
+    /// lowering what was spent; see the `budget` module).
+    Owner,
+}
 
 /// Options for [`register_with`].
 #[derive(Default, Clone)]
 pub struct RegisterOptions {
     /// Called as long searches progress: `(phase, done, total)`.
     pub progress: Option<ProgressFn>,
+    /// Who the SQL users are (default: [`Access::Public`]).
+    pub access: Access,
+    /// The budget settings (`anonymize.epsilon_budget`, `anonymize.delta_budget`,
+    /// `anonymize.ledger_path`): fixed for [`Access::Public`], initial values for
+    /// [`Access::Owner`]. Default: unlimited budgets, ledger in memory.
+    pub budget: budget::config::AnonymizeOptions,
+    /// Largest `max_release_rows` any call may use (default: no ceiling beyond each call's
+    /// own limit). An embedding service sets it to bound the work one query can start.
+    pub max_release_rows: Option<u64>,
 }
 
-/// Registers every function of this crate ([`FunctionCatalog`]) on `ctx`.
+impl RegisterOptions {
+    /// Options for the data owner: every function, budget settings changeable by SQL.
+    pub fn owner() -> Self {
+        Self {
+            access: Access::Owner,
+            ..Self::default()
+        }
+    }
+}
+
+/// Registers the functions of this crate ([`FunctionCatalog`]) on `ctx` for public users
+/// ([`Access::Public`]): the safe default for a service whose SQL users are not the data
+/// owner. The data owner's tools use [`register_with`] and [`RegisterOptions::owner`].
 pub fn register(ctx: &SessionContext) -> Result<()> {
     register_with(ctx, RegisterOptions::default())
 }
@@ -60,13 +100,16 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
 /// [`register`] with options.
 pub fn register_with(ctx: &SessionContext, options: RegisterOptions) -> Result<()> {
     let catalog = FunctionCatalog::new(&options);
-    budget::config::install(ctx);
+    budget::config::install(ctx, &options.budget, options.access == Access::Public);
     // Internal plumbing for table names given as text; not a user-facing function.
     ctx.register_udtf(
         sql::resolve::RESOLVER_FUNCTION,
         Arc::new(sql::resolve::TableResolver),
     );
-    ctx.register_relation_planner(Arc::new(FunctionPlanner::new(catalog.table_functions)))?;
+    ctx.register_relation_planner(Arc::new(FunctionPlanner::new(
+        catalog.table_functions,
+        catalog.withheld,
+    )))?;
     for udf in catalog.scalar_functions {
         ctx.register_udf(udf);
     }

@@ -9,7 +9,7 @@ use datafusion::prelude::SessionContext;
 
 async fn session(ledger: &std::path::Path) -> Result<SessionContext> {
     let ctx = SessionContext::new();
-    datafusion_anonymize::register(&ctx)?;
+    datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;
     for sql in [
         "CREATE TABLE t(age INT, sex VARCHAR, disease VARCHAR) AS VALUES (30, 'M', 'A'), (40, 'F', 'B'), (50, 'M', 'A'), (30, 'F', 'A')",
         "CREATE TABLE t_hierarchy_age(v VARCHAR, l1 VARCHAR) AS VALUES ('30', '*'), ('40', '*'), ('50', '*')",

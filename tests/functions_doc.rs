@@ -12,15 +12,16 @@ use datafusion::execution::FunctionRegistry;
 use datafusion::prelude::SessionContext;
 use datafusion_anonymize::sql::catalog::FunctionCatalog;
 use datafusion_anonymize::{
-    cli_help_section, function_docs, functions_markdown, register, RegisterOptions,
+    cli_help_section, function_docs, functions_markdown, register, register_with, RegisterOptions,
 };
 
 fn doc_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/FUNCTIONS.md")
 }
 
+/// Every function: the data owner's registration has them all.
 fn registered_names() -> Vec<String> {
-    FunctionCatalog::new(&RegisterOptions::default()).names()
+    FunctionCatalog::new(&RegisterOptions::owner()).names()
 }
 
 #[test]
@@ -81,7 +82,7 @@ fn cli_help_lists_every_function() {
 #[tokio::test]
 async fn anonymize_help_lists_every_function_and_documented_parameter() {
     let ctx = SessionContext::new();
-    register(&ctx).expect("register");
+    register_with(&ctx, RegisterOptions::owner()).expect("register");
     let batches = ctx
         .sql("SELECT function, parameter FROM anonymize_help()")
         .await
@@ -137,4 +138,36 @@ async fn scalar_functions_are_registered_with_their_documentation() {
         let registered = ctx.udf(udf.name()).expect("registered scalar function");
         assert_eq!(registered.documentation(), udf.documentation());
     }
+}
+
+#[tokio::test]
+async fn public_help_lists_only_the_public_functions() {
+    let ctx = SessionContext::new();
+    register(&ctx).expect("register");
+    let batches = ctx
+        .sql("SELECT DISTINCT function FROM anonymize_help()")
+        .await
+        .expect("plan anonymize_help()")
+        .collect()
+        .await
+        .expect("run anonymize_help()");
+    let listed: BTreeSet<String> = batches
+        .iter()
+        .flat_map(|b| {
+            let column = b.column(0).as_string::<i32>().clone();
+            (0..b.num_rows()).map(move |i| column.value(i).to_string())
+        })
+        .collect();
+    let public: BTreeSet<String> = FunctionCatalog::new(&RegisterOptions::default())
+        .names()
+        .into_iter()
+        .collect();
+    assert_eq!(listed, public);
+    assert!(!listed.contains("anonymize_diagnostics"));
+    let err = ctx
+        .sql("SELECT * FROM anonymize_diagnostics('t', qi => 'a')")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("owner-only function"), "{err}");
 }

@@ -38,7 +38,7 @@ type Compare = BTreeMap<(String, String, i64), (f64, f64)>;
 
 async fn run() -> Result<(Compare, BTreeMap<(String, String), f64>)> {
     let ctx = SessionContext::new();
-    datafusion_anonymize::register(&ctx)?;
+    datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;
     // Original: every stroke, no-surgery patient of Tables 9-10, aged 5i+2 in row i, stay 3;
     // the k-anonymous release has the same records with ages [0-30), [30-60), [60-100].
     let mut counts = Vec::new();

@@ -20,6 +20,7 @@ use datafusion_anonymize::histogram::GroupedHistogram;
 use datafusion_anonymize::lattice::Lattice;
 use datafusion_anonymize::mechanism::rng::rng_from_seed;
 use datafusion_anonymize::method::ipa::{run_ipa, IpaParams, IpaResult, IpaVariant};
+use datafusion_anonymize::progress::Progress;
 use datafusion_anonymize::release::SUPPRESSED;
 use proptest::prelude::*;
 
@@ -83,7 +84,7 @@ fn run(
         VALUES,
         &params,
         &mut rng_from_seed(seed),
-        &|_, _| {},
+        &Progress::silent(),
     )
     .expect("IPA runs")
 }

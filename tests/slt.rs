@@ -1,6 +1,7 @@
 //! Runs every `tests/slt/*.slt` file (sqllogictest format) against a fresh
-//! `SessionContext` with the anonymization functions registered. Run from the crate root
-//! (cargo does this), so paths like `tests/data/adult/...` resolve.
+//! `SessionContext` with the anonymization functions registered: for the data owner,
+//! except files named `public_*.slt`, which see the registration for public users. Run
+//! from the crate root (cargo does this), so paths like `tests/data/adult/...` resolve.
 
 use std::path::PathBuf;
 
@@ -108,10 +109,18 @@ fn run_file(path: PathBuf) -> Result<(), Failed> {
         .enable_all()
         .build()
         .map_err(|e| Failed::from(e.to_string()))?;
+    let public = path
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("public_"));
     runtime.block_on(async move {
-        let mut runner = Runner::new(|| async {
+        let mut runner = Runner::new(|| async move {
             let ctx = SessionContext::new();
-            datafusion_anonymize::register(&ctx).map_err(DbError::from)?;
+            let options = if public {
+                datafusion_anonymize::RegisterOptions::default()
+            } else {
+                datafusion_anonymize::RegisterOptions::owner()
+            };
+            datafusion_anonymize::register_with(&ctx, options).map_err(DbError::from)?;
             Ok(Db { ctx })
         });
         runner.with_column_validator(|_, _| true);

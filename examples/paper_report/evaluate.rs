@@ -145,7 +145,7 @@ pub(crate) async fn evaluate(
     evaluator: &str,
 ) -> Result<Outcome> {
     let ctx = SessionContext::new();
-    datafusion_anonymize::register(&ctx)?;
+    datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;
     ctx.register_table("nps", nps)?;
     run_script(&ctx, NPS_HIERARCHIES).await?;
     if spec.source == "nps_node" {

@@ -122,7 +122,7 @@ async fn main() -> Result<()> {
     std::fs::create_dir_all(&args.out)?;
     let start = Instant::now();
     let ctx = SessionContext::new();
-    datafusion_anonymize::register(&ctx)?;
+    datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;
     ctx.sql(&format!(
         "CREATE TABLE nps AS SELECT * FROM nps_demo(rows => {})",
         args.rows

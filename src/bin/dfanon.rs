@@ -11,7 +11,7 @@ use clap::{CommandFactory, FromArgMatches, Parser};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use datafusion_anonymize::{register_with, RegisterOptions};
+use datafusion_anonymize::{register_with, Access, RegisterOptions};
 use datafusion_cli::exec;
 use datafusion_cli::functions::ParquetMetadataFunc;
 use datafusion_cli::object_storage::instrumented::InstrumentedObjectStoreRegistry;
@@ -51,9 +51,11 @@ struct Args {
     #[clap(short, long)]
     quiet: bool,
 
-    /// Maximum rows shown for the table format (a number or 'inf').
-    #[clap(long, default_value = "40")]
-    maxrows: MaxRows,
+    /// Maximum rows shown for the table format (a number or 'inf'; default 40, and the
+    /// row count says how many were not shown). Other formats (csv, tsv, json, nd-json)
+    /// write every row unless this is given.
+    #[clap(long)]
+    maxrows: Option<MaxRows>,
 
     /// Batch size of each query.
     #[clap(short = 'b', long)]
@@ -66,6 +68,47 @@ struct Args {
     /// Hide the progress bar of long anonymization searches.
     #[clap(long)]
     no_progress: bool,
+
+    /// Register the functions for public users, as an embedding service does by default:
+    /// no owner-only functions (diagnostics, information loss, warnings) and no
+    /// `SET anonymize.*` (the budget settings come from the --epsilon-budget,
+    /// --delta-budget and --ledger options).
+    #[clap(long)]
+    public: bool,
+
+    /// Total epsilon each source table may spend (default: unlimited).
+    #[clap(long, value_parser = parse_epsilon_budget)]
+    epsilon_budget: Option<f64>,
+
+    /// Total delta each source table may spend (default: unlimited).
+    #[clap(long, value_parser = parse_delta_budget)]
+    delta_budget: Option<f64>,
+
+    /// File that keeps the privacy ledger across sessions (default: in memory).
+    #[clap(long)]
+    ledger: Option<std::path::PathBuf>,
+}
+
+fn parse_epsilon_budget(text: &str) -> std::result::Result<f64, String> {
+    budget_limit("epsilon_budget", text)
+}
+
+fn parse_delta_budget(text: &str) -> std::result::Result<f64, String> {
+    budget_limit("delta_budget", text)
+}
+
+fn budget_limit(key: &str, text: &str) -> std::result::Result<f64, String> {
+    datafusion_anonymize::budget::config::parse_limit(key, text).map_err(|e| e.strip_backtrace())
+}
+
+/// Rows shown: as given, else 40 for the table format and all rows for every other format
+/// (an export through stdout never loses rows silently).
+fn effective_maxrows(format: &PrintFormat, given: Option<MaxRows>) -> MaxRows {
+    match (given, format) {
+        (Some(given), _) => given,
+        (None, PrintFormat::Table | PrintFormat::Automatic) => MaxRows::Limited(40),
+        (None, _) => MaxRows::Unlimited,
+    }
 }
 
 fn parse_valid_file(path: &str) -> std::result::Result<String, String> {
@@ -87,7 +130,7 @@ async fn main() -> ExitCode {
     }
 }
 
-fn progress_callback() -> datafusion_anonymize::engine::ProgressFn {
+fn progress_callback() -> datafusion_anonymize::progress::ProgressFn {
     let bar: Arc<Mutex<Option<ProgressBar>>> = Arc::new(Mutex::new(None));
     Arc::new(move |phase: &str, done: usize, total: usize| {
         let Ok(mut slot) = bar.lock() else { return };
@@ -141,15 +184,31 @@ async fn run() -> Result<()> {
     let ctx = SessionContext::new_with_config_rt(config, runtime).enable_url_table();
     ctx.register_udtf("parquet_metadata", Arc::new(ParquetMetadataFunc {}));
     let show_progress = !args.no_progress && !args.quiet && std::io::stderr().is_terminal();
+    let mut budget = datafusion_anonymize::budget::config::AnonymizeOptions::default();
+    if let Some(limit) = args.epsilon_budget {
+        budget.epsilon_budget = limit;
+    }
+    if let Some(limit) = args.delta_budget {
+        budget.delta_budget = limit;
+    }
+    budget.ledger_path = args.ledger.clone();
     let options = RegisterOptions {
         progress: show_progress.then(progress_callback),
+        access: if args.public {
+            Access::Public
+        } else {
+            Access::Owner
+        },
+        budget,
+        max_release_rows: None,
     };
     register_with(&ctx, options)?;
 
+    let maxrows = effective_maxrows(&args.format, args.maxrows);
     let mut print_options = PrintOptions {
         format: args.format,
         quiet: args.quiet,
-        maxrows: args.maxrows,
+        maxrows,
         color: args.color,
         instrumented_registry: registry,
     };
@@ -158,11 +217,22 @@ async fn run() -> Result<()> {
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)));
     }
-    if !args.file.is_empty() {
-        exec::exec_from_files(&ctx, args.file, &print_options).await?;
+    // Ctrl-C stops the statement running (dropping it cancels the release; see the
+    // library's `progress` module) and exits with status 130.
+    let batch = async {
+        if !args.file.is_empty() {
+            exec::exec_from_files(&ctx, args.file, &print_options).await?;
+        }
+        if !args.command.is_empty() {
+            exec::exec_from_commands(&ctx, args.command, &print_options).await?;
+        }
+        Ok::<(), DataFusionError>(())
+    };
+    tokio::select! {
+        result = batch => result,
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("^C: interrupted, nothing more was run");
+            std::process::exit(130);
+        }
     }
-    if !args.command.is_empty() {
-        exec::exec_from_commands(&ctx, args.command, &print_options).await?;
-    }
-    Ok(())
 }

@@ -15,6 +15,18 @@ pub struct Account {
     pub delta_spent: f64,
 }
 
+impl Account {
+    /// The larger of two accounts, figure by figure: what a session enforces when it knows
+    /// both (see the ledger's floor).
+    pub fn max(self, other: Account) -> Account {
+        Account {
+            releases: self.releases.max(other.releases),
+            epsilon_spent: self.epsilon_spent.max(other.epsilon_spent),
+            delta_spent: self.delta_spent.max(other.delta_spent),
+        }
+    }
+}
+
 /// The privacy parameters of one release (basic sequential composition adds them up).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Cost {

@@ -24,6 +24,8 @@ pub const PREFIX: &str = "anonymize";
 /// The `anonymize.*` settings of one session.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AnonymizeOptions {
+    /// Fixed at registration ([`crate::Access::Public`]): `SET anonymize.*` is refused.
+    pub locked: bool,
     /// Total ε each source table may spend; `f64::INFINITY` = unlimited (the default).
     pub epsilon_budget: f64,
     /// Total δ each source table may spend; `f64::INFINITY` = unlimited (the default).
@@ -35,6 +37,7 @@ pub struct AnonymizeOptions {
 impl Default for AnonymizeOptions {
     fn default() -> Self {
         Self {
+            locked: false,
             epsilon_budget: f64::INFINITY,
             delta_budget: f64::INFINITY,
             ledger_path: None,
@@ -66,6 +69,21 @@ pub fn parse_limit(key: &str, value: &str) -> Result<f64> {
     }
 }
 
+/// Parses a ledger path: `''` keeps the ledger in memory; anything else is a file path,
+/// taken exactly as written (a path that is only spaces, or that begins or ends with a
+/// space, is refused as a likely typo).
+pub fn parse_ledger_path(value: &str) -> Result<Option<PathBuf>> {
+    if value.is_empty() {
+        return Ok(None);
+    }
+    if value.trim() != value {
+        return config_err!(
+            "{PREFIX}.ledger_path must be a file path without leading or trailing spaces, or '' to keep the ledger in memory; got {value:?}"
+        );
+    }
+    Ok(Some(PathBuf::from(value)))
+}
+
 /// Renders a limit the way [`parse_limit`] reads it.
 pub fn format_limit(limit: f64) -> String {
     if limit.is_infinite() {
@@ -93,13 +111,15 @@ impl ExtensionOptions for AnonymizeOptions {
     }
 
     fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        if self.locked {
+            return config_err!(
+                "{PREFIX}.{key} cannot be changed in this session: its anonymize functions were registered for public users, with the budget settings fixed at registration (the data owner sets them in RegisterOptions::budget, or uses dfanon without --public)"
+            );
+        }
         match key {
             "epsilon_budget" => self.epsilon_budget = parse_limit(key, value)?,
             "delta_budget" => self.delta_budget = parse_limit(key, value)?,
-            "ledger_path" => {
-                let path = value.trim();
-                self.ledger_path = (!path.is_empty()).then(|| PathBuf::from(path));
-            }
+            "ledger_path" => self.ledger_path = parse_ledger_path(value)?,
             other => {
                 return config_err!("unknown setting '{PREFIX}.{other}'; valid settings: {KEYS}")
             }
@@ -133,14 +153,15 @@ impl ExtensionOptions for AnonymizeOptions {
     }
 }
 
-/// Installs the settings (with their defaults) on `ctx`, unless they are already there.
-pub fn install(ctx: &SessionContext) {
+/// Installs `settings` on `ctx`; with `locked`, SQL cannot change them afterwards.
+pub fn install(ctx: &SessionContext, settings: &AnonymizeOptions, locked: bool) {
     let state = ctx.state_ref();
     let mut state = state.write();
     let options = state.config_mut().options_mut();
-    if options.extensions.get::<AnonymizeOptions>().is_none() {
-        options.extensions.insert(AnonymizeOptions::default());
-    }
+    options.extensions.insert(AnonymizeOptions {
+        locked,
+        ..settings.clone()
+    });
 }
 
 /// The settings in force in a session (the defaults when they were never installed).
@@ -186,6 +207,10 @@ mod tests {
         assert_eq!(o.ledger_path, Some(PathBuf::from("/tmp/l.json")));
         o.set("ledger_path", "").unwrap();
         assert_eq!(o.ledger_path, None);
+        for typo in [" ", "  ", " l.json", "l.json "] {
+            let err = o.set("ledger_path", typo).unwrap_err().to_string();
+            assert!(err.contains("without leading or trailing spaces"), "{err}");
+        }
         let err = o.set("epsilon", "1").unwrap_err().to_string();
         assert!(err.contains("unknown setting 'anonymize.epsilon'"), "{err}");
         let entries = o.entries();
@@ -196,9 +221,27 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn locked_settings_refuse_set() {
+        let ctx = SessionContext::new();
+        let fixed = AnonymizeOptions {
+            epsilon_budget: 1.0,
+            ..AnonymizeOptions::default()
+        };
+        install(&ctx, &fixed, true);
+        for sql in [
+            "SET anonymize.epsilon_budget = 100",
+            "SET anonymize.ledger_path = ''",
+        ] {
+            let err = ctx.sql(sql).await.unwrap_err().to_string();
+            assert!(err.contains("registered for public users"), "{sql}: {err}");
+        }
+        assert_eq!(options(ctx.state().config_options()).epsilon_budget, 1.0);
+    }
+
+    #[tokio::test]
     async fn sql_set_reaches_the_session() {
         let ctx = SessionContext::new();
-        install(&ctx);
+        install(&ctx, &AnonymizeOptions::default(), false);
         ctx.sql("SET anonymize.epsilon_budget = 2.0")
             .await
             .unwrap()

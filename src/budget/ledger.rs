@@ -26,6 +26,13 @@ use super::store;
 pub const SLACK: f64 = 1e-12;
 
 /// The ledger of one registration (see the module documentation).
+///
+/// Besides the in-memory ledger it keeps a *floor*: for every table, the most this
+/// registration has seen spent, in memory or in any ledger file it charged or read. A
+/// charge is always checked against the larger of the floor and the file's account, and
+/// the file receives that larger figure. So pointing `anonymize.ledger_path` at a fresh
+/// file, or back to memory, never lowers the budget a session enforces: the spent amount
+/// moves with it.
 #[derive(Debug, Default)]
 pub struct Ledger {
     memory: Mutex<Accounts>,
@@ -122,8 +129,9 @@ pub fn apply_refund(accounts: &mut Accounts, table: &str, cost: Cost) {
 
 impl Ledger {
     /// Charges `cost` to `table` (see [`apply_charge`]). With `file`, the charge is made in
-    /// that ledger file under an exclusive lock and written back atomically before this
-    /// returns; otherwise in this registration's memory.
+    /// that ledger file (its real path, symbolic links resolved) under an exclusive lock and
+    /// written back atomically before this returns, starting from the larger of the file's
+    /// account and this registration's floor; otherwise in this registration's memory.
     pub fn charge(
         &self,
         table: &str,
@@ -133,32 +141,72 @@ impl Ledger {
     ) -> Result<()> {
         match file {
             Some(path) => {
-                store::update(path, |accounts| apply_charge(accounts, table, cost, limits))
+                let mut charged = None;
+                store::update(path, |accounts| {
+                    self.raise_to_floor(accounts, table);
+                    apply_charge(accounts, table, cost, limits)?;
+                    charged = accounts.get(table).copied();
+                    Ok(())
+                })?;
+                if let Some(account) = charged {
+                    self.raise_floor(table, account);
+                }
+                Ok(())
             }
             None => apply_charge(&mut self.lock(), table, cost, limits),
         }
     }
 
-    /// Takes back a charge (see [`apply_refund`]).
+    /// Takes back a charge (see [`apply_refund`]), in the file and in the floor.
     pub fn refund(&self, table: &str, cost: Cost, file: Option<&Path>) -> Result<()> {
-        match file {
-            Some(path) => store::update(path, |accounts| {
+        if let Some(path) = file {
+            store::update(path, |accounts| {
                 apply_refund(accounts, table, cost);
                 Ok(())
-            }),
-            None => {
-                apply_refund(&mut self.lock(), table, cost);
-                Ok(())
+            })?;
+        }
+        apply_refund(&mut self.lock(), table, cost);
+        Ok(())
+    }
+
+    /// The accounts in effect: with `file`, the file's raised to this registration's floor
+    /// (what a charge would start from); otherwise memory.
+    pub fn accounts(&self, file: Option<&Path>) -> Result<Accounts> {
+        match file {
+            Some(path) => {
+                let mut accounts = store::load(path)?;
+                let mut floor = self.lock();
+                for (table, account) in floor.iter() {
+                    let merged = accounts
+                        .get(table)
+                        .copied()
+                        .unwrap_or_default()
+                        .max(*account);
+                    accounts.insert(table.clone(), merged);
+                }
+                for (table, account) in &accounts {
+                    let merged = floor.get(table).copied().unwrap_or_default().max(*account);
+                    floor.insert(table.clone(), merged);
+                }
+                Ok(accounts)
             }
+            None => Ok(self.lock().clone()),
         }
     }
 
-    /// The accounts of the ledger in effect: the file's when `file` is given, else memory.
-    pub fn accounts(&self, file: Option<&Path>) -> Result<Accounts> {
-        match file {
-            Some(path) => store::load(path),
-            None => Ok(self.lock().clone()),
+    /// Raises `table`'s account in `accounts` to the floor.
+    fn raise_to_floor(&self, accounts: &mut Accounts, table: &str) {
+        if let Some(floor) = self.lock().get(table).copied() {
+            let account = accounts.get(table).copied().unwrap_or_default();
+            accounts.insert(table.to_string(), account.max(floor));
         }
+    }
+
+    /// Raises the floor of `table` to `account`.
+    fn raise_floor(&self, table: &str, account: Account) {
+        let mut floor = self.lock();
+        let merged = floor.get(table).copied().unwrap_or_default().max(account);
+        floor.insert(table.to_string(), merged);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Accounts> {
@@ -296,5 +344,39 @@ mod tests {
         );
         ledger.refund("t", cost(1.0, 0.0), None).unwrap();
         assert!(ledger.accounts(None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn switching_ledger_files_never_lowers_the_spent_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = dir.path().join("first.json");
+        let fresh = dir.path().join("fresh.json");
+        let limits = Limits {
+            epsilon: 2.0,
+            delta: f64::INFINITY,
+        };
+        let ledger = Ledger::default();
+        ledger
+            .charge("t", cost(1.5, 0.0), limits, Some(&first))
+            .unwrap();
+        // A fresh file starts from what this registration has spent …
+        let err = ledger
+            .charge("t", cost(1.0, 0.0), limits, Some(&fresh))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("has spent epsilon = 1.5"), "{err}");
+        // … and so does memory.
+        assert!(ledger.charge("t", cost(1.0, 0.0), limits, None).is_err());
+        // What fits is charged on top of the carried amount, which the fresh file records.
+        ledger
+            .charge("t", cost(0.5, 0.0), limits, Some(&fresh))
+            .unwrap();
+        let carried = store::load(&fresh).unwrap();
+        assert_eq!(carried["t"].epsilon_spent, 2.0);
+        assert_eq!(carried["t"].releases, 2);
+        // Spending seen in a file read by this registration also raises its floor.
+        let other = Ledger::default();
+        other.accounts(Some(&first)).unwrap();
+        assert!(other.charge("t", cost(1.0, 0.0), limits, None).is_err());
     }
 }

@@ -132,8 +132,54 @@ pub fn render(accounts: &Accounts) -> Result<String> {
     }
 }
 
-/// Reads the ledger file; a missing file is an empty ledger.
+/// The real path of a ledger file: symbolic links resolved (also a link to a file that does
+/// not exist yet), so that every name of one file shares one lock and one rename target.
+/// The directory must exist.
+pub fn real_path(path: &Path) -> Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    // Follow links by hand while the target does not exist (canonicalize needs it to).
+    for _ in 0..40 {
+        if let Ok(real) = std::fs::canonicalize(&current) {
+            return Ok(real);
+        }
+        match std::fs::read_link(&current) {
+            Ok(target) => {
+                current = match current.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            Err(_) => {
+                let Some(name) = current.file_name() else {
+                    return exec_err!(
+                        "privacy ledger path '{}' does not name a file",
+                        path.display()
+                    );
+                };
+                let dir = match current.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                    _ => PathBuf::from("."),
+                };
+                return match std::fs::canonicalize(&dir) {
+                    Ok(real_dir) => Ok(real_dir.join(name)),
+                    Err(e) => exec_err!(
+                        "cannot use privacy ledger file '{}': its directory '{}' is not accessible ({e})",
+                        path.display(),
+                        dir.display()
+                    ),
+                };
+            }
+        }
+    }
+    exec_err!(
+        "privacy ledger path '{}' has too many levels of symbolic links",
+        path.display()
+    )
+}
+
+/// Reads the ledger file (symbolic links resolved); a missing file is an empty ledger.
 pub fn load(path: &Path) -> Result<Accounts> {
+    let path = &real_path(path)?;
     match std::fs::read_to_string(path) {
         Ok(text) => parse(path, &text),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(Accounts::new()),
@@ -172,6 +218,7 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
 /// Applies `change` to the ledger file under an exclusive lock and writes the result back
 /// atomically. When `change` fails, the file is left untouched and its error returned.
 pub fn update(path: &Path, change: impl FnOnce(&mut Accounts) -> Result<()>) -> Result<()> {
+    let path = &real_path(path)?;
     let lock_path = sibling(path, ".lock");
     let lock = match OpenOptions::new()
         .create(true)
@@ -335,5 +382,37 @@ mod tests {
             }
         });
         assert_eq!(load(&path).unwrap()["t"].releases, 40);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_ledger_charges_the_real_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.json");
+        let link = dir.path().join("link.json");
+        // A link to a file that does not exist yet resolves to the file it will create.
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert_eq!(real_path(&link).unwrap(), real_path(&real).unwrap());
+        update(&link, |a| {
+            a.extend(accounts());
+            Ok(())
+        })
+        .unwrap();
+        // The link still points at the real file, which holds the charge: the rename
+        // replaced the target, not the link.
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(load(&real).unwrap(), accounts());
+        assert_eq!(load(&link).unwrap(), accounts());
+        // One lock file, beside the real file.
+        assert!(sibling(&real_path(&real).unwrap(), ".lock").exists());
+        assert!(!sibling(&link, ".lock").exists());
+        // A missing directory is a clear error.
+        let err = load(&dir.path().join("no/such/dir/l.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("is not accessible"), "{err}");
     }
 }

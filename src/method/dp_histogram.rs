@@ -28,6 +28,7 @@ use crate::histogram::GroupedHistogram;
 use crate::lattice::{node_label, Lattice, Node};
 use crate::mechanism::noise::{sample_discrete_laplace, ExactScale};
 use crate::mechanism::rng::AnonRng;
+use crate::progress::Progress;
 use crate::release::ReleasedHistogram;
 
 mod params;
@@ -108,7 +109,11 @@ pub struct DpHistogramResult {
 }
 
 /// Number of cells at `node`, `None` on overflow.
-fn cell_count(hierarchies: &[&Hierarchy], node: &[usize], value_domain: usize) -> Option<u64> {
+pub(super) fn cell_count(
+    hierarchies: &[&Hierarchy],
+    node: &[usize],
+    value_domain: usize,
+) -> Option<u64> {
     let mut cells = value_domain as u64;
     for (h, &l) in hierarchies.iter().zip(node) {
         cells = cells.checked_mul(h.level(l).cardinality() as u64)?;
@@ -194,7 +199,7 @@ pub fn run_dp_histogram(
     value_domain: usize,
     params: &DpHistogramParams,
     rng: &mut AnonRng,
-    progress: &(dyn Fn(usize, usize) + Sync),
+    progress: &Progress,
 ) -> Result<DpHistogramResult> {
     if !(params.epsilon.is_finite() && params.epsilon > 0.0) {
         return plan_err!(
@@ -271,7 +276,7 @@ pub fn run_dp_histogram(
             codes[a] = 0;
         }
         if combination % 4096 == 0 {
-            progress(combination as usize, combinations as usize);
+            progress.report(combination as usize, combinations as usize)?;
         }
     }
     if next_class != hist.class_count() {
@@ -280,7 +285,7 @@ pub fn run_dp_histogram(
             hist.class_count() - next_class
         );
     }
-    progress(combinations as usize, combinations as usize);
+    progress.report(combinations as usize, combinations as usize)?;
     Ok(DpHistogramResult { release, stats })
 }
 

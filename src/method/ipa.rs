@@ -25,6 +25,7 @@ use crate::mechanism::noise::{
 };
 use crate::mechanism::rng::{derive_child, AnonRng};
 use crate::metric::information_loss::class_scores;
+use crate::progress::Progress;
 use crate::release::{ReleasedHistogram, SUPPRESSED};
 
 mod params;
@@ -78,7 +79,7 @@ pub fn run_ipa(
     value_domain: usize,
     params: &IpaParams,
     rng: &mut AnonRng,
-    progress: &(dyn Fn(usize, usize) + Sync),
+    progress: &Progress,
 ) -> Result<IpaResult> {
     params.validate()?;
     if base.total() == 0 {
@@ -134,7 +135,7 @@ pub fn run_ipa(
                 )?;
                 out.push((i, hist, outcome));
                 let finished = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                progress(finished, total);
+                progress.report(finished, total)?;
             }
             Ok(out)
         };

@@ -28,6 +28,7 @@ use datafusion::common::{exec_err, internal_err, plan_err, Result};
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::lattice::{node_label, Lattice, Node};
+use crate::progress::Progress;
 use crate::release::{ReleasedHistogram, SUPPRESSED};
 
 mod params;
@@ -210,7 +211,7 @@ pub fn run_kanon(
     lattice: &Lattice,
     value_domain: usize,
     params: &KanonParams,
-    progress: &(dyn Fn(usize, usize) + Sync),
+    progress: &Progress,
 ) -> Result<KanonResult> {
     params.validate()?;
     let total = base.total();
@@ -224,7 +225,7 @@ pub fn run_kanon(
     for (i, node) in nodes.iter().enumerate() {
         let rolled = sizes.roll_up(hierarchies, node, 1)?;
         outcomes.push(evaluate(&rolled, &penalties, params, total)?);
-        progress(i + 1, nodes.len());
+        progress.report(i + 1, nodes.len())?;
     }
     let chosen = outcomes
         .iter()

@@ -24,7 +24,8 @@ use crate::histogram::GroupedHistogram;
 use crate::lattice::{Lattice, Node};
 use crate::mechanism::rng::AnonRng;
 use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
-use crate::release::ReleasedHistogram;
+use crate::progress::Progress;
+use crate::release::{ReleaseSize, ReleasedHistogram};
 
 /// What every method receives.
 pub struct MethodInput<'a> {
@@ -36,8 +37,9 @@ pub struct MethodInput<'a> {
     pub value_domain: usize,
     /// The generalization lattice.
     pub lattice: &'a Lattice,
-    /// Progress callback `(done, total)`.
-    pub progress: &'a (dyn Fn(usize, usize) + Sync),
+    /// Where long loops report progress; its `report` and `check` return an error once
+    /// nobody waits for the release any more, which the method returns at once.
+    pub progress: &'a Progress,
 }
 
 /// What every method returns.
@@ -67,6 +69,14 @@ pub trait Method: Debug + Send + Sync {
 
     /// Schema of the method's owner-only diagnostics.
     fn diagnostics_schema(&self) -> SchemaRef;
+
+    /// The size of the release, computed from the phase-1 histogram and the method's public
+    /// parameters before anything is drawn; the engine refuses a release whose bound exceeds
+    /// `max_release_rows`. The default suits methods that never add rows (generalization,
+    /// suppression, sampling); methods adding counterfeit or noise rows override it.
+    fn release_size(&self, input: &MethodInput<'_>) -> Result<ReleaseSize> {
+        Ok(ReleaseSize::at_most(input.histogram.total()))
+    }
 
     /// Runs the method: the released histogram, the chosen node, public metadata (including
     /// the guarantee text) and diagnostics.

@@ -232,6 +232,7 @@ mod tests {
     use crate::lattice::Lattice;
     use crate::mechanism::rng::rng_from_seed;
     use crate::method::ipa::{run_ipa, IpaParams, IpaVariant};
+    use crate::progress::Progress;
     use crate::testing::{histogram, ladder, Record};
 
     #[test]
@@ -332,7 +333,16 @@ mod tests {
             };
             let params = IpaParams::with_defaults(variant, 1.0, 2);
             let mut rng = rng_from_seed(seed);
-            let result = run_ipa(&base, &refs, &lattice, 4, &params, &mut rng, &|_, _| {}).unwrap();
+            let result = run_ipa(
+                &base,
+                &refs,
+                &lattice,
+                4,
+                &params,
+                &mut rng,
+                &Progress::silent(),
+            )
+            .unwrap();
             let chosen = &result.outcomes[result.chosen];
             let il = information_loss(&base, &refs, 4, &result.release).unwrap();
             with_suppression += usize::from(chosen.suppressed_records > 0);

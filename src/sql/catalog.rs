@@ -18,7 +18,7 @@ use super::generalized_udfs::generalized_udfs;
 use super::help_fn::HelpFunction;
 use super::hierarchy_fns::{IntervalHierarchyFunction, MaskHierarchyFunction};
 use super::planner::SqlTableFunction;
-use crate::RegisterOptions;
+use crate::{Access, RegisterOptions};
 
 /// Every view of a release, one `anonymize*` table function each.
 const RELEASE_VIEWS: [ReleaseView; 5] = [
@@ -29,20 +29,23 @@ const RELEASE_VIEWS: [ReleaseView; 5] = [
     ReleaseView::Warnings,
 ];
 
-/// Every function of this crate, built once for one registration.
+/// The functions of this crate for one registration: every function for the data owner,
+/// the public ones for public users ([`crate::Access`]).
 #[derive(Debug)]
 pub struct FunctionCatalog {
     /// Table functions, planned by [`super::planner::FunctionPlanner`].
     pub table_functions: Vec<Arc<dyn SqlTableFunction>>,
     /// Scalar functions, registered with `SessionContext::register_udf`.
     pub scalar_functions: Vec<ScalarUDF>,
+    /// Names of the owner-only functions this registration leaves out.
+    pub withheld: Vec<String>,
 }
 
 impl FunctionCatalog {
     /// Builds every function; the `anonymize*` functions share one release cache and
     /// privacy ledger, which `privacy_budget()` reads.
     pub fn new(options: &RegisterOptions) -> Self {
-        let cache = Arc::new(ReleaseCache::default());
+        let cache = Arc::new(ReleaseCache::new(options.max_release_rows));
         cache.set_progress(options.progress.clone());
         let ledger = cache.ledger();
         let help = Arc::new(HelpFunction::default());
@@ -59,9 +62,13 @@ impl FunctionCatalog {
             Arc::new(NpsDemoFunction::default()),
             help.clone(),
         ]);
+        let (table_functions, withheld): (Vec<_>, Vec<_>) = table_functions
+            .into_iter()
+            .partition(|f| options.access == Access::Owner || !f.owner_only());
         let catalog = Self {
             table_functions,
             scalar_functions: generalized_udfs(),
+            withheld: withheld.iter().map(|f| f.name().to_string()).collect(),
         };
         help.describe(&catalog.docs());
         catalog
@@ -128,6 +135,8 @@ pub struct FunctionDoc {
     pub params: Vec<ParamDoc>,
     /// SQL example (Markdown), when the function documents one.
     pub example: Option<String>,
+    /// Registered only for the data owner ([`Access::Owner`]).
+    pub owner_only: bool,
 }
 
 impl FunctionDoc {
@@ -165,6 +174,7 @@ fn table_doc(f: &dyn SqlTableFunction) -> FunctionDoc {
         description: f.about().to_string(),
         params,
         example: None,
+        owner_only: f.owner_only(),
     }
 }
 
@@ -178,6 +188,7 @@ fn scalar_doc(f: &ScalarUDF) -> FunctionDoc {
             description: String::new(),
             params: Vec::new(),
             example: None,
+            owner_only: false,
         };
     };
     FunctionDoc {
@@ -196,6 +207,7 @@ fn scalar_doc(f: &ScalarUDF) -> FunctionDoc {
             })
             .collect(),
         example: doc.sql_example.clone(),
+        owner_only: false,
     }
 }
 
@@ -211,9 +223,10 @@ fn first_sentence(text: &str) -> &str {
     text
 }
 
-/// Docs of every function, from a catalog built without a session.
+/// Docs of every function (the data owner's registration, which has them all), from a
+/// catalog built without a session.
 pub fn function_docs() -> Vec<FunctionDoc> {
-    FunctionCatalog::new(&RegisterOptions::default()).docs()
+    FunctionCatalog::new(&RegisterOptions::owner()).docs()
 }
 
 /// Width `dfanon --help` wraps descriptions at.
@@ -229,7 +242,11 @@ pub fn cli_help_section() -> String {
         out.push_str(&format!("\n  {} functions:", capitalized(kind.label())));
         for f in docs.iter().filter(|f| f.kind == kind) {
             out.push_str(&format!("\n    {}", f.syntax));
-            for line in wrap(f.summary(), HELP_WIDTH - 8) {
+            let summary = match f.owner_only {
+                true => format!("(Owner only.) {}", f.summary()),
+                false => f.summary().to_string(),
+            };
+            for line in wrap(&summary, HELP_WIDTH - 8) {
                 out.push_str(&format!("\n        {line}"));
             }
         }
@@ -280,23 +297,32 @@ pub fn functions_markdown() -> String {
          Every SQL function that `datafusion_anonymize::register` adds. This file is generated from \
          the list of functions in `src/sql/catalog.rs`; regenerate it with \
          `UPDATE_DOCS=1 cargo test --release --test functions_doc`. In SQL, \
-         `SELECT * FROM anonymize_help()` lists the same functions and parameters.\n\n\
-         | function | kind | description |\n|---|---|---|\n",
+         `SELECT * FROM anonymize_help()` lists the functions of the session it runs in.\n\n\
+         Functions marked *owner* show exact figures of the raw data. They exist only when the \
+         functions are registered for the data owner (`dfanon`, or \
+         `register_with(ctx, RegisterOptions::owner())`); `register(ctx)` registers for public \
+         users, without them, and with the budget settings fixed.\n\n\
+         | function | kind | access | description |\n|---|---|---|---|\n",
     );
     for f in &docs {
         out.push_str(&format!(
-            "| [`{}`](#{}) | {} | {} |\n",
+            "| [`{}`](#{}) | {} | {} | {} |\n",
             f.name,
             f.name,
             f.kind.label(),
+            if f.owner_only { "owner" } else { "public" },
             md(f.summary())
         ));
     }
     for kind in [FunctionKind::Table, FunctionKind::Scalar] {
         out.push_str(&format!("\n## {} functions\n", capitalized(kind.label())));
         for (i, f) in docs.iter().enumerate().filter(|(_, f)| f.kind == kind) {
+            let access = match f.owner_only {
+                true => "**Owner only** (not registered for public users). ",
+                false => "",
+            };
             out.push_str(&format!(
-                "\n### `{}`\n\n```sql\n{}\n```\n\n{}\n\n",
+                "\n### `{}`\n\n```sql\n{}\n```\n\n{access}{}\n\n",
                 f.name,
                 f.syntax,
                 md(&f.description)
@@ -350,7 +376,7 @@ mod tests {
 
     #[test]
     fn names_are_unique_and_documented() {
-        let catalog = FunctionCatalog::new(&RegisterOptions::default());
+        let catalog = FunctionCatalog::new(&RegisterOptions::owner());
         let mut names = catalog.names();
         let count = names.len();
         names.sort();
@@ -371,6 +397,40 @@ mod tests {
                 udf.name()
             );
         }
+    }
+
+    #[test]
+    fn public_registration_withholds_the_owner_only_functions() {
+        let owner = FunctionCatalog::new(&RegisterOptions::owner());
+        let public = FunctionCatalog::new(&RegisterOptions::default());
+        let owner_only: Vec<String> = owner
+            .table_functions
+            .iter()
+            .filter(|f| f.owner_only())
+            .map(|f| f.name().to_string())
+            .collect();
+        for name in [
+            "anonymize_diagnostics",
+            "anonymize_information_loss",
+            "anonymize_warnings",
+        ] {
+            assert!(owner_only.contains(&name.to_string()), "{name}");
+        }
+        assert_eq!(public.withheld, owner_only);
+        assert!(owner.withheld.is_empty());
+        let public_names = public.names();
+        for name in [
+            "anonymize",
+            "anonymize_metadata",
+            "privacy_budget",
+            "anonymize_help",
+        ] {
+            assert!(public_names.contains(&name.to_string()), "{name}");
+        }
+        for name in &owner_only {
+            assert!(!public_names.contains(name), "{name}");
+        }
+        assert_eq!(public_names.len() + owner_only.len(), owner.names().len());
     }
 
     #[test]

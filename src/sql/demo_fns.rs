@@ -12,7 +12,7 @@ use datafusion::logical_expr::planner::RelationPlannerContext;
 use tokio::sync::OnceCell;
 
 use super::args::{bind, CallArgs, ParamSpec};
-use super::lazy::{BatchProducer, LazyTable};
+use super::lazy::{BatchProducer, BatchSource, LazyTable};
 use super::planner::SqlTableFunction;
 use crate::demo::nps::{generate_nps, nps_schema, NPS_DEFAULT_ROWS, NPS_DEFAULT_SEED};
 use crate::params::{ParamDefault, ParamKind, ParamValues};
@@ -88,7 +88,7 @@ struct NpsProducer {
 
 #[async_trait]
 impl BatchProducer for NpsProducer {
-    async fn batches(&self, _state: &SessionState) -> Result<Arc<Vec<RecordBatch>>> {
+    async fn batches(&self, _state: &SessionState) -> Result<Arc<dyn BatchSource>> {
         let (rows, seed) = (self.rows as usize, self.seed);
         self.cell
             .get_or_try_init(|| async move {
@@ -100,6 +100,6 @@ impl BatchProducer for NpsProducer {
                 Ok(Arc::new(batches))
             })
             .await
-            .cloned()
+            .map(|batches| batches.clone() as Arc<dyn BatchSource>)
     }
 }

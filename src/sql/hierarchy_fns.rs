@@ -17,7 +17,7 @@ use datafusion::prelude::SessionContext;
 use tokio::sync::OnceCell;
 
 use super::args::{bind, CallArgs, ParamSpec};
-use super::lazy::{BatchProducer, LazyTable};
+use super::lazy::{BatchProducer, BatchSource, LazyTable};
 use super::planner::SqlTableFunction;
 use crate::hierarchy::builders::{
     interval_hierarchy_rows, mask_hierarchy_rows, parse_integer_domain, IntervalLevel,
@@ -204,7 +204,7 @@ struct MaskProducer {
 
 #[async_trait]
 impl BatchProducer for MaskProducer {
-    async fn batches(&self, state: &SessionState) -> Result<Arc<Vec<RecordBatch>>> {
+    async fn batches(&self, state: &SessionState) -> Result<Arc<dyn BatchSource>> {
         self.cell
             .get_or_try_init(|| async {
                 let ctx = SessionContext::new_with_state(state.clone());
@@ -243,6 +243,6 @@ impl BatchProducer for MaskProducer {
                 Ok(Arc::new(vec![rows_to_batch(&rows)?]))
             })
             .await
-            .cloned()
+            .map(|batches| batches.clone() as Arc<dyn BatchSource>)
     }
 }

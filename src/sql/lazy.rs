@@ -26,7 +26,28 @@ use futures::{StreamExt, TryStreamExt};
 #[async_trait]
 pub trait BatchProducer: Debug + Send + Sync {
     /// The rows (computed on the first call, cached afterwards).
-    async fn batches(&self, state: &SessionState) -> Result<Arc<Vec<RecordBatch>>>;
+    async fn batches(&self, state: &SessionState) -> Result<Arc<dyn BatchSource>>;
+}
+
+/// Rows a [`BatchProducer`] has computed, read batch by batch: every call of
+/// [`BatchSource::iter`] starts again from the first batch.
+pub trait BatchSource: Debug + Send + Sync {
+    /// The batches, produced as the iterator is advanced.
+    fn iter(&self) -> Box<dyn Iterator<Item = Result<RecordBatch>> + Send>;
+}
+
+/// Batches held in memory.
+impl BatchSource for Vec<RecordBatch> {
+    fn iter(&self) -> Box<dyn Iterator<Item = Result<RecordBatch>> + Send> {
+        Box::new(self.clone().into_iter().map(Ok))
+    }
+}
+
+/// A release, expanded as it is read.
+impl BatchSource for crate::release::ReleasedRows {
+    fn iter(&self) -> Box<dyn Iterator<Item = Result<RecordBatch>> + Send> {
+        Box::new(self.batches())
+    }
 }
 
 /// A provider with a fixed schema whose rows come from a [`BatchProducer`].
@@ -110,7 +131,7 @@ impl PartitionStream for DeferredPartition {
         let producer = self.producer.clone();
         let state = self.state.clone();
         let batches = futures::stream::once(async move { producer.batches(&state).await })
-            .map_ok(|batches| futures::stream::iter(batches.as_ref().clone().into_iter().map(Ok)))
+            .map_ok(|source| futures::stream::iter(source.iter()))
             .try_flatten();
         Box::pin(RecordBatchStreamAdapter::new(
             self.schema.clone(),

@@ -24,6 +24,12 @@ pub trait SqlTableFunction: Debug + Send + Sync {
     fn params(&self) -> &'static [ParamSpec];
     /// One-paragraph description for help.
     fn about(&self) -> &'static str;
+    /// Whether the function shows exact figures of the raw data (counts, scores), so that
+    /// only the data owner may call it: such functions exist only in registrations with
+    /// [`crate::Access::Owner`].
+    fn owner_only(&self) -> bool {
+        false
+    }
     /// Builds the provider for one call.
     fn create(
         &self,
@@ -36,16 +42,20 @@ pub trait SqlTableFunction: Debug + Send + Sync {
 #[derive(Debug, Default)]
 pub struct FunctionPlanner {
     functions: HashMap<String, Arc<dyn SqlTableFunction>>,
+    /// Owner-only functions this registration withholds, named in a clear error.
+    withheld: Vec<String>,
 }
 
 impl FunctionPlanner {
-    /// A planner for the given functions.
-    pub fn new(functions: Vec<Arc<dyn SqlTableFunction>>) -> Self {
+    /// A planner for `functions`; calls of a `withheld` function get an error saying it is
+    /// owner-only.
+    pub fn new(functions: Vec<Arc<dyn SqlTableFunction>>, withheld: Vec<String>) -> Self {
         Self {
             functions: functions
                 .into_iter()
                 .map(|f| (f.name().to_string(), f))
                 .collect(),
+            withheld,
         }
     }
 }
@@ -68,11 +78,13 @@ impl RelationPlanner for FunctionPlanner {
         let Some(ident) = (name.0.len() == 1).then(|| name.0[0].as_ident()).flatten() else {
             return Ok(RelationPlanning::Original(Box::new(relation)));
         };
-        let Some(function) = self
-            .functions
-            .get(&ident.value.to_ascii_lowercase())
-            .cloned()
-        else {
+        let lower = ident.value.to_ascii_lowercase();
+        let Some(function) = self.functions.get(&lower).cloned() else {
+            if self.withheld.contains(&lower) {
+                return plan_err!(
+                    "{lower}() is an owner-only function (it shows exact figures of the raw data) and is not available in this session, which was registered for public users; the data owner uses dfanon without --public, or registers with RegisterOptions::owner()"
+                );
+            }
             return Ok(RelationPlanning::Original(Box::new(relation)));
         };
         let alias = alias.clone();

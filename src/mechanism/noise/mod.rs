@@ -40,6 +40,7 @@ mod bits;
 mod geometric;
 mod laplace;
 mod scale;
+mod tail;
 #[cfg(test)]
 mod tests;
 
@@ -51,6 +52,7 @@ pub use bits::{bernoulli_exp, bernoulli_rational, sample_uniform_below};
 pub use geometric::sample_geometric;
 pub use laplace::{sample_discrete_laplace, sample_floor_laplace};
 pub use scale::{ExactScale, EPSILON_GRID_BITS};
+pub use tail::PositiveNoise;
 
 /// Error returned when an argument of a mechanism is outside its domain.
 ///

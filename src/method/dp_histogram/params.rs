@@ -7,16 +7,17 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::Result;
 
 use super::{
-    dp_histogram_diagnostics_batch, dp_histogram_diagnostics_schema, dp_histogram_metadata,
-    run_dp_histogram, DpHistogramParams, DEFAULT_MAX_CELLS,
+    cell_count, dp_histogram_diagnostics_batch, dp_histogram_diagnostics_schema,
+    dp_histogram_metadata, resolve_node, run_dp_histogram, DpHistogramParams, DEFAULT_MAX_CELLS,
 };
 use crate::budget::Cost;
-use crate::mechanism::noise::ExactScale;
+use crate::mechanism::noise::{ExactScale, PositiveNoise};
 use crate::mechanism::rng::AnonRng;
 use crate::method::{
     max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON, MAX_NODES, SEED,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
+use crate::release::{ReleaseSize, SIZE_FAILURE};
 
 /// The DP histogram in the method registry.
 pub const METHOD: MethodSpec = MethodSpec {
@@ -89,6 +90,30 @@ impl Method for DpHistogram {
 
     fn diagnostics_schema(&self) -> SchemaRef {
         dp_histogram_diagnostics_schema()
+    }
+
+    /// A cell of count `n` releases `max(0, n + Z)` rows, at most `n + max(0, Z)`, with `Z`
+    /// discrete Laplace of scale `1/ε`, over every cell of the node's domain.
+    fn release_size(&self, input: &MethodInput<'_>) -> Result<ReleaseSize> {
+        let rows = input.histogram.total();
+        let node = resolve_node(
+            input.hierarchies,
+            input.lattice,
+            input.value_domain,
+            &self.params,
+        )?;
+        let cells = cell_count(input.hierarchies, &node, input.value_domain).unwrap_or(u64::MAX);
+        let scale = ExactScale::from_sensitivity_epsilon(1, self.params.epsilon)?;
+        let noise = PositiveNoise::discrete_laplace(scale.as_f64());
+        Ok(ReleaseSize {
+            expected: rows as f64 + cells as f64 * noise.mean(),
+            upper: rows as f64 + noise.sum_upper_bound(cells, SIZE_FAILURE),
+            cause: format!(
+                "epsilon = {} adds about {:.1} noise rows to each of {cells} cells",
+                self.params.epsilon,
+                noise.mean()
+            ),
+        })
     }
 
     fn run(&self, input: &MethodInput<'_>, rng: &mut AnonRng) -> Result<MethodOutput> {

@@ -66,7 +66,7 @@ fn every_cell_gets_noise_including_empty_ones() {
         5,
         &params(epsilon, "age=0"),
         &mut rng_from_seed(11),
-        &|_, _| {},
+        &Progress::silent(),
     )
     .unwrap();
     let stats = &result.stats;
@@ -150,7 +150,7 @@ fn noise_is_discrete_laplace() {
         5,
         &params(epsilon, "age=0, sex=0"),
         &mut rng_from_seed(3),
-        &|_, _| {},
+        &Progress::silent(),
     )
     .unwrap();
     let cells = released_cells(&result.release);
@@ -195,7 +195,7 @@ fn generalizes_and_is_reproducible() {
             2,
             &p,
             &mut rng_from_seed(seed),
-            &|_, _| {},
+            &Progress::silent(),
         )
         .unwrap()
     };
@@ -303,7 +303,7 @@ fn default_node_and_errors() {
             max_cells: 10,
         },
         &mut rng_from_seed(1),
-        &|_, _| {},
+        &Progress::silent(),
     )
     .unwrap_err()
     .to_string();
@@ -338,7 +338,7 @@ fn audit_dp_histogram_operator() {
                 2,
                 &params(epsilon, "age=0, sex=0"),
                 rng,
-                &|_, _| {},
+                &Progress::silent(),
             )
             .expect("valid release");
             let count = released_cells(&result.release)

@@ -8,11 +8,13 @@ use datafusion::common::{plan_err, Result};
 
 use super::{ipa_diagnostics_batch, ipa_diagnostics_schema, ipa_metadata, run_ipa};
 use crate::budget::Cost;
+use crate::mechanism::noise::{ExactScale, PositiveNoise};
 use crate::mechanism::rng::AnonRng;
 use crate::method::{
     max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON, MAX_NODES, SEED,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
+use crate::release::{ReleaseSize, SIZE_FAILURE};
 
 /// Default suppression threshold `t`.
 pub const DEFAULT_SUPPRESSION_THRESHOLD: u64 = 2;
@@ -131,6 +133,24 @@ impl Method for Ipa {
 
     fn diagnostics_schema(&self) -> SchemaRef {
         ipa_diagnostics_schema()
+    }
+
+    /// Every released class (at most the phase-1 classes, plus the suppressed class) gets
+    /// `max(0, Z)` counterfeits, `Z` discrete Laplace of scale `1/ε_ins`.
+    fn release_size(&self, input: &MethodInput<'_>) -> Result<ReleaseSize> {
+        let rows = input.histogram.total();
+        let classes = input.histogram.class_count() as u64 + 1;
+        let scale = ExactScale::from_sensitivity_epsilon(1, self.params.eps_ins)?;
+        let noise = PositiveNoise::discrete_laplace(scale.as_f64());
+        Ok(ReleaseSize {
+            expected: rows as f64 + classes as f64 * noise.mean(),
+            upper: rows as f64 + noise.sum_upper_bound(classes, SIZE_FAILURE),
+            cause: format!(
+                "epsilon_ins = {} adds about {:.1} counterfeit rows to each of up to {classes} classes",
+                self.params.eps_ins,
+                noise.mean()
+            ),
+        })
     }
 
     fn run(&self, input: &MethodInput<'_>, rng: &mut AnonRng) -> Result<MethodOutput> {

@@ -109,7 +109,7 @@ fn release_invariants_hold_for_many_seeds() {
                 DISEASES.len(),
                 &params,
                 &mut rng,
-                &|_, _| {},
+                &Progress::silent(),
             )
             .unwrap();
             let outcome = &result.outcomes[result.chosen];
@@ -184,7 +184,7 @@ fn seeded_runs_are_reproducible() {
             DISEASES.len(),
             &params,
             &mut rng,
-            &|_, _| {},
+            &Progress::silent(),
         )
         .unwrap()
     };
@@ -210,7 +210,7 @@ fn large_epsilon_chooses_the_minimum_il_node() {
         DISEASES.len(),
         &params,
         &mut rng,
-        &|_, _| {},
+        &Progress::silent(),
     )
     .unwrap();
     let best = result
@@ -252,7 +252,7 @@ fn parameter_errors() {
         5,
         &params,
         &mut rng_from_seed(1),
-        &|_, _| {},
+        &Progress::silent(),
     )
     .unwrap_err();
     assert!(
@@ -269,7 +269,7 @@ fn parameter_errors() {
         5,
         &params,
         &mut rng_from_seed(1),
-        &|_, _| {},
+        &Progress::silent(),
     )
     .unwrap_err();
     assert!(err.to_string().contains("epsilon_val"), "{err}");

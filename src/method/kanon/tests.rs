@@ -102,7 +102,7 @@ proptest! {
         let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 10_000).unwrap();
         let params = KanonParams { k, suppression_limit: limit };
         let expected = brute_force(&hs, &records, k, limit);
-        match run_kanon(&base, &hs, &lattice, 4, &params, &|_, _| {}) {
+        match run_kanon(&base, &hs, &lattice, 4, &params, &Progress::silent()) {
             Ok(result) => {
                 let (node, suppressed) = expected.expect("brute force finds a feasible node too");
                 prop_assert_eq!(&result.outcomes[result.chosen].node, &node);
@@ -130,7 +130,13 @@ fn paper_example() {
         k: 3,
         suppression_limit: 0.2,
     };
-    let result = run_kanon(&base, &hs, &lattice, 5, &params, &|_, _| {}).unwrap();
+    // A cancelled search stops at its first progress report.
+    let cancel = crate::progress::Cancel::new();
+    cancel.cancel();
+    let stopped = Progress::new("kanon", None, cancel);
+    let err = run_kanon(&base, &hs, &lattice, 5, &params, &stopped).unwrap_err();
+    assert!(err.to_string().contains("cancelled"), "{err}");
+    let result = run_kanon(&base, &hs, &lattice, 5, &params, &Progress::silent()).unwrap();
     let chosen = &result.outcomes[result.chosen];
     assert_eq!(chosen.node, vec![1, 0, 1]);
     assert_eq!(chosen.suppressed_records, 1);
@@ -150,7 +156,7 @@ fn paper_example() {
         k: 3,
         suppression_limit: 0.0,
     };
-    let result = run_kanon(&base, &hs, &lattice, 5, &strict, &|_, _| {}).unwrap();
+    let result = run_kanon(&base, &hs, &lattice, 5, &strict, &Progress::silent()).unwrap();
     assert_eq!(result.outcomes[result.chosen].suppressed_records, 0);
     assert_eq!(result.outcomes[result.chosen].node, vec![2, 0, 2]);
     // k larger than the table: nothing is feasible.
@@ -163,7 +169,7 @@ fn paper_example() {
             k: 8,
             suppression_limit: 0.5,
         },
-        &|_, _| {},
+        &Progress::silent(),
     )
     .unwrap_err()
     .to_string();

@@ -12,6 +12,7 @@ use super::score::Evaluation;
 use crate::lattice::{Lattice, Node};
 use crate::mechanism::exponential::exponential_mechanism;
 use crate::mechanism::rng::AnonRng;
+use crate::progress::Progress;
 
 /// Scores schemes for the search.
 pub trait NodeScorer {
@@ -102,7 +103,7 @@ pub fn top_down_search(
     sensitivity: f64,
     selection: FinalSelection,
     rng: &mut AnonRng,
-    progress: &(dyn Fn(usize, usize) + Sync),
+    progress: &Progress,
 ) -> Result<SearchResult> {
     let top = lattice.top();
     let top_index = lattice.index_of(&top);
@@ -164,7 +165,7 @@ pub fn top_down_search(
             best = (node.clone(), evaluation);
         }
         pivot = node;
-        progress(step as usize, total);
+        progress.report(step as usize, total)?;
     }
 
     let (chosen, evaluation) = match selection {

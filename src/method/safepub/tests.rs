@@ -12,6 +12,7 @@ use crate::histogram::GroupedHistogram;
 use crate::mechanism::exponential::exponential_weights;
 use crate::mechanism::rng::rng_from_seed;
 use crate::privacy::safepub_params::beta_for;
+use crate::progress::Progress;
 use crate::testing::stats::{assert_chi_square_fits, assert_wilson, categorical_bins, Bin};
 
 use crate::testing::{histogram, ladder as interval, Record};
@@ -473,7 +474,7 @@ fn fixed<'a>(lattice: &'a Lattice, weights: &[f64]) -> FixedScorer<'a> {
 #[test]
 fn search_follows_figure_7() {
     let lattice = Lattice::new(vec![3, 2, 1], 1000).unwrap();
-    let no_progress = |_: usize, _: usize| {};
+    let no_progress = Progress::silent();
     let mut scorer = fixed(&lattice, &[1.0, 10.0, 100.0]);
     let mut rng = rng_from_seed(1);
     let result = top_down_search(
@@ -548,7 +549,7 @@ fn search_follows_figure_7() {
 #[test]
 fn search_step_distribution() {
     let lattice = Lattice::new(vec![1, 1, 1], 100).unwrap();
-    let no_progress = |_: usize, _: usize| {};
+    let no_progress = Progress::silent();
     // Scores of the predecessors of the top (lowering attribute 0, 1, 2): -3, -2, -1... use
     // weights so that they differ: score = -(sum w_a l_a) with w = (3, 2, 1).
     let weights = [3.0, 2.0, 1.0];
@@ -607,7 +608,7 @@ fn fixture(n: usize, seed: u64) -> Fixture {
 fn run(f: &Fixture, params: &SafePubParams, seed: u64) -> SafePubResult {
     let hs: Vec<&Hierarchy> = f.hierarchies.iter().collect();
     let lattice = all_nodes(&hs);
-    let progress = |_: usize, _: usize| {};
+    let progress = Progress::silent();
     let input = MethodInput {
         histogram: &f.base,
         hierarchies: &hs,

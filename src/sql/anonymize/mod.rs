@@ -11,7 +11,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use datafusion::arrow::array::RecordBatch;
 use datafusion::catalog::TableProvider;
 use datafusion::common::Result;
 use datafusion::execution::SessionState;
@@ -19,11 +18,13 @@ use datafusion::logical_expr::planner::RelationPlannerContext;
 use tokio::sync::OnceCell;
 
 use super::args::{bind, CallArgs, ParamSpec};
-use super::lazy::{BatchProducer, LazyTable};
+use super::lazy::{BatchProducer, BatchSource, LazyTable};
 use super::planner::SqlTableFunction;
 use crate::budget::charge_release;
 use crate::budget::ledger::Ledger;
-use crate::engine::{self, AnonymizeRequest, ProgressFn, ReleaseOutput};
+use crate::engine::{self, AnonymizeRequest, ReleaseOutput};
+use crate::progress::ProgressFn;
+use crate::release::ReleaseRowLimit;
 use request::build_request;
 pub use request::{ANONYMIZE_PARAMS, COMMON_PARAMS};
 use views::{information_loss_batch, information_loss_schema, metadata_batch, metadata_schema};
@@ -52,6 +53,8 @@ pub struct ReleaseCache {
     entries: Mutex<HashMap<String, Arc<CacheEntry>>>,
     progress: Mutex<Option<ProgressFn>>,
     ledger: Arc<Ledger>,
+    /// The registration's ceiling of `max_release_rows`.
+    max_release_rows: Option<u64>,
 }
 
 impl std::fmt::Debug for ReleaseCache {
@@ -61,6 +64,14 @@ impl std::fmt::Debug for ReleaseCache {
 }
 
 impl ReleaseCache {
+    /// An empty cache whose calls may not allow more than `max_release_rows` rows.
+    pub fn new(max_release_rows: Option<u64>) -> Self {
+        Self {
+            max_release_rows,
+            ..Self::default()
+        }
+    }
+
     /// Installs a progress callback for long lattice searches.
     pub fn set_progress(&self, progress: Option<ProgressFn>) {
         if let Ok(mut slot) = self.progress.lock() {
@@ -114,6 +125,13 @@ impl SqlTableFunction for AnonymizeFunction {
         ANONYMIZE_PARAMS.as_slice()
     }
 
+    fn owner_only(&self) -> bool {
+        matches!(
+            self.view,
+            ReleaseView::Diagnostics | ReleaseView::InformationLoss | ReleaseView::Warnings
+        )
+    }
+
     fn about(&self) -> &'static str {
         match self.view {
             ReleaseView::Rows => "Releases anonymized microdata rows of a table.",
@@ -137,6 +155,10 @@ impl SqlTableFunction for AnonymizeFunction {
     ) -> Result<Arc<dyn TableProvider>> {
         let bound = bind(self.name(), &ANONYMIZE_PARAMS, &["source"], args)?;
         let request = build_request(self.name(), &bound, context)?;
+        let limit = ReleaseRowLimit {
+            given: request.max_release_rows,
+            ceiling: self.cache.max_release_rows,
+        };
         let key = request.cache_key();
         let entry = {
             let mut entries = match self.cache.entries.lock() {
@@ -164,6 +186,7 @@ impl SqlTableFunction for AnonymizeFunction {
             view: self.view,
             entry,
             cache: self.cache.clone(),
+            limit,
         };
         Ok(Arc::new(LazyTable::new(schema, Arc::new(producer))))
     }
@@ -174,11 +197,14 @@ struct ReleaseProducer {
     view: ReleaseView,
     entry: Arc<CacheEntry>,
     cache: Arc<ReleaseCache>,
+    /// This call's row limit (not part of the cache key: it decides whether a release may
+    /// be computed, not what it is).
+    limit: ReleaseRowLimit,
 }
 
 #[async_trait]
 impl BatchProducer for ReleaseProducer {
-    async fn batches(&self, state: &SessionState) -> Result<Arc<Vec<RecordBatch>>> {
+    async fn batches(&self, state: &SessionState) -> Result<Arc<dyn BatchSource>> {
         let progress = self.cache.progress();
         let output = self
             .entry
@@ -192,14 +218,16 @@ impl BatchProducer for ReleaseProducer {
                     request.method.budget(),
                     state.config_options(),
                 )?;
-                match engine::compute_release(&self.entry.request, state, progress).await {
+                let computed =
+                    engine::compute_release(&self.entry.request, state, progress, self.limit);
+                match computed.await {
                     Ok(output) => Ok(Arc::new(output)),
                     Err(e) => Err(charge.refund(e)),
                 }
             })
             .await?;
         Ok(match self.view {
-            ReleaseView::Rows => output.rows.clone(),
+            ReleaseView::Rows => Arc::new(output.rows.clone()) as Arc<dyn BatchSource>,
             ReleaseView::Metadata => Arc::new(vec![metadata_batch(&output.metadata)?]),
             ReleaseView::Diagnostics => output.diagnostics.clone(),
             ReleaseView::InformationLoss => Arc::new(vec![information_loss_batch(

@@ -50,6 +50,12 @@ pub const COMMON_PARAMS: &[ParamSpec] = &[
         ParamDefault::Optional("none"),
         "synonym of 'sensitive' (the IPA paper's name for the released unchanged column)",
     ),
+    ParamSpec::new(
+        "max_release_rows",
+        ParamKind::Count,
+        ParamDefault::Optional("10 x the input rows, at least 100000"),
+        "largest number of rows the release may have: a release whose size bound, computed before anything is drawn, is larger is refused (e.g. a tiny epsilon making IPA add millions of counterfeits)",
+    ),
 ];
 
 /// Every parameter `anonymize` accepts: the common ones, then each method's, merged by
@@ -166,6 +172,7 @@ pub fn build_request(
         dropped,
         seed,
         method: configured,
+        max_release_rows: common.opt_u64("max_release_rows"),
     })
 }
 

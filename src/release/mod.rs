@@ -4,12 +4,20 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray, UInt32Array};
-use datafusion::arrow::compute::take;
+use datafusion::arrow::array::{ArrayRef, RecordBatch};
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::common::{internal_err, Result};
+use datafusion::common::Result;
 
-use crate::hierarchy::{Hierarchy, STAR};
+use crate::hierarchy::Hierarchy;
+
+mod rows;
+mod size;
+
+pub use rows::{ReleaseBatches, ReleasedRows};
+pub use size::{
+    check_release_size, default_max_release_rows, ReleaseRowLimit, ReleaseSize,
+    DEFAULT_MIN_RELEASE_ROWS, DEFAULT_RELEASE_ROWS_FACTOR, SIZE_FAILURE,
+};
 
 /// Class code standing for a suppressed (fully starred) quasi-identifier.
 pub const SUPPRESSED: u32 = u32::MAX;
@@ -73,85 +81,15 @@ impl ReleasedHistogram {
         self.counts.iter().sum()
     }
 
-    /// Expands the histogram into rows: one Utf8 column per quasi-identifier (its label at
-    /// the released level, `*` when suppressed), then — when `schema` has one more field —
-    /// the informative column taken from `values` (one entry per value code).
+    /// Expands the histogram into rows, all at once (see [`ReleasedRows`] for the
+    /// streaming form, which every query uses).
     pub fn expand(
         &self,
         hierarchies: &[&Hierarchy],
         values: &ArrayRef,
         schema: &SchemaRef,
     ) -> Result<Vec<RecordBatch>> {
-        let attrs = hierarchies.len();
-        let with_values = match schema.fields().len() {
-            n if n == attrs + 1 => true,
-            n if n == attrs => false,
-            n => {
-                return internal_err!(
-                    "release schema has {n} fields, expected {attrs} or {}",
-                    attrs + 1
-                )
-            }
-        };
-        let label_arrays: Vec<ArrayRef> = (0..attrs)
-            .map(|a| {
-                let labels = hierarchies[a].level(self.levels[a]).labels();
-                let mut all: Vec<&str> = labels.iter().map(String::as_str).collect();
-                all.push(STAR);
-                Arc::new(StringArray::from(all)) as ArrayRef
-            })
-            .collect();
-        let star_index: Vec<u32> = (0..attrs)
-            .map(|a| hierarchies[a].level(self.levels[a]).cardinality() as u32)
-            .collect();
-
-        let mut batches = Vec::new();
-        let mut qi_idx: Vec<Vec<u32>> = vec![Vec::with_capacity(RELEASE_BATCH_ROWS); attrs];
-        let mut val_idx: Vec<u32> = Vec::with_capacity(RELEASE_BATCH_ROWS);
-        let flush = |qi_idx: &mut Vec<Vec<u32>>,
-                     val_idx: &mut Vec<u32>,
-                     batches: &mut Vec<RecordBatch>|
-         -> Result<()> {
-            if val_idx.is_empty() {
-                return Ok(());
-            }
-            let mut columns: Vec<ArrayRef> = Vec::with_capacity(attrs + 1);
-            for a in 0..attrs {
-                let idx = UInt32Array::from(std::mem::take(&mut qi_idx[a]));
-                columns.push(take(label_arrays[a].as_ref(), &idx, None)?);
-            }
-            let idx = UInt32Array::from(std::mem::take(val_idx));
-            if with_values {
-                columns.push(take(values.as_ref(), &idx, None)?);
-            }
-            batches.push(RecordBatch::try_new(schema.clone(), columns)?);
-            Ok(())
-        };
-        for c in 0..self.class_count() {
-            let codes: Vec<u32> = (0..attrs)
-                .map(|a| match self.class_codes[a][c] {
-                    SUPPRESSED => star_index[a],
-                    code => code,
-                })
-                .collect();
-            for e in self.class_offsets[c]..self.class_offsets[c + 1] {
-                let mut remaining = self.counts[e];
-                while remaining > 0 {
-                    let room = (RELEASE_BATCH_ROWS - val_idx.len()) as u64;
-                    let take_now = remaining.min(room) as usize;
-                    for a in 0..attrs {
-                        qi_idx[a].extend(std::iter::repeat_n(codes[a], take_now));
-                    }
-                    val_idx.extend(std::iter::repeat_n(self.values[e], take_now));
-                    remaining -= take_now as u64;
-                    if val_idx.len() == RELEASE_BATCH_ROWS {
-                        flush(&mut qi_idx, &mut val_idx, &mut batches)?;
-                    }
-                }
-            }
-        }
-        flush(&mut qi_idx, &mut val_idx, &mut batches)?;
-        Ok(batches)
+        ReleasedRows::new(Arc::new(self.clone()), hierarchies, values, schema)?.collect()
     }
 }
 
@@ -159,7 +97,7 @@ impl ReleasedHistogram {
 mod tests {
     use super::*;
     use crate::testing::rows;
-    use datafusion::arrow::array::AsArray;
+    use datafusion::arrow::array::{AsArray, StringArray};
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
 
     fn hierarchy() -> Hierarchy {

@@ -1,0 +1,174 @@
+//! A released histogram expanded into rows, batch by batch, in canonical order.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    ArrayRef, RecordBatch, RecordBatchOptions, StringArray, UInt32Array,
+};
+use datafusion::arrow::compute::take;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::{internal_err, Result};
+
+use super::{ReleasedHistogram, RELEASE_BATCH_ROWS, SUPPRESSED};
+use crate::hierarchy::{Hierarchy, STAR};
+
+/// A released histogram ready to be expanded into rows: one Utf8 column per
+/// quasi-identifier (its label at the released level, `*` when suppressed), then — when the
+/// schema has one more field — the informative column taken from `values` (one entry per
+/// value code).
+///
+/// Holding it costs memory proportional to the released *histogram* (classes × values),
+/// never to the released row count: [`ReleasedRows::batches`] produces the rows batch by
+/// batch, in canonical order, as they are read, and stops when its reader stops.
+#[derive(Debug, Clone)]
+pub struct ReleasedRows {
+    histogram: Arc<ReleasedHistogram>,
+    /// Per quasi-identifier, the labels of its released level with `*` appended.
+    labels: Vec<ArrayRef>,
+    /// Per quasi-identifier, the index of `*` in `labels`.
+    star_index: Vec<u32>,
+    values: Option<ArrayRef>,
+    schema: SchemaRef,
+}
+
+impl ReleasedRows {
+    /// Prepares the expansion of `histogram` under `schema` (the quasi-identifiers, then
+    /// optionally the informative column).
+    pub fn new(
+        histogram: Arc<ReleasedHistogram>,
+        hierarchies: &[&Hierarchy],
+        values: &ArrayRef,
+        schema: &SchemaRef,
+    ) -> Result<Self> {
+        let attrs = hierarchies.len();
+        let with_values = match schema.fields().len() {
+            n if n == attrs + 1 => true,
+            n if n == attrs => false,
+            n => {
+                return internal_err!(
+                    "release schema has {n} fields, expected {attrs} or {}",
+                    attrs + 1
+                )
+            }
+        };
+        if histogram.levels.len() != attrs || histogram.class_codes.len() != attrs {
+            return internal_err!(
+                "released histogram has {} attributes, expected {attrs}",
+                histogram.levels.len()
+            );
+        }
+        let labels: Vec<ArrayRef> = (0..attrs)
+            .map(|a| {
+                let labels = hierarchies[a].level(histogram.levels[a]).labels();
+                let mut all: Vec<&str> = labels.iter().map(String::as_str).collect();
+                all.push(STAR);
+                Arc::new(StringArray::from(all)) as ArrayRef
+            })
+            .collect();
+        let star_index: Vec<u32> = (0..attrs)
+            .map(|a| hierarchies[a].level(histogram.levels[a]).cardinality() as u32)
+            .collect();
+        Ok(Self {
+            histogram,
+            labels,
+            star_index,
+            values: with_values.then(|| values.clone()),
+            schema: schema.clone(),
+        })
+    }
+
+    /// The schema of the rows.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The released histogram.
+    pub fn histogram(&self) -> &ReleasedHistogram {
+        &self.histogram
+    }
+
+    /// Number of rows [`ReleasedRows::batches`] produces.
+    pub fn row_count(&self) -> u64 {
+        self.histogram.row_count()
+    }
+
+    /// Every batch at once (tests and small releases).
+    pub fn collect(&self) -> Result<Vec<RecordBatch>> {
+        self.batches().collect()
+    }
+
+    /// The rows in canonical order, at most [`RELEASE_BATCH_ROWS`] per batch, produced as
+    /// the iterator is advanced.
+    pub fn batches(&self) -> ReleaseBatches {
+        ReleaseBatches {
+            rows: self.clone(),
+            entry: 0,
+            class: 0,
+            used_of_entry: 0,
+        }
+    }
+
+    fn batch(&self, qi_idx: Vec<Vec<u32>>, val_idx: Vec<u32>) -> Result<RecordBatch> {
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.labels.len() + 1);
+        for (labels, idx) in self.labels.iter().zip(qi_idx) {
+            columns.push(take(labels.as_ref(), &UInt32Array::from(idx), None)?);
+        }
+        if let Some(values) = &self.values {
+            columns.push(take(values.as_ref(), &UInt32Array::from(val_idx), None)?);
+        }
+        let options =
+            RecordBatchOptions::new().with_row_count(Some(columns.first().map_or(0, |c| c.len())));
+        Ok(RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            columns,
+            &options,
+        )?)
+    }
+}
+
+/// Iterator over the batches of a [`ReleasedRows`] (see [`ReleasedRows::batches`]).
+#[derive(Debug)]
+pub struct ReleaseBatches {
+    rows: ReleasedRows,
+    /// Next histogram entry to expand.
+    entry: usize,
+    /// Class owning `entry`.
+    class: usize,
+    /// Rows of `entry` already produced.
+    used_of_entry: u64,
+}
+
+impl Iterator for ReleaseBatches {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let hist = &self.rows.histogram;
+        let attrs = self.rows.labels.len();
+        let entries = hist.counts.len();
+        let mut qi_idx: Vec<Vec<u32>> = vec![Vec::new(); attrs];
+        let mut val_idx: Vec<u32> = Vec::new();
+        let mut filled = 0usize;
+        while filled < RELEASE_BATCH_ROWS && self.entry < entries {
+            while hist.class_offsets[self.class + 1] <= self.entry {
+                self.class += 1;
+            }
+            let remaining = hist.counts[self.entry] - self.used_of_entry;
+            let take_now = remaining.min((RELEASE_BATCH_ROWS - filled) as u64) as usize;
+            for (a, idx) in qi_idx.iter_mut().enumerate() {
+                let code = match hist.class_codes[a][self.class] {
+                    SUPPRESSED => self.rows.star_index[a],
+                    code => code,
+                };
+                idx.extend(std::iter::repeat_n(code, take_now));
+            }
+            val_idx.extend(std::iter::repeat_n(hist.values[self.entry], take_now));
+            filled += take_now;
+            self.used_of_entry += take_now as u64;
+            if self.used_of_entry == hist.counts[self.entry] {
+                self.entry += 1;
+                self.used_of_entry = 0;
+            }
+        }
+        (filled > 0).then(|| self.rows.batch(qi_idx, val_idx))
+    }
+}
