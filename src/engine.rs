@@ -22,6 +22,7 @@ use crate::mechanism::rng::{rng_from_os, rng_from_seed};
 use crate::method::{Method, MethodInput, MethodOutput};
 use crate::metric::information_loss::{information_loss, InformationLoss};
 use crate::privacy::warnings::delta_size_warning;
+use crate::quote::quote;
 
 /// Progress callback of long work: `(phase, done, total)`.
 pub type ProgressFn = Arc<dyn Fn(&str, usize, usize) + Send + Sync>;
@@ -177,13 +178,13 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
                             last = Some((value.to_string(), c));
                             c
                         }
-                        None => {
-                            return exec_err!(
-                                "anonymize(): value '{value}' of column '{}' is not in its hierarchy '{}'",
-                                q.column,
-                                q.hierarchy_name
-                            )
-                        }
+                        None => return exec_err!(
+                            "anonymize(): value {} of column '{}' is not in its hierarchy '{}'{}",
+                            quote(value),
+                            q.column,
+                            q.hierarchy_name,
+                            near_miss_hint(hierarchy, value)
+                        ),
                     },
                 };
                 leaf_codes[a].push(code);
@@ -222,6 +223,28 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
         histogram,
         values,
     })
+}
+
+/// When a value is missing from its hierarchy only because of whitespace or letter case,
+/// says which leaf it nearly matches (values are matched byte for byte).
+fn near_miss_hint(hierarchy: &Hierarchy, value: &str) -> String {
+    let wanted = value.trim();
+    let leaves = hierarchy.level(0).labels();
+    let near = leaves
+        .iter()
+        .find(|leaf| leaf.trim() == wanted)
+        .or_else(|| {
+            leaves
+                .iter()
+                .find(|leaf| leaf.trim().eq_ignore_ascii_case(wanted))
+        });
+    match near {
+        Some(leaf) => format!(
+            "; the hierarchy has {}: values are matched byte for byte, spaces and letter case included (trim or fix the data or the hierarchy)",
+            quote(leaf)
+        ),
+        None => String::new(),
+    }
 }
 
 /// Informative values of the phase-1 result: a code per row, and the distinct values in

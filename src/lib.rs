@@ -29,6 +29,7 @@ pub mod method;
 pub mod metric;
 pub mod params;
 pub mod privacy;
+pub mod quote;
 pub mod release;
 pub mod sql;
 #[cfg(test)]
