@@ -24,6 +24,7 @@ use crate::metric::information_loss::{information_loss, InformationLoss};
 use crate::privacy::warnings::delta_size_warning;
 use crate::progress::{Cancel, Progress, ProgressFn};
 use crate::release::{check_release_size, ReleaseRowLimit, ReleasedRows};
+use crate::quote::quote;
 
 /// A quasi-identifier and its hierarchy table.
 #[derive(Debug, Clone)]
@@ -178,13 +179,13 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
                             last = Some((value.to_string(), c));
                             c
                         }
-                        None => {
-                            return exec_err!(
-                                "anonymize(): value '{value}' of column '{}' is not in its hierarchy '{}'",
-                                q.column,
-                                q.hierarchy_name
-                            )
-                        }
+                        None => return exec_err!(
+                            "anonymize(): value {} of column '{}' is not in its hierarchy '{}'{}",
+                            quote(value),
+                            q.column,
+                            q.hierarchy_name,
+                            near_miss_hint(hierarchy, value)
+                        ),
                     },
                 };
                 leaf_codes[a].push(code);
@@ -223,6 +224,28 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
         histogram,
         values,
     })
+}
+
+/// When a value is missing from its hierarchy only because of whitespace or letter case,
+/// says which leaf it nearly matches (values are matched byte for byte).
+fn near_miss_hint(hierarchy: &Hierarchy, value: &str) -> String {
+    let wanted = value.trim();
+    let leaves = hierarchy.level(0).labels();
+    let near = leaves
+        .iter()
+        .find(|leaf| leaf.trim() == wanted)
+        .or_else(|| {
+            leaves
+                .iter()
+                .find(|leaf| leaf.trim().eq_ignore_ascii_case(wanted))
+        });
+    match near {
+        Some(leaf) => format!(
+            "; the hierarchy has {}: values are matched byte for byte, spaces and letter case included (trim or fix the data or the hierarchy)",
+            quote(leaf)
+        ),
+        None => String::new(),
+    }
 }
 
 /// Informative values of the phase-1 result: a code per row, and the distinct values in

@@ -30,6 +30,7 @@ pub mod metric;
 pub mod params;
 pub mod privacy;
 pub mod progress;
+pub mod quote;
 pub mod release;
 pub mod sql;
 #[cfg(test)]

@@ -190,13 +190,30 @@ pub fn parse_value(
     }
 }
 
+/// An argument value as written, for error messages: numbers keep their kind (`1.0` is not
+/// shown as `1`), text is quoted.
+pub fn shown(value: &ScalarValue) -> String {
+    match value {
+        ScalarValue::Float64(Some(x)) => format!("{x:?}"),
+        ScalarValue::Float32(Some(x)) => format!("{x:?}"),
+        ScalarValue::Utf8(Some(s))
+        | ScalarValue::Utf8View(Some(s))
+        | ScalarValue::LargeUtf8(Some(s)) => format!("'{s}'"),
+        v if v.is_null() => "NULL".to_string(),
+        other => other.to_string(),
+    }
+}
+
 /// Reads a text argument.
 pub fn read_text(function: &str, name: &str, value: &ScalarValue) -> Result<String> {
     match value {
         ScalarValue::Utf8(Some(s))
         | ScalarValue::Utf8View(Some(s))
         | ScalarValue::LargeUtf8(Some(s)) => Ok(s.clone()),
-        other => plan_err!("{function}(): argument '{name}' must be a string, got {other}"),
+        other => plan_err!(
+            "{function}(): argument '{name}' must be a string, got {}",
+            shown(other)
+        ),
     }
 }
 
@@ -217,7 +234,12 @@ pub fn read_number(function: &str, name: &str, value: &ScalarValue) -> Result<f6
                 }
             }
         }
-        other => return plan_err!("{function}(): argument '{name}' must be a number, got {other}"),
+        other => {
+            return plan_err!(
+                "{function}(): argument '{name}' must be a number, got {}",
+                shown(other)
+            )
+        }
     })
 }
 
@@ -234,9 +256,10 @@ pub fn read_integer(function: &str, name: &str, value: &ScalarValue) -> Result<u
                 plan_err!("{function}(): argument '{name}' must be a non-negative integer")
             })
         }
-        other => {
-            plan_err!("{function}(): argument '{name}' must be a non-negative integer, got {other}")
-        }
+        other => plan_err!(
+            "{function}(): argument '{name}' must be a non-negative integer, got {}",
+            shown(other)
+        ),
     }
 }
 
@@ -251,7 +274,10 @@ pub fn read_bool(function: &str, name: &str, value: &ScalarValue) -> Result<bool
                 _ => plan_err!("{function}(): argument '{name}' must be true or false, got '{s}'"),
             }
         }
-        other => plan_err!("{function}(): argument '{name}' must be true or false, got {other}"),
+        other => plan_err!(
+            "{function}(): argument '{name}' must be true or false, got {}",
+            shown(other)
+        ),
     }
 }
 
@@ -487,7 +513,13 @@ mod tests {
         );
         let e = err(&[("delta", s("1")), ("seed", ScalarValue::Int64(Some(-1)))]);
         assert!(
-            e.contains("argument 'seed' must be a non-negative integer"),
+            e.contains("argument 'seed' must be a non-negative integer, got -1"),
+            "{e}"
+        );
+        // A real number is shown as written, not rounded to an integer.
+        let e = err(&[("delta", s("1")), ("seed", ScalarValue::Float64(Some(1.0)))]);
+        assert!(
+            e.contains("argument 'seed' must be a non-negative integer, got 1.0"),
             "{e}"
         );
     }

@@ -54,8 +54,9 @@ impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "'{}' is not a generalized integer value ({}); expected an integer, an interval like '[10-20)' or '[60-100]', or '*'",
-            self.label, self.reason
+            "{} is not a generalized integer value ({}); expected an integer, an interval like '[10-20)' or '[60-100]', or '*'",
+            crate::quote::quote(&self.label),
+            self.reason
         )
     }
 }

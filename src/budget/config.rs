@@ -53,6 +53,39 @@ const PATH_DOC: &str =
 /// Names of the settings, for error messages.
 const KEYS: &str = "epsilon_budget, delta_budget, ledger_path";
 
+/// The error for `RESET anonymize.<key>`, for clients that run statements themselves:
+/// DataFusion cannot reset an extension's settings and would answer "Could not find config
+/// namespace". `None` when `sql` is not a `RESET` of an `anonymize.*` setting.
+pub fn reset_error(sql: &str) -> Option<datafusion::error::DataFusionError> {
+    let words: Vec<&str> = sql
+        .trim()
+        .trim_end_matches(';')
+        .split_whitespace()
+        .collect();
+    let [reset, key] = words.as_slice() else {
+        return None;
+    };
+    let key = key.to_ascii_lowercase();
+    let setting = key.strip_prefix(&format!("{PREFIX}."))?;
+    if !reset.eq_ignore_ascii_case("reset") {
+        return None;
+    }
+    let defaults = AnonymizeOptions::default();
+    let default = match setting {
+        "epsilon_budget" => format_limit(defaults.epsilon_budget),
+        "delta_budget" => format_limit(defaults.delta_budget),
+        "ledger_path" => String::new(),
+        other => {
+            return Some(datafusion::error::DataFusionError::Configuration(format!(
+                "unknown setting '{PREFIX}.{other}'; valid settings: {KEYS}"
+            )))
+        }
+    };
+    Some(datafusion::error::DataFusionError::Configuration(format!(
+        "RESET is not supported for {PREFIX}.* settings; set the value instead, e.g. SET {PREFIX}.{setting} = '{default}' (the default)"
+    )))
+}
+
 /// Parses a budget limit: `unlimited` (also `inf`, `infinity`, `none`) or a finite number
 /// `>= 0`.
 pub fn parse_limit(key: &str, value: &str) -> Result<f64> {
@@ -176,6 +209,23 @@ pub fn options(config: &ConfigOptions) -> AnonymizeOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reset_gets_an_error_naming_the_setting() {
+        let err = reset_error("RESET anonymize.epsilon_budget;").map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("Invalid or Unsupported Configuration: RESET is not supported for anonymize.* settings; set the value instead, e.g. SET anonymize.epsilon_budget = 'unlimited' (the default)")
+        );
+        let err = reset_error("reset ANONYMIZE.budget").map(|e| e.to_string());
+        assert!(
+            err.as_deref()
+                .is_some_and(|e| e.contains("unknown setting 'anonymize.budget'")),
+            "{err:?}"
+        );
+        assert!(reset_error("RESET datafusion.execution.batch_size").is_none());
+        assert!(reset_error("SELECT 1").is_none());
+    }
 
     #[test]
     fn parses_limits_and_rejects_bad_ones() {

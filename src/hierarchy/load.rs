@@ -18,6 +18,10 @@ pub fn array_to_strings(array: &ArrayRef) -> Result<Vec<Option<String>>> {
 
 /// Builds a hierarchy from the batches of a table in ARX layout: column 0 the raw value,
 /// column `i` its level-`i` generalization. `source` names the table in error messages.
+///
+/// Cells are taken byte for byte, exactly as data values are matched: a cell `'F '` is
+/// not the value `'F'`. (Trim a CSV hierarchy in SQL if it has padding, e.g. with a view
+/// `SELECT trim(column_1), ...`.)
 pub fn hierarchy_from_batches(
     attribute: &str,
     source: &str,
@@ -40,7 +44,7 @@ pub fn hierarchy_from_batches(
             let mut cells = Vec::with_capacity(columns.len());
             for column in &columns {
                 match &column[row] {
-                    Some(text) => cells.push(text.trim().to_string()),
+                    Some(text) => cells.push(text.clone()),
                     // Ragged CSV rows arrive as trailing nulls: treat them as missing levels.
                     None => break,
                 }

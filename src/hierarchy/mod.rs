@@ -12,6 +12,8 @@ use std::collections::HashMap;
 
 use datafusion::common::{plan_err, Result};
 
+use crate::quote::quote;
+
 /// Label used for a fully generalized or suppressed value.
 pub const STAR: &str = "*";
 
@@ -73,11 +75,11 @@ impl Hierarchy {
         for (row_number, row) in rows.iter().enumerate() {
             if row.len() != width {
                 return plan_err!(
-                    "hierarchy for column '{attribute}' has rows of different heights: row 1 ('{}') has {} levels, row {} ('{}') has {}",
-                    first[0],
+                    "hierarchy for column '{attribute}' has rows of different heights: row 1 ({}) has {} levels, row {} ({}) has {}",
+                    quote(&first[0]),
                     width - 1,
                     row_number + 1,
-                    row.first().map(String::as_str).unwrap_or(""),
+                    quote(row.first().map(String::as_str).unwrap_or("")),
                     row.len().saturating_sub(1)
                 );
             }
@@ -91,8 +93,8 @@ impl Hierarchy {
                 Some(&code) => {
                     if leaf_rows[code as usize] != row {
                         return plan_err!(
-                            "hierarchy for column '{attribute}' lists value '{}' twice with different generalizations",
-                            row[0]
+                            "hierarchy for column '{attribute}' lists value {} twice with different generalizations",
+                            quote(&row[0])
                         );
                     }
                 }
@@ -131,6 +133,7 @@ impl Hierarchy {
         }
 
         // Every value at level l must have exactly one parent at level l + 1.
+        let mut parents: Vec<Vec<u32>> = Vec::with_capacity(width.saturating_sub(1));
         for level in 0..width.saturating_sub(1) {
             let lower = &levels[level];
             let upper = &levels[level + 1];
@@ -141,16 +144,30 @@ impl Hierarchy {
                     None => parent[code as usize] = Some(up),
                     Some(existing) if existing != up => {
                         return plan_err!(
-                            "hierarchy for column '{attribute}': value '{}' at level {level} has two parents at level {}: '{}' and '{}'",
-                            lower.labels[code as usize],
+                            "hierarchy for column '{attribute}': value {} at level {level} has two parents at level {}: {} and {}",
+                            quote(&lower.labels[code as usize]),
                             level + 1,
-                            upper.labels[existing as usize],
-                            upper.labels[up as usize]
+                            quote(&upper.labels[existing as usize]),
+                            quote(&upper.labels[up as usize])
                         );
                     }
                     Some(_) => {}
                 }
             }
+            parents.push(parent.into_iter().map(Option::unwrap_or_default).collect());
+        }
+        check_star_is_top(attribute, &leaf_rows)?;
+        check_label_tree(attribute, &levels, &parents)?;
+        let top = &levels[width - 1];
+        if top.cardinality() != 1 {
+            let shown: Vec<String> = top.labels.iter().take(5).map(|l| quote(l)).collect();
+            let more = if top.cardinality() > 5 { ", ..." } else { "" };
+            return plan_err!(
+                "hierarchy for column '{attribute}' has no single root: its top level {} has {} labels ({}{more}); add a last level that generalizes every value to one label, e.g. '{STAR}'",
+                width - 1,
+                top.cardinality(),
+                shown.join(", ")
+            );
         }
 
         Ok(Self {
@@ -226,6 +243,111 @@ impl Hierarchy {
     }
 }
 
+/// `*` stands for the fully generalized value: once a row reaches it, every higher level
+/// of that row must be `*` too (a `*` that generalizes further is an inner label).
+fn check_star_is_top(attribute: &str, leaf_rows: &[&Vec<String>]) -> Result<()> {
+    for row in leaf_rows {
+        let Some(star) = row.iter().position(|cell| cell == STAR) else {
+            continue;
+        };
+        if let Some((level, cell)) = row
+            .iter()
+            .enumerate()
+            .skip(star + 1)
+            .find(|(_, cell)| *cell != STAR)
+        {
+            return plan_err!(
+                "hierarchy for column '{attribute}': '{STAR}' at level {star} (row of value {}) is an inner label: it generalizes to {} at level {level}; '{STAR}' stands for the fully generalized value, so every level above a '{STAR}' must be '{STAR}' too",
+                quote(&row[0]),
+                quote(cell)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A label names one group wherever it appears: its parent (the next different label
+/// above it) must be the same at every level it occurs on, and following parents must
+/// never lead back to it. This rejects labels swapped between levels and cycles, which the
+/// level-by-level check cannot see. `parents[l][c]` is the parent (at level `l + 1`) of
+/// code `c` at level `l`.
+fn check_label_tree(
+    attribute: &str,
+    levels: &[HierarchyLevel],
+    parents: &[Vec<u32>],
+) -> Result<()> {
+    // label -> (its parent, the level the label is on)
+    let mut parent_of: HashMap<&str, (&str, usize)> = HashMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    for (level, level_parents) in parents.iter().enumerate() {
+        for (code, &up) in level_parents.iter().enumerate() {
+            let label = levels[level].labels[code].as_str();
+            let parent = levels[level + 1].labels[up as usize].as_str();
+            if label == parent {
+                // The value is carried up unchanged.
+                continue;
+            }
+            match parent_of.get(label) {
+                Some(&(first, first_level)) if first != parent => {
+                    return plan_err!(
+                        "hierarchy for column '{attribute}': label {} has two parents: {} (level {first_level} to {}) and {} (level {level} to {}); a label must stand for the same group on every level (are labels swapped between levels?)",
+                        quote(label),
+                        quote(first),
+                        first_level + 1,
+                        quote(parent),
+                        level + 1
+                    );
+                }
+                Some(_) => {}
+                None => {
+                    parent_of.insert(label, (parent, level));
+                    order.push(label);
+                }
+            }
+        }
+    }
+    // Each label has at most one parent now, so a walk up from any label either ends at
+    // the root or runs into a cycle.
+    const ON_PATH: u8 = 1;
+    const DONE: u8 = 2;
+    let mut state: HashMap<&str, u8> = HashMap::with_capacity(parent_of.len());
+    for start in order {
+        let mut path: Vec<&str> = Vec::new();
+        let mut current = start;
+        loop {
+            match state.get(current) {
+                Some(&DONE) => break,
+                Some(_) => {
+                    let from = path.iter().position(|l| *l == current).unwrap_or(0);
+                    let shown: Vec<String> = path[from..]
+                        .iter()
+                        .chain(std::iter::once(&current))
+                        .map(|l| match parent_of.get(l) {
+                            Some(&(_, level)) => format!("{} (level {level})", quote(l)),
+                            None => quote(l),
+                        })
+                        .collect();
+                    return plan_err!(
+                        "hierarchy for column '{attribute}': labels form a cycle: {}; every generalization must lead to a coarser label, never back to a finer one",
+                        shown.join(" -> ")
+                    );
+                }
+                None => {}
+            }
+            state.insert(current, ON_PATH);
+            path.push(current);
+            match parent_of.get(current) {
+                Some(&(parent, _)) => current = parent,
+                None => break,
+            }
+        }
+        for label in path {
+            state.insert(label, DONE);
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,5 +388,52 @@ mod tests {
         assert!(err(&[&["a", "ab", "*"], &["b", "ab", "**"]]).contains("two parents"));
         assert!(err(&[&["a", "x"], &["a", "y"]]).contains("twice"));
         assert!(err(&[&["a", ""]]).contains("empty cell"));
+    }
+
+    #[test]
+    fn rejects_cycles_swapped_labels_inner_stars_and_forests() {
+        let err = |data: &[&[&str]]| {
+            Hierarchy::from_rows("x", &rows(data))
+                .unwrap_err()
+                .to_string()
+        };
+        // A cycle: A -> B on levels 1 -> 2, B -> A on levels 2 -> 3.
+        assert_eq!(
+            err(&[&["x", "A", "B", "A"], &["y", "C", "B", "A"]]),
+            "Error during planning: hierarchy for column 'x': labels form a cycle: 'A' (level 1) -> 'B' (level 2) -> 'A' (level 1); every generalization must lead to a coarser label, never back to a finer one"
+        );
+        // Labels swapped between levels: B is under C on one level and under * on another.
+        assert_eq!(
+            err(&[&["a", "A", "B", "*"], &["b", "B", "C", "*"]]),
+            "Error during planning: hierarchy for column 'x': label 'B' has two parents: 'C' (level 1 to 2) and '*' (level 2 to 3); a label must stand for the same group on every level (are labels swapped between levels?)"
+        );
+        // '*' below a real label.
+        assert_eq!(
+            err(&[&["a", "*", "ab"], &["b", "ab", "ab"]]),
+            "Error during planning: hierarchy for column 'x': '*' at level 1 (row of value 'a') is an inner label: it generalizes to 'ab' at level 2; '*' stands for the fully generalized value, so every level above a '*' must be '*' too"
+        );
+        // Two roots.
+        assert_eq!(
+            err(&[&["a", "A"], &["b", "B"]]),
+            "Error during planning: hierarchy for column 'x' has no single root: its top level 1 has 2 labels ('A', 'B'); add a last level that generalizes every value to one label, e.g. '*'"
+        );
+        // Values carried up unchanged, '*' reached early and repeated are fine.
+        let ok = Hierarchy::from_rows(
+            "x",
+            &rows(&[
+                &["1", "1", "[1-3)", "*"],
+                &["2", "[2-3)", "[1-3)", "*"],
+                &["9", "*", "*", "*"],
+            ]),
+        );
+        assert!(ok.is_ok(), "{ok:?}");
+    }
+
+    #[test]
+    fn errors_show_invisible_characters() {
+        let e = Hierarchy::from_rows("x", &rows(&[&["F ", "*"], &["F ", "M"]]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("lists value 'F\\x20' twice"), "{e}");
     }
 }

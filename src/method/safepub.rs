@@ -41,7 +41,7 @@ use crate::lattice::{node_label, Lattice};
 use crate::mechanism::rng::{derive_child, AnonRng};
 use crate::method::MethodInput;
 use crate::privacy::safepub_params::{
-    beta_numerator, calibrate, smoothness_delta, SafePubCalibration,
+    beta_numerator, calibrate, smoothness_delta, SafePubCalibration, MIN_DELTA,
 };
 use crate::release::ReleasedHistogram;
 pub use params::{SafePub, METHOD};
@@ -121,6 +121,12 @@ impl SafePubParams {
         if !(self.delta > 0.0 && self.delta < 1.0) {
             return plan_err!(
                 "delta must lie strictly between 0 and 1 (e.g. 1e-6), got {}",
+                self.delta
+            );
+        }
+        if self.delta < MIN_DELTA {
+            return plan_err!(
+                "delta = {:e} is below the smallest supported delta, {MIN_DELTA:e} (the search for k would not finish); choose a delta between {MIN_DELTA:e} and 1e-4, e.g. 1e-6",
                 self.delta
             );
         }

@@ -49,6 +49,14 @@ pub const MAX_N: u64 = 2_000_000;
 /// Largest `k` the search may try before giving up.
 pub const MAX_K: u64 = 1_000_000;
 
+/// Smallest δ accepted. Smaller values need a k whose calculation can run for hours
+/// (and no data set is large enough for a δ this small to matter: δ is compared with 1/n).
+pub const MIN_DELTA: f64 = 1e-20;
+
+/// Largest number of binomial terms one calculation may sum before giving up; it bounds
+/// the time of the k search (a few seconds) for any parameters.
+pub const MAX_TERMS: u64 = 200_000_000;
+
 /// Relative size below which the remainder of a tail sum is bounded instead of summed.
 const TAIL_CUTOFF: f64 = 1.0 / (1u64 << 60) as f64;
 
@@ -147,6 +155,8 @@ pub struct DeltaCalculator {
     /// Binomial term `P(X_n = J_n)` for the last `n` in `tails`, and `J_n`.
     boundary_term: Interval,
     boundary: u64,
+    /// Binomial terms summed so far (bounded by [`MAX_TERMS`]).
+    terms: u64,
 }
 
 impl DeltaCalculator {
@@ -215,6 +225,7 @@ impl DeltaCalculator {
             tails: vec![b],
             boundary_term: b,
             boundary: 1,
+            terms: 0,
         })
     }
 
@@ -251,6 +262,12 @@ impl DeltaCalculator {
         }
         while (self.tails.len() as u64) < n {
             self.extend();
+            if self.terms > MAX_TERMS {
+                return plan_err!(
+                    "the SafePub parameter calculation did not finish within {MAX_TERMS} terms (at n = {}); use a larger delta, or an epsilon_anon between 0.01 and 3",
+                    self.tails.len()
+                );
+            }
         }
         Ok(self.tails[n as usize - 1])
     }
@@ -284,11 +301,12 @@ impl DeltaCalculator {
     }
 
     /// `Σ_{i=j}^{n} P(X_n = i)` from `first = P(X_n = j)`.
-    fn tail_from(&self, n: u64, j: u64, first: Interval) -> Interval {
+    fn tail_from(&mut self, n: u64, j: u64, first: Interval) -> Interval {
         let mut sum = first;
         let mut term = first;
         let mut i = j;
         while i < n {
+            self.terms += 1;
             let r = self.ratio(n, i);
             if r.hi() < 1.0 {
                 // Later ratios are smaller, so Σ_{l > i} P(X_n = l) <= term · r / (1 − r).
@@ -371,6 +389,11 @@ impl DeltaCalculator {
     pub fn minimal_k(&mut self, delta: f64) -> Result<(u64, DeltaBound)> {
         if !(delta > 0.0 && delta < 1.0) {
             return plan_err!("delta must lie in (0, 1), got {delta}");
+        }
+        if delta < MIN_DELTA {
+            return plan_err!(
+                "delta = {delta:e} is below the smallest supported delta, {MIN_DELTA:e}"
+            );
         }
         let reaches = |calc: &mut Self, k: u64| -> Result<Option<DeltaBound>> {
             let bound = calc.delta(k)?;

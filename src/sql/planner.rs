@@ -12,7 +12,7 @@ use datafusion::logical_expr::planner::{
     PlannedRelation, RelationPlanner, RelationPlannerContext, RelationPlanning,
 };
 use datafusion::logical_expr::{Expr, LogicalPlanBuilder};
-use datafusion::sql::sqlparser::ast::{FunctionArg, FunctionArgExpr, TableFactor};
+use datafusion::sql::sqlparser::ast::{Expr as SqlExpr, FunctionArg, FunctionArgExpr, TableFactor};
 
 use super::args::{CallArgs, ParamSpec};
 
@@ -134,15 +134,29 @@ fn literal(
     name: Option<&str>,
 ) -> Result<ScalarValue> {
     let shown = expr.to_string();
+    let which = || {
+        name.map(|n| format!("argument '{n}'"))
+            .unwrap_or_else(|| "an argument".into())
+    };
+    // A bare name (`anonymize(adult, ...)`) would otherwise fail with DataFusion's
+    // "No field named adult".
+    if let SqlExpr::Identifier(_) | SqlExpr::CompoundIdentifier(_) = &expr {
+        let example = match name {
+            Some(n) => format!("{n} => '{shown}'"),
+            None => format!("{function}('{shown}', ...)"),
+        };
+        return plan_err!(
+            "{function}(): {} is the bare name {shown}; write table and column names as text in single quotes: {example}",
+            which()
+        );
+    }
     let planned = context.sql_to_expr(expr, &DFSchema::empty())?;
     match fold(&planned) {
         Some(v) => Ok(v),
-        None => {
-            let which = name
-                .map(|n| format!("argument '{n}'"))
-                .unwrap_or_else(|| "an argument".into());
-            plan_err!("{function}(): {which} must be a literal value, got {shown}")
-        }
+        None => plan_err!(
+            "{function}(): {} must be a literal value, got {shown}",
+            which()
+        ),
     }
 }
 

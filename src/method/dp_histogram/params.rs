@@ -14,7 +14,7 @@ use crate::budget::Cost;
 use crate::mechanism::noise::{ExactScale, PositiveNoise};
 use crate::mechanism::rng::AnonRng;
 use crate::method::{
-    max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON, MAX_NODES, SEED,
+    max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON, SEED,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
 use crate::release::{ReleaseSize, SIZE_FAILURE};
@@ -25,7 +25,12 @@ pub const METHOD: MethodSpec = MethodSpec {
     about: "noisy contingency table over a generalized domain, every cell with exact discrete Laplace noise: epsilon-differential privacy (rows are not real records)",
     params: &[
         EPSILON,
-        MAX_NODES,
+        ParamSpec::new(
+            "max_nodes",
+            ParamKind::Count,
+            ParamDefault::Integer(crate::lattice::DEFAULT_MAX_NODES as u64),
+            "largest lattice the default node rule walks (not used when 'levels' is given)",
+        ),
         SEED,
         ParamSpec::new(
             "levels",
@@ -84,8 +89,13 @@ impl Method for DpHistogram {
         }
     }
 
+    /// With explicit `levels` the lattice is never walked, so `max_nodes` does not apply.
     fn max_nodes(&self) -> usize {
-        self.max_nodes
+        if self.params.levels.is_some() {
+            usize::MAX
+        } else {
+            self.max_nodes
+        }
     }
 
     fn diagnostics_schema(&self) -> SchemaRef {

@@ -8,7 +8,7 @@ use datafusion::common::{plan_err, Result};
 
 use super::{ipa_diagnostics_batch, ipa_diagnostics_schema, ipa_metadata, run_ipa};
 use crate::budget::Cost;
-use crate::mechanism::noise::{ExactScale, PositiveNoise};
+use crate::mechanism::noise::{ExactScale, PositiveNoise, EPSILON_GRID_BITS};
 use crate::mechanism::rng::AnonRng;
 use crate::method::{
     max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON, MAX_NODES, SEED,
@@ -67,7 +67,8 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
     let variant = IpaVariant::parse(values.text("variant")?)?;
     let mut params =
         IpaParams::with_defaults(variant, epsilon, values.u64("suppression_threshold")?);
-    if let Some(split) = values.opt_text("budget_split") {
+    let split = values.opt_text("budget_split");
+    if let Some(split) = split {
         let [sup, ins, val, cand] = parse_budget_split(split)?;
         params.eps_sup = sup * epsilon;
         params.eps_ins = ins * epsilon;
@@ -75,12 +76,51 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
         params.eps_cand = cand * epsilon;
     }
     params.insert_into_suppressed = values.bool("insert_into_suppressed")?;
+    check_noise_budgets(&params, epsilon, split)?;
     params.validate()?;
     Ok(Arc::new(Ipa {
         params,
         max_nodes: max_nodes(values)?,
     }))
 }
+
+/// The parts of ε that set an exact noise scale (`ε_sup`, `ε_ins`) must reach the samplers'
+/// grid, and the suppression scale `(t − 1)/ε_sup` must be representable; the errors name
+/// the part, the argument it comes from and the value that would work.
+fn check_noise_budgets(params: &IpaParams, epsilon: f64, split: Option<&str>) -> Result<()> {
+    let smallest = 1.0 / (1u64 << EPSILON_GRID_BITS) as f64;
+    let source = match split {
+        Some(split) => format!("budget_split => '{split}'"),
+        None => "the default budget_split".to_string(),
+    };
+    for (name, position, value) in [
+        ("epsilon_sup", "first", params.eps_sup),
+        ("epsilon_ins", "second", params.eps_ins),
+    ] {
+        if value < smallest {
+            let fraction = value / epsilon;
+            return plan_err!(
+                "{name} = {value:e} (the {position} fraction {fraction} of {source} times epsilon = {epsilon:e}) is below the smallest noise budget the exact samplers support, 2^-{EPSILON_GRID_BITS} = {smallest:e}; use epsilon >= {:e} or a larger {position} fraction",
+                smallest / fraction
+            );
+        }
+    }
+    if params.variant == IpaVariant::Paper {
+        let sensitivity = params.threshold.saturating_sub(1);
+        if ExactScale::from_sensitivity_epsilon(sensitivity.max(1), params.eps_sup).is_err() {
+            return plan_err!(
+                "suppression_threshold = {} is too large: the suppression noise scale (suppression_threshold - 1) / epsilon_sup = {sensitivity} / {:e} cannot be represented exactly; use a suppression_threshold of at most {MAX_SUPPRESSION_THRESHOLD}",
+                params.threshold,
+                params.eps_sup
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Largest `suppression_threshold` whose noise scale `(t − 1)/ε_sup` is representable for
+/// every ε_sup on the samplers' grid: the numerator `(t − 1) · 2^30` must fit 64 bits.
+pub const MAX_SUPPRESSION_THRESHOLD: u64 = 1 << (64 - EPSILON_GRID_BITS);
 
 /// Parses `budget_split => 'sup,ins,val,cand'`: four positive fractions summing to at
 /// most 1.

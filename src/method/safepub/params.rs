@@ -14,6 +14,7 @@ use crate::budget::Cost;
 use crate::mechanism::rng::AnonRng;
 use crate::method::{Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON, SEED};
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
+use crate::privacy::safepub_params::calibrate;
 
 /// SafePub in the method registry.
 pub const METHOD: MethodSpec = MethodSpec {
@@ -44,7 +45,7 @@ pub const METHOD: MethodSpec = MethodSpec {
             "steps",
             ParamKind::Integer,
             ParamDefault::Integer(DEFAULT_STEPS),
-            "number of search steps",
+            "number of search steps (at most 100000; memory does not grow with them)",
         ),
         ParamSpec::new(
             "score",
@@ -83,6 +84,9 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
         );
     }
     params.validate()?;
+    // β, k and δ depend on the parameters only: a combination the calculation cannot
+    // handle is a planning error, before anything is read or charged.
+    calibrate(params.epsilon_anon(), params.delta, params.arx_compat)?;
     let max_nodes = values
         .opt_u64("max_nodes")
         .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));

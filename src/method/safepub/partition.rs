@@ -94,6 +94,18 @@ impl Partition {
         }
     }
 
+    /// Memory held by this partition, in bytes (approximately).
+    pub fn bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.levels.len() * std::mem::size_of::<usize>()
+            + (self.members.len()
+                + self.unit_starts.len()
+                + self.unit_reps.len()
+                + self.class_starts.len())
+                * std::mem::size_of::<u32>()
+            + (self.unit_sizes.len() + self.class_sizes.len()) * std::mem::size_of::<u64>()
+    }
+
     /// Number of kept classes.
     pub fn class_count(&self) -> usize {
         self.class_sizes.len()
@@ -311,7 +323,17 @@ fn majority(
     best
 }
 
+/// Default memory the partitions of past pivots may hold (see [`Evaluator`]).
+pub const PARTITION_CACHE_BYTES: usize = 256 << 20;
+
 /// Scores schemes on the sample, keeping the partitions of the search's pivots.
+///
+/// Every pivot's partition is refined from the partition of the pivot it was first scored
+/// from (its origin), so any partition can be rebuilt by replaying the refinements from the
+/// top. The partitions held are therefore only a cache: at most `cache_bytes` of them are
+/// kept (least recently used dropped first, never the one in use), and a dropped one is
+/// rebuilt exactly when needed. Memory stays bounded however many steps the search takes,
+/// and results do not depend on the limit.
 #[derive(Debug)]
 pub struct Evaluator<'a> {
     sample: &'a SampleData,
@@ -320,7 +342,13 @@ pub struct Evaluator<'a> {
     k: u64,
     function: ScoreFunction,
     tables: ScoreTables,
-    partitions: HashMap<usize, Partition>,
+    partitions: HashMap<usize, (Partition, u64)>,
+    /// Lattice index of each held partition by its last use.
+    recency: std::collections::BTreeMap<u64, usize>,
+    clock: u64,
+    held_bytes: usize,
+    cache_bytes: usize,
+    rebuilt: usize,
     origins: HashMap<usize, (usize, usize)>,
     classes: Grouper,
     units: Grouper,
@@ -356,6 +384,11 @@ impl<'a> Evaluator<'a> {
             function,
             tables: ScoreTables::new(hierarchies),
             partitions: HashMap::new(),
+            recency: std::collections::BTreeMap::new(),
+            clock: 0,
+            held_bytes: 0,
+            cache_bytes: PARTITION_CACHE_BYTES,
+            rebuilt: 0,
             origins: HashMap::new(),
             classes,
             units,
@@ -542,9 +575,62 @@ impl<'a> Evaluator<'a> {
         child
     }
 
-    /// Number of partitions held (one per pivot).
+    /// Number of partitions held (at most one per pivot).
     pub fn partitions_held(&self) -> usize {
         self.partitions.len()
+    }
+
+    /// Number of partitions rebuilt after the cache dropped them.
+    pub fn partitions_rebuilt(&self) -> usize {
+        self.rebuilt
+    }
+
+    /// Sets the memory the partitions of past pivots may hold (default
+    /// [`PARTITION_CACHE_BYTES`]).
+    pub fn with_cache_bytes(mut self, bytes: usize) -> Self {
+        self.cache_bytes = bytes;
+        self
+    }
+
+    /// Takes the partition of the node with lattice index `index` out of the cache,
+    /// rebuilding it (from its origin, recursively up to the top) if it was dropped.
+    fn take(&mut self, index: usize) -> Result<Partition> {
+        if let Some((partition, used)) = self.partitions.remove(&index) {
+            self.recency.remove(&used);
+            self.held_bytes -= partition.bytes();
+            return Ok(partition);
+        }
+        self.rebuilt += 1;
+        match self.origins.get(&index) {
+            Some(&(parent_index, attr)) => {
+                let parent = self.take(parent_index)?;
+                let child = self.refine(&parent, attr);
+                self.put(parent_index, parent);
+                Ok(child)
+            }
+            None if index == self.lattice.index_of(&self.lattice.top()) => Ok(
+                Partition::from_scratch(self.sample, self.hierarchies, &self.lattice.top(), self.k),
+            ),
+            None => internal_err!("safepub: lattice node {index} was never scored"),
+        }
+    }
+
+    /// Puts a partition (back) into the cache, then drops the least recently used ones
+    /// beyond the memory limit (never this one).
+    fn put(&mut self, index: usize, partition: Partition) {
+        self.clock += 1;
+        self.held_bytes += partition.bytes();
+        self.recency.insert(self.clock, index);
+        self.partitions.insert(index, (partition, self.clock));
+        while self.held_bytes > self.cache_bytes {
+            let Some(victim) = self.recency.iter().map(|(_, &i)| i).find(|&i| i != index) else {
+                break;
+            };
+            if let Some((dropped, used)) = self.partitions.remove(&victim) {
+                self.recency.remove(&used);
+                self.held_bytes -= dropped.bytes();
+            }
+        }
     }
 }
 
@@ -556,17 +642,15 @@ impl NodeScorer for Evaluator<'_> {
                 let partition =
                     Partition::from_scratch(self.sample, self.hierarchies, node, self.k);
                 let evaluation = self.score_partition(&partition);
-                self.partitions.insert(index, partition);
+                self.put(index, partition);
                 Ok(evaluation)
             }
             Some((parent, attr)) => {
                 let parent_index = self.lattice.index_of(parent);
                 self.origins.entry(index).or_insert((parent_index, attr));
-                let Some(partition) = self.partitions.remove(&parent_index) else {
-                    return internal_err!("safepub: pivot {parent:?} has no partition");
-                };
+                let partition = self.take(parent_index)?;
                 let evaluation = self.score_refinement(&partition, attr);
-                self.partitions.insert(parent_index, partition);
+                self.put(parent_index, partition);
                 Ok(evaluation)
             }
         }
@@ -575,17 +659,17 @@ impl NodeScorer for Evaluator<'_> {
     fn enter(&mut self, node: &[usize]) -> Result<()> {
         let index = self.lattice.index_of(node);
         if self.partitions.contains_key(&index) {
+            let partition = self.take(index)?;
+            self.put(index, partition);
             return Ok(());
         }
         let Some(&(parent_index, attr)) = self.origins.get(&index) else {
             return internal_err!("safepub: node {node:?} was never scored");
         };
-        let Some(parent) = self.partitions.remove(&parent_index) else {
-            return internal_err!("safepub: the pivot before {node:?} has no partition");
-        };
+        let parent = self.take(parent_index)?;
         let child = self.refine(&parent, attr);
-        self.partitions.insert(parent_index, parent);
-        self.partitions.insert(index, child);
+        self.put(parent_index, parent);
+        self.put(index, child);
         Ok(())
     }
 }

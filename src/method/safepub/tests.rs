@@ -743,6 +743,78 @@ fn warns_when_nearly_everything_is_suppressed() {
     );
 }
 
+/// The partitions of past pivots are a bounded cache: with no room at all (every dropped
+/// partition rebuilt by replaying refinements) the search takes exactly the same steps and
+/// scores, so memory per step is constant without changing any result.
+#[test]
+fn partition_cache_limit_changes_nothing() {
+    let f = fixture(3000, 41);
+    let hs: Vec<&Hierarchy> = f.hierarchies.iter().collect();
+    let lattice = all_nodes(&hs);
+    let mut rng = rng_from_seed(5);
+    let sampled = sample_histogram(&f.base, 1u128 << 63, &mut rng);
+    let sample = SampleData::new(sampled, f.base.total());
+    for score in [ScoreFunction::Granularity, ScoreFunction::Classification] {
+        let search = |cache_bytes: usize| {
+            let mut evaluator =
+                Evaluator::new(&sample, &hs, &lattice, 3, score, 4).with_cache_bytes(cache_bytes);
+            let result = top_down_search(
+                &mut evaluator,
+                &lattice,
+                200,
+                1.0,
+                score.sensitivity(3, hs.len()),
+                FinalSelection::Best,
+                &mut rng_from_seed(9),
+                &|_, _| {},
+            )
+            .unwrap();
+            (
+                result,
+                evaluator.partitions_held(),
+                evaluator.partitions_rebuilt(),
+            )
+        };
+        let (unlimited, held_unlimited, rebuilt_unlimited) = search(usize::MAX);
+        let (bounded, held_bounded, rebuilt_bounded) = search(0);
+        assert_eq!(unlimited.steps, bounded.steps, "{score:?}");
+        assert_eq!(unlimited.chosen, bounded.chosen);
+        assert_eq!(unlimited.scored, bounded.scored);
+        assert!(unlimited.steps.len() > 20, "the search runs long enough");
+        assert_eq!(rebuilt_unlimited, 0);
+        assert!(rebuilt_bounded > 0, "the bounded cache rebuilds partitions");
+        assert!(held_bounded <= 2, "held {held_bounded}");
+        assert!(held_unlimited > held_bounded);
+    }
+}
+
+/// δ below the supported minimum is refused before any work; the smallest supported δ
+/// calibrates quickly for every ε_anon the calculation supports.
+#[test]
+fn delta_is_bounded_below() {
+    let p = SafePubParams::with_defaults(1.0, 1e-160);
+    let err = p.validate().unwrap_err().to_string();
+    assert!(
+        err.contains("delta = 1e-160 is below the smallest supported delta, 1e-20"),
+        "{err}"
+    );
+    for epsilon_anon in [0.05, 0.1, 0.5, 0.9, 2.0, 3.0] {
+        let start = std::time::Instant::now();
+        let c = calibrate(
+            epsilon_anon,
+            crate::privacy::safepub_params::MIN_DELTA,
+            false,
+        );
+        let c = c.unwrap_or_else(|e| panic!("epsilon_anon {epsilon_anon}: {e}"));
+        assert!(c.delta_delivered <= 1e-20);
+        eprintln!(
+            "epsilon_anon {epsilon_anon}: k = {} in {:?}",
+            c.k,
+            start.elapsed()
+        );
+    }
+}
+
 #[test]
 fn rejects_bad_parameters() {
     let mut p = SafePubParams::with_defaults(1.0, 1e-6);

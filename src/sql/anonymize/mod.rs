@@ -5,7 +5,9 @@
 //! filled in; see the `request` module) and the identity of the
 //! source and hierarchy tables: the first scan of any of them computes the release, every
 //! later scan (same statement or not) serves the same rows. A query can therefore never
-//! trigger a new random draw behind the user's back.
+//! trigger a new random draw behind the user's back. If the tables changed since (an
+//! `INSERT INTO` the source, new files; see the `version` module), a scan computes and
+//! charges a new release instead of serving the stale one.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -27,9 +29,12 @@ use crate::progress::ProgressFn;
 use crate::release::ReleaseRowLimit;
 use request::build_request;
 pub use request::{ANONYMIZE_PARAMS, COMMON_PARAMS};
+use version::TableVersion;
 use views::{information_loss_batch, information_loss_schema, metadata_batch, metadata_schema};
 
+mod names;
 mod request;
+mod version;
 pub mod views;
 
 /// Which view of a release a function returns.
@@ -93,7 +98,28 @@ impl ReleaseCache {
 #[derive(Debug)]
 struct CacheEntry {
     request: AnonymizeRequest,
-    cell: OnceCell<Arc<ReleaseOutput>>,
+    /// The release of the tables as they were at one [`TableVersion`]; replaced when a
+    /// scan finds the tables changed.
+    current: Mutex<Option<(TableVersion, Arc<OnceCell<Arc<ReleaseOutput>>>)>>,
+}
+
+impl CacheEntry {
+    /// The release cell for the tables at `version`: the cached one if they have not
+    /// changed since, else a fresh one (the stale release is never served again).
+    fn cell_for(&self, version: TableVersion) -> Arc<OnceCell<Arc<ReleaseOutput>>> {
+        let mut current = match self.current.lock() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        match &*current {
+            Some((seen, cell)) if *seen == version => cell.clone(),
+            _ => {
+                let cell = Arc::new(OnceCell::new());
+                *current = Some((version, cell.clone()));
+                cell
+            }
+        }
+    }
 }
 
 /// `anonymize`, `anonymize_metadata` or `anonymize_diagnostics`.
@@ -170,7 +196,7 @@ impl SqlTableFunction for AnonymizeFunction {
                 .or_insert_with(|| {
                     Arc::new(CacheEntry {
                         request,
-                        cell: OnceCell::new(),
+                        current: Mutex::new(None),
                     })
                 })
                 .clone()
@@ -206,9 +232,12 @@ struct ReleaseProducer {
 impl BatchProducer for ReleaseProducer {
     async fn batches(&self, state: &SessionState) -> Result<Arc<dyn BatchSource>> {
         let progress = self.cache.progress();
-        let output = self
-            .entry
-            .cell
+        let request = &self.entry.request;
+        let mut tables = vec![&request.source];
+        tables.extend(request.qi.iter().map(|q| &q.hierarchy));
+        let version = TableVersion::of(&tables, state).await?;
+        let cell = self.entry.cell_for(version);
+        let output = cell
             .get_or_try_init(|| async {
                 // Charged once, before anything is drawn; refunded if nothing is released.
                 let request = &self.entry.request;

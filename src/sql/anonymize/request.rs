@@ -10,6 +10,7 @@ use datafusion::catalog::TableProvider;
 use datafusion::common::{plan_err, DataFusionError, Result};
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
+use super::names::{parse_list, ListName};
 use crate::engine::{AnonymizeRequest, QiSpec};
 use crate::method::{find_method, Method, MethodArgs, MethodSpec, METHODS};
 use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
@@ -36,7 +37,7 @@ pub const COMMON_PARAMS: &[ParamSpec] = &[
         "qi",
         ParamKind::Text,
         ParamDefault::Required,
-        "quasi-identifiers as 'col[:hierarchy_table], ...'; without ':table' the hierarchy <source>_hierarchy_<col> is used",
+        "quasi-identifiers as 'col[:hierarchy_table], ...'; without ':table' the hierarchy <source>_hierarchy_<col> is used; a name containing ',' or ':' goes in double quotes, e.g. '\"a:b\":h_ab, sex' (a double quote inside is written twice)",
     ),
     ParamSpec::new(
         "sensitive",
@@ -239,30 +240,50 @@ fn resolve_table(
     }
 }
 
-/// Finds a column by exact name, else by a unique case-insensitive match.
-fn resolve_column(function: &str, schema: &Schema, table: &str, wanted: &str) -> Result<String> {
-    if schema.field_with_name(wanted).is_ok() {
-        return Ok(wanted.to_string());
+/// Finds a column: a quoted name by its exact spelling; a plain name by its exact spelling,
+/// else by a unique case-insensitive match.
+fn resolve_column(
+    function: &str,
+    schema: &Schema,
+    table: &str,
+    wanted: &ListName,
+) -> Result<String> {
+    let name = wanted.text.as_str();
+    if schema.field_with_name(name).is_ok() {
+        return Ok(name.to_string());
     }
     let matches: Vec<&str> = schema
         .fields()
         .iter()
         .map(|f| f.name().as_str())
-        .filter(|n| n.eq_ignore_ascii_case(wanted))
+        .filter(|n| !wanted.quoted && n.eq_ignore_ascii_case(name))
         .collect();
     match matches.as_slice() {
         [one] => Ok(one.to_string()),
-        _ => {
-            let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        [_, _, ..] => {
+            let shown: Vec<String> = matches.iter().map(|m| format!("'{m}'")).collect();
             plan_err!(
-                "{function}(): table '{table}' has no column '{wanted}'; its columns are: {}",
+                "{function}(): column name '{name}' is ambiguous: table '{table}' has columns {} that differ only in letter case; write the one you mean exactly as it is spelled",
+                shown.join(" and ")
+            )
+        }
+        [] => {
+            let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+            let how = if wanted.quoted {
+                " (a name in double quotes must match exactly)"
+            } else {
+                ""
+            };
+            plan_err!(
+                "{function}(): table '{table}' has no column '{name}'{how}; its columns are: {}",
                 names.join(", ")
             )
         }
     }
 }
 
-/// Resolves `qi => 'col[:hierarchy], ...'` to columns and hierarchy tables.
+/// Resolves `qi => 'col[:hierarchy], ...'` (grammar: the `names` module) to columns and
+/// hierarchy tables.
 fn resolve_qi(
     function: &str,
     context: &mut dyn RelationPlannerContext,
@@ -272,12 +293,26 @@ fn resolve_qi(
 ) -> Result<Vec<QiSpec>> {
     let table_part = source_name.rsplit('.').next().unwrap_or(source_name);
     let mut qi: Vec<QiSpec> = Vec::new();
-    for item in qi_text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (column, hierarchy_name) = match item.split_once(':') {
-            Some((c, h)) => (c.trim(), h.trim().to_string()),
-            None => (item, format!("{table_part}_hierarchy_{item}")),
+    for item in parse_list("qi", qi_text, true).map_err(|e| prefix_error(function, e))? {
+        if item.column.text.is_empty() {
+            return plan_err!(
+                "{function}(): qi item '{}' names no column before ':'; write qi => 'column:hierarchy_table'",
+                item.written
+            );
+        }
+        let column = resolve_column(function, schema, source_name, &item.column)?;
+        let hierarchy_name = match &item.table {
+            Some(table) if table.text.is_empty() => {
+                return plan_err!(
+                    "{function}(): qi item '{}' names no hierarchy table after ':'; write qi => '{}:<hierarchy table>', or just '{}' for the default table '{table_part}_hierarchy_{column}'",
+                    item.written,
+                    item.column.text,
+                    item.column.text
+                );
+            }
+            Some(table) => table.text.clone(),
+            None => format!("{table_part}_hierarchy_{column}"),
         };
-        let column = resolve_column(function, schema, source_name, column)?;
         if qi.iter().any(|q| q.column == column) {
             return plan_err!("{function}(): column '{column}' is listed twice in 'qi'");
         }
@@ -325,13 +360,9 @@ fn resolve_informative(
     param: &str,
     text: &str,
 ) -> Result<(String, datafusion::arrow::datatypes::DataType)> {
-    let columns: Vec<&str> = text
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
+    let columns = parse_list(param, text, false).map_err(|e| prefix_error(function, e))?;
     let name = match columns.as_slice() {
-        [one] => resolve_column(function, schema, source_name, one)?,
+        [one] => resolve_column(function, schema, source_name, &one.column)?,
         _ => {
             return plan_err!("{function}(): '{param}' must name exactly one column, got '{text}'")
         }
