@@ -8,9 +8,11 @@ use datafusion::common::{plan_err, Result};
 
 use super::{ipa_diagnostics_batch, ipa_diagnostics_schema, ipa_metadata, run_ipa};
 use crate::budget::Cost;
+use crate::lattice::LevelBounds;
 use crate::mechanism::rng::AnonRng;
 use crate::method::{
-    max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON, MAX_NODES, SEED,
+    level_bounds, max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON,
+    MAX_LEVELS, MAX_NODES, MIN_LEVELS, SEED,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
 
@@ -25,6 +27,20 @@ pub const METHOD: MethodSpec = MethodSpec {
         EPSILON,
         MAX_NODES,
         SEED,
+        MIN_LEVELS,
+        MAX_LEVELS,
+        ParamSpec::new(
+            "node_score",
+            ParamKind::Choice(&["utility", "paper"]),
+            ParamDefault::Text("utility"),
+            "'utility': choose the node by its expected information loss on the true class sizes (proven sensitivity), then perturb it once; 'paper': perturb every node and choose by the candidates' IL (the paper's Algorithm 2)",
+        ),
+        ParamSpec::new(
+            "qi_weights",
+            ParamKind::Text,
+            ParamDefault::Optional("equal weights"),
+            "weights of the quasi-identifiers in the utility score, 'col=weight, ...' (unnamed columns weigh 1), e.g. 'age=3, los=2'",
+        ),
         ParamSpec::new(
             "budget_split",
             ParamKind::Text,
@@ -73,11 +89,52 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
         params.eps_cand = cand * epsilon;
     }
     params.insert_into_suppressed = values.bool("insert_into_suppressed")?;
+    params.node_score = NodeScore::parse(values.text("node_score")?)?;
+    if let Some(text) = values.opt_text("qi_weights") {
+        if params.node_score == NodeScore::Paper {
+            return plan_err!(
+                "qi_weights applies to node_score => 'utility' only; the paper's score weighs every attribute equally"
+            );
+        }
+        params.qi_weights = parse_qi_weights(text)?;
+    }
     params.validate()?;
     Ok(Arc::new(Ipa {
         params,
         max_nodes: max_nodes(values)?,
+        level_bounds: level_bounds(values)?,
     }))
+}
+
+/// Parses `qi_weights => 'age=3, los=2'`: non-negative finite weights, no column twice,
+/// a positive weight somewhere.
+fn parse_qi_weights(text: &str) -> Result<Vec<(String, f64)>> {
+    let mut out: Vec<(String, f64)> = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let Some((name, weight)) = item.split_once('=') else {
+            return plan_err!(
+                "qi_weights: '{item}' is not 'column=weight'; write e.g. qi_weights => 'age=3, los=2'"
+            );
+        };
+        let name = name.trim().to_string();
+        let weight = match weight.trim().parse::<f64>() {
+            Ok(w) if w.is_finite() && w >= 0.0 => w,
+            _ => {
+                return plan_err!(
+                    "qi_weights: weight of '{name}' must be a non-negative number, got '{}'",
+                    weight.trim()
+                )
+            }
+        };
+        if out.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+            return plan_err!("qi_weights: column '{name}' is listed twice");
+        }
+        out.push((name, weight));
+    }
+    if out.is_empty() {
+        return plan_err!("qi_weights: no 'column=weight' pairs in '{text}'");
+    }
+    Ok(out)
 }
 
 /// Parses `budget_split => 'sup,ins,val,cand'`: four positive fractions summing to at
@@ -110,6 +167,8 @@ pub struct Ipa {
     pub params: IpaParams,
     /// Largest lattice to evaluate.
     pub max_nodes: usize,
+    /// `min_levels` / `max_levels`.
+    pub level_bounds: LevelBounds,
 }
 
 impl Method for Ipa {
@@ -129,6 +188,18 @@ impl Method for Ipa {
         self.max_nodes
     }
 
+    fn level_bounds(&self) -> &LevelBounds {
+        &self.level_bounds
+    }
+
+    fn named_columns(&self) -> Vec<(&'static str, &str)> {
+        self.params
+            .qi_weights
+            .iter()
+            .map(|(name, _)| ("qi_weights", name.as_str()))
+            .collect()
+    }
+
     fn diagnostics_schema(&self) -> SchemaRef {
         ipa_diagnostics_schema()
     }
@@ -145,8 +216,8 @@ impl Method for Ipa {
         )?;
         Ok(MethodOutput {
             node: result.outcomes[result.chosen].node.clone(),
-            metadata: ipa_metadata(&self.params, input.lattice),
-            diagnostics: ipa_diagnostics_batch(&result.outcomes, result.chosen)?,
+            metadata: ipa_metadata(&self.params, input.lattice, result.score_sensitivity),
+            diagnostics: ipa_diagnostics_batch(&result, input.lattice)?,
             release: result.release,
         })
     }
@@ -185,6 +256,38 @@ impl IpaVariant {
     }
 }
 
+/// How IPA chooses its node (docs/METHODS.md §1.8, §1.13).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeScore {
+    /// The expected size-weighted information loss on the true class sizes, with a proven
+    /// sensitivity; Algorithm 1 runs once, at the chosen node.
+    Utility,
+    /// The paper's Algorithm 2: every node perturbed, chosen by `max_il − il` of the
+    /// perturbed candidates.
+    Paper,
+}
+
+impl NodeScore {
+    /// Parses `utility` or `paper`.
+    pub fn parse(text: &str) -> Result<Self> {
+        match text.to_ascii_lowercase().as_str() {
+            "utility" => Ok(Self::Utility),
+            "paper" => Ok(Self::Paper),
+            other => plan_err!(
+                "unknown node_score '{other}' for method 'ipa'; valid: 'utility', 'paper'"
+            ),
+        }
+    }
+
+    /// The score's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Utility => "utility",
+            Self::Paper => "paper",
+        }
+    }
+}
+
 /// Parameters of an IPA run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IpaParams {
@@ -202,10 +305,16 @@ pub struct IpaParams {
     pub threshold: u64,
     /// Whether the suppressed class `*` also receives counterfeits.
     pub insert_into_suppressed: bool,
+    /// How the node is chosen.
+    pub node_score: NodeScore,
+    /// Weights of the quasi-identifiers in the utility score, by column (others weigh 1).
+    pub qi_weights: Vec<(String, f64)>,
 }
 
 impl IpaParams {
-    /// Default budget split for a total ε: paper 0.1/0.3/0.3/0.3; reference 0.1/0.3/0.3/(1/3).
+    /// The paper's configuration for a total ε: its node score and its budget split
+    /// (paper 0.1/0.3/0.3/0.3; reference 0.1/0.3/0.3/(1/3)). `anonymize(...)` defaults to
+    /// the utility score instead; see [`IpaParams::node_score`].
     pub fn with_defaults(variant: IpaVariant, epsilon: f64, threshold: u64) -> Self {
         let cand = match variant {
             IpaVariant::Paper => 0.3 * epsilon,
@@ -219,6 +328,8 @@ impl IpaParams {
             eps_cand: cand,
             threshold,
             insert_into_suppressed: true,
+            node_score: NodeScore::Paper,
+            qi_weights: Vec::new(),
         }
     }
 
