@@ -379,23 +379,41 @@ mod tests {
         );
         assert!(NO_LEVEL_BOUNDS.is_unbounded());
         for (min, max, msg) in [
-            ("", "zip=1", "max_levels: 'zip' is not a quasi-identifier; the quasi-identifiers are: age, sex"),
-            ("age=4", "", "min_levels: level 4 of 'age' exceeds its hierarchy's height 3"),
-            ("age=2", "age=1", "min_levels: level 2 of 'age' is above its max_levels 1"),
+            (
+                "",
+                "zip=1",
+                "max_levels: 'zip' is not a quasi-identifier; the quasi-identifiers are: age, sex",
+            ),
+            (
+                "age=4",
+                "",
+                "min_levels: level 4 of 'age' exceeds its hierarchy's height 3",
+            ),
+            (
+                "age=2",
+                "age=1",
+                "min_levels: level 2 of 'age' is above its max_levels 1",
+            ),
         ] {
             let err = parse(min, max).resolve(&columns, &[3, 1]).unwrap_err();
             assert!(err.to_string().contains(msg), "{min}/{max}: {err}");
         }
         for (bad, msg) in [
             ("age", "max_levels: 'age' is not 'column=level'"),
-            ("age=x", "level of 'age' must be a non-negative integer, got 'x'"),
+            (
+                "age=x",
+                "level of 'age' must be a non-negative integer, got 'x'",
+            ),
             ("age=1, AGE=2", "column 'AGE' is listed twice"),
             (" , ", "no 'column=level' pairs"),
         ] {
             let err = parse_level_list("max_levels", bad).unwrap_err().to_string();
             assert!(err.contains(msg), "{bad}: {err}");
         }
-        assert_eq!(LevelBounds::describe(&parse("", "age=1, sex=0").max), "age=1, sex=0");
+        assert_eq!(
+            LevelBounds::describe(&parse("", "age=1, sex=0").max),
+            "age=1, sex=0"
+        );
         assert_eq!(LevelBounds::describe(&Vec::new()), "none");
     }
 

@@ -32,8 +32,8 @@ mod report;
 mod score;
 
 pub use params::{Ipa, IpaParams, IpaVariant, NodeScore, DEFAULT_SUPPRESSION_THRESHOLD, METHOD};
-pub use score::{attribute_weights, node_utility, NodeUtility, UtilityModel, COUNTERFEIT_COST};
 pub use report::{ipa_diagnostics_batch, ipa_diagnostics_schema, ipa_metadata};
+pub use score::{attribute_weights, node_utility, NodeUtility, UtilityModel, COUNTERFEIT_COST};
 
 /// Scores and counts of one candidate (owner-only diagnostics).
 #[derive(Debug, Clone, PartialEq)]
@@ -645,3 +645,5 @@ fn class_total_variation(work: &ClassWork, n: u64) -> f64 {
 mod audit;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod utility_tests;

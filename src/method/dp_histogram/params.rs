@@ -11,9 +11,9 @@ use super::{
     run_dp_histogram, DpHistogramParams, DEFAULT_MAX_CELLS,
 };
 use crate::budget::Cost;
+use crate::lattice::LevelBounds;
 use crate::mechanism::noise::ExactScale;
 use crate::mechanism::rng::AnonRng;
-use crate::lattice::LevelBounds;
 use crate::method::{
     level_bounds, max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON,
     MAX_LEVELS, MAX_NODES, MIN_LEVELS, SEED,

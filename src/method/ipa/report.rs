@@ -47,7 +47,10 @@ pub fn ipa_metadata(
         ("epsilon_ins".into(), format!("{}", params.eps_ins)),
         ("epsilon_val".into(), format!("{}", params.eps_val)),
         ("epsilon_cand".into(), format!("{}", params.eps_cand)),
-        ("score_sensitivity".into(), format!("{score_sensitivity:.6}")),
+        (
+            "score_sensitivity".into(),
+            format!("{score_sensitivity:.6}"),
+        ),
         ("qi_weights".into(), weights),
         ("suppression_threshold".into(), params.threshold.to_string()),
         (
@@ -63,7 +66,10 @@ pub fn ipa_metadata(
             params.insert_into_suppressed.to_string(),
         ),
         ("lattice_nodes".into(), lattice.len().to_string()),
-        ("guarantee".into(), guarantee(params, lattice, score_sensitivity)),
+        (
+            "guarantee".into(),
+            guarantee(params, lattice, score_sensitivity),
+        ),
     ]
 }
 

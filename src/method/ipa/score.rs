@@ -121,7 +121,10 @@ impl UtilityModel {
 }
 
 /// Normalized attribute weights `w_a / Σ w` from `qi_weights` (unnamed attributes weigh 1).
-pub fn attribute_weights(hierarchies: &[&Hierarchy], qi_weights: &[(String, f64)]) -> Result<Vec<f64>> {
+pub fn attribute_weights(
+    hierarchies: &[&Hierarchy],
+    qi_weights: &[(String, f64)],
+) -> Result<Vec<f64>> {
     let mut weights = vec![1.0; hierarchies.len()];
     for (name, w) in qi_weights {
         let Some(a) = hierarchies

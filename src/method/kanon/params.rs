@@ -11,11 +11,11 @@ use super::{
     DEFAULT_K, DEFAULT_SUPPRESSION_LIMIT,
 };
 use crate::budget::Cost;
-use crate::mechanism::rng::AnonRng;
 use crate::lattice::LevelBounds;
+use crate::mechanism::rng::AnonRng;
 use crate::method::{
-    level_bounds, max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec,
-    MAX_LEVELS, MAX_NODES, MIN_LEVELS,
+    level_bounds, max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, MAX_LEVELS,
+    MAX_NODES, MIN_LEVELS,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
 

@@ -11,8 +11,8 @@ use super::{
     FinalSelection, SafePubParams, ScoreFunction, DEFAULT_EPSILON_SEARCH, DEFAULT_STEPS,
 };
 use crate::budget::Cost;
-use crate::mechanism::rng::AnonRng;
 use crate::lattice::LevelBounds;
+use crate::mechanism::rng::AnonRng;
 use crate::method::{
     level_bounds, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON, MAX_LEVELS,
     MIN_LEVELS, SEED,
