@@ -138,10 +138,8 @@ pub fn ipa_diagnostics_schema() -> SchemaRef {
 pub fn ipa_diagnostics_batch(result: &IpaResult, lattice: &Lattice) -> Result<RecordBatch> {
     let nodes = lattice.nodes();
     let chosen_node = &result.outcomes[result.chosen].node;
-    let max_il = match result.outcomes.first().map(|_| result.score_sensitivity) {
-        Some(s) => s,
-        None => 0.0,
-    };
+    // The paper's utility is max_il − il with max_il = Δu (3, or 1 for `reference`).
+    let max_il = result.score_sensitivity;
     // The perturbed candidate of each node, if any.
     let outcome_of: Vec<Option<&NodeOutcome>> = if result.utilities.is_empty() {
         result.outcomes.iter().map(Some).collect()
