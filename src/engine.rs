@@ -17,7 +17,7 @@ use datafusion::prelude::SessionContext;
 use crate::hierarchy::load::hierarchy_from_batches;
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
-use crate::lattice::{node_label, Lattice};
+use crate::lattice::{node_label, Lattice, LevelBounds};
 use crate::mechanism::rng::{rng_from_os, rng_from_seed};
 use crate::method::{Method, MethodInput, MethodOutput};
 use crate::metric::information_loss::{information_loss, InformationLoss};
@@ -324,10 +324,22 @@ fn run_method(
     limit: ReleaseRowLimit,
 ) -> Result<ReleaseOutput> {
     let refs: Vec<&Hierarchy> = base.hierarchies.iter().collect();
-    let lattice = Lattice::new(
-        refs.iter().map(|h| h.height()).collect(),
-        request.method.max_nodes(),
-    )?;
+    let heights: Vec<usize> = refs.iter().map(|h| h.height()).collect();
+    let columns: Vec<&str> = request.qi.iter().map(|q| q.column.as_str()).collect();
+    // Planning checked the bounds against the hierarchy tables' widths; the loaded
+    // hierarchies' heights are exact (a table may carry an empty last level).
+    let (min, max) = request
+        .method
+        .level_bounds()
+        .resolve(&columns, &heights)
+        .map_err(|e| {
+            datafusion::error::DataFusionError::Execution(
+                e.strip_backtrace()
+                    .trim_start_matches("Error during planning: ")
+                    .to_string(),
+            )
+        })?;
+    let lattice = Lattice::bounded(heights, min, max, request.method.max_nodes())?;
     let mut warnings = Vec::new();
     let delta = request.method.budget().delta;
     if delta > 0.0 {
@@ -408,6 +420,13 @@ fn common_metadata(
         ("dropped_columns".into(), request.dropped.join(", ")),
     ];
     out.extend(output.metadata.iter().cloned());
+    let bounds = request.method.level_bounds();
+    if !bounds.is_unbounded() {
+        out.extend([
+            ("min_levels".into(), LevelBounds::describe(&bounds.min)),
+            ("max_levels".into(), LevelBounds::describe(&bounds.max)),
+        ]);
+    }
     out.extend([
         ("levels".into(), levels),
         ("node".into(), node_label(&output.node)),

@@ -8,28 +8,61 @@ pub const DEFAULT_MAX_NODES: usize = 100_000;
 /// A lattice node: the generalization level of every quasi-identifier.
 pub type Node = Vec<usize>;
 
-/// The lattice spanned by per-attribute heights (`0..=height` each).
+/// The lattice spanned by per-attribute level ranges `min..=max` within the hierarchy
+/// heights (`0..=height` each when unbounded, see [`LevelBounds`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lattice {
     heights: Vec<usize>,
+    min: Vec<usize>,
+    max: Vec<usize>,
 }
 
 impl Lattice {
     /// A lattice over attributes with the given hierarchy heights, refusing lattices with
     /// more than `max_nodes` nodes.
     pub fn new(heights: Vec<usize>, max_nodes: usize) -> Result<Self> {
+        let min = vec![0; heights.len()];
+        let max = heights.clone();
+        Self::build(heights, min, max, max_nodes)
+    }
+
+    /// The sub-lattice of the nodes whose levels lie within `min..=max` per attribute.
+    /// `min` and `max` must have one entry per attribute with `min ≤ max ≤ height`.
+    pub fn bounded(
+        heights: Vec<usize>,
+        min: Vec<usize>,
+        max: Vec<usize>,
+        max_nodes: usize,
+    ) -> Result<Self> {
+        let consistent = min.len() == heights.len()
+            && max.len() == heights.len()
+            && (0..heights.len()).all(|a| min[a] <= max[a] && max[a] <= heights[a]);
+        if !consistent {
+            return plan_err!(
+                "level bounds {min:?}..={max:?} do not fit the hierarchy heights {heights:?}"
+            );
+        }
+        Self::build(heights, min, max, max_nodes)
+    }
+
+    fn build(
+        heights: Vec<usize>,
+        min: Vec<usize>,
+        max: Vec<usize>,
+        max_nodes: usize,
+    ) -> Result<Self> {
         let mut size: usize = 1;
-        for &h in &heights {
-            size = match size.checked_mul(h + 1) {
+        for a in 0..heights.len() {
+            size = match size.checked_mul(max[a] - min[a] + 1) {
                 Some(s) if s <= max_nodes => s,
                 _ => {
                     return plan_err!(
-                        "the generalization lattice has more than {max_nodes} nodes (heights {heights:?}); use fewer quasi-identifiers, shorter hierarchies, or raise max_nodes"
+                        "the generalization lattice has more than {max_nodes} nodes (heights {heights:?}); use fewer quasi-identifiers, shorter hierarchies, max_levels, or raise max_nodes"
                     )
                 }
             };
         }
-        Ok(Self { heights })
+        Ok(Self { heights, min, max })
     }
 
     /// Hierarchy height of every attribute.
@@ -37,9 +70,27 @@ impl Lattice {
         &self.heights
     }
 
+    /// Lowest level of every attribute in the lattice (0 unless bounded).
+    pub fn min_levels(&self) -> &[usize] {
+        &self.min
+    }
+
+    /// Highest level of every attribute in the lattice (its height unless bounded).
+    pub fn max_levels(&self) -> &[usize] {
+        &self.max
+    }
+
+    /// Whether `node` has one level per attribute, each within the lattice's bounds.
+    pub fn contains(&self, node: &[usize]) -> bool {
+        node.len() == self.min.len()
+            && (0..node.len()).all(|a| self.min[a] <= node[a] && node[a] <= self.max[a])
+    }
+
     /// Number of nodes.
     pub fn len(&self) -> usize {
-        self.heights.iter().map(|h| h + 1).product()
+        (0..self.min.len())
+            .map(|a| self.max[a] - self.min[a] + 1)
+            .product()
     }
 
     /// Whether the lattice has no attributes (a single empty node).
@@ -51,35 +102,36 @@ impl Lattice {
     /// nested-loop order).
     pub fn nodes(&self) -> Vec<Node> {
         let mut nodes = Vec::with_capacity(self.len());
-        let mut current = vec![0usize; self.heights.len()];
+        let mut current = self.min.clone();
         loop {
             nodes.push(current.clone());
-            let mut attr = self.heights.len();
+            let mut attr = self.min.len();
             loop {
                 if attr == 0 {
                     return nodes;
                 }
                 attr -= 1;
-                if current[attr] < self.heights[attr] {
+                if current[attr] < self.max[attr] {
                     current[attr] += 1;
                     break;
                 }
-                current[attr] = 0;
+                current[attr] = self.min[attr];
             }
         }
     }
 
-    /// Index of a node in [`Lattice::nodes`] order.
+    /// Index of a node of the lattice in [`Lattice::nodes`] order.
     pub fn index_of(&self, node: &[usize]) -> usize {
-        node.iter()
-            .zip(&self.heights)
-            .fold(0, |acc, (&level, &h)| acc * (h + 1) + level)
+        (0..node.len()).fold(0, |acc, a| {
+            acc * (self.max[a] - self.min[a] + 1) + node[a].saturating_sub(self.min[a])
+        })
     }
 
-    /// Direct predecessors: nodes one level lower in exactly one attribute.
+    /// Direct predecessors within the lattice: nodes one level lower in exactly one
+    /// attribute.
     pub fn predecessors(&self, node: &[usize]) -> Vec<Node> {
         (0..node.len())
-            .filter(|&a| node[a] > 0)
+            .filter(|&a| node[a] > self.min[a])
             .map(|a| {
                 let mut p = node.to_vec();
                 p[a] -= 1;
@@ -88,10 +140,11 @@ impl Lattice {
             .collect()
     }
 
-    /// Direct successors: nodes one level higher in exactly one attribute.
+    /// Direct successors within the lattice: nodes one level higher in exactly one
+    /// attribute.
     pub fn successors(&self, node: &[usize]) -> Vec<Node> {
         (0..node.len())
-            .filter(|&a| node[a] < self.heights[a])
+            .filter(|&a| node[a] < self.max[a])
             .map(|a| {
                 let mut s = node.to_vec();
                 s[a] += 1;
@@ -100,9 +153,123 @@ impl Lattice {
             .collect()
     }
 
-    /// The top node (every attribute fully generalized).
+    /// The top node (every attribute at its highest level in the lattice).
     pub fn top(&self) -> Node {
-        self.heights.clone()
+        self.max.clone()
+    }
+
+    /// The bottom node (every attribute at its lowest level in the lattice).
+    pub fn bottom(&self) -> Node {
+        self.min.clone()
+    }
+}
+
+/// Levels per quasi-identifier, as written in `'age=1, sex=0'` (column names as given).
+pub type LevelList = Vec<(String, usize)>;
+
+/// Parses a `'column=level, ...'` list given as argument `param` (`levels`, `min_levels`,
+/// `max_levels`): at least one pair, non-negative integer levels, no column twice
+/// (case-insensitive).
+pub fn parse_level_list(param: &str, text: &str) -> Result<LevelList> {
+    let mut out: LevelList = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let Some((name, level)) = item.split_once('=') else {
+            return plan_err!(
+                "{param}: '{item}' is not 'column=level'; write e.g. {param} => 'age=1, sex=0'"
+            );
+        };
+        let name = name.trim().to_string();
+        let Ok(level) = level.trim().parse::<usize>() else {
+            return plan_err!(
+                "{param}: level of '{name}' must be a non-negative integer, got '{}'",
+                level.trim()
+            );
+        };
+        if out.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+            return plan_err!("{param}: column '{name}' is listed twice");
+        }
+        out.push((name, level));
+    }
+    if out.is_empty() {
+        return plan_err!("{param}: no 'column=level' pairs in '{text}'");
+    }
+    Ok(out)
+}
+
+/// Data-independent bounds on the generalization levels a lattice method may choose
+/// (`min_levels`, `max_levels`): attributes not named are unbounded (`0..=height`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LevelBounds {
+    /// Lowest allowed level per named column.
+    pub min: LevelList,
+    /// Highest allowed level per named column.
+    pub max: LevelList,
+}
+
+/// No bounds.
+pub static NO_LEVEL_BOUNDS: LevelBounds = LevelBounds {
+    min: Vec::new(),
+    max: Vec::new(),
+};
+
+impl LevelBounds {
+    /// Whether no attribute is bounded.
+    pub fn is_unbounded(&self) -> bool {
+        self.min.is_empty() && self.max.is_empty()
+    }
+
+    /// Checks the bounds against the quasi-identifiers `columns` and an upper bound on each
+    /// hierarchy's height (`height_limits`, e.g. a hierarchy table's column count − 1, or
+    /// the exact heights). Returns the per-attribute `(min, max)` levels, unnamed attributes
+    /// spanning `0..=height_limit`. Errors name the argument, the column and the level.
+    pub fn resolve(
+        &self,
+        columns: &[&str],
+        height_limits: &[usize],
+    ) -> Result<(Vec<usize>, Vec<usize>)> {
+        let mut min = vec![0; columns.len()];
+        let mut max = height_limits.to_vec();
+        for (param, list, target) in [
+            ("min_levels", &self.min, &mut min),
+            ("max_levels", &self.max, &mut max),
+        ] {
+            for (name, level) in list {
+                let Some(a) = columns.iter().position(|c| c.eq_ignore_ascii_case(name)) else {
+                    return plan_err!(
+                        "{param}: '{name}' is not a quasi-identifier; the quasi-identifiers are: {}",
+                        columns.join(", ")
+                    );
+                };
+                if *level > height_limits[a] {
+                    return plan_err!(
+                        "{param}: level {level} of '{}' exceeds its hierarchy's height {}",
+                        columns[a],
+                        height_limits[a]
+                    );
+                }
+                target[a] = *level;
+            }
+        }
+        if let Some(a) = (0..columns.len()).find(|&a| min[a] > max[a]) {
+            return plan_err!(
+                "min_levels: level {} of '{}' is above its max_levels {}",
+                min[a],
+                columns[a],
+                max[a]
+            );
+        }
+        Ok((min, max))
+    }
+
+    /// The bounds as public metadata text, e.g. `"age=1"` (`"none"` when unbounded).
+    pub fn describe(list: &LevelList) -> String {
+        if list.is_empty() {
+            return "none".to_string();
+        }
+        list.iter()
+            .map(|(n, l)| format!("{n}={l}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -139,6 +306,115 @@ mod tests {
         assert_eq!(lattice.predecessors(&[1, 1]), vec![vec![0, 1], vec![1, 0]]);
         assert_eq!(lattice.successors(&[1, 1]), vec![vec![1, 2]]);
         assert_eq!(Lattice::new(vec![3, 1, 3, 1, 3], 1000).unwrap().len(), 256);
+    }
+
+    #[test]
+    fn bounded_lattice_holds_only_nodes_within_the_bounds() {
+        let lattice = Lattice::bounded(vec![3, 1, 2], vec![1, 0, 0], vec![2, 0, 2], 100).unwrap();
+        let nodes = lattice.nodes();
+        assert_eq!(lattice.len(), 6);
+        assert_eq!(
+            nodes,
+            vec![
+                vec![1, 0, 0],
+                vec![1, 0, 1],
+                vec![1, 0, 2],
+                vec![2, 0, 0],
+                vec![2, 0, 1],
+                vec![2, 0, 2]
+            ]
+        );
+        for (i, n) in nodes.iter().enumerate() {
+            assert_eq!(lattice.index_of(n), i);
+            assert!(lattice.contains(n));
+        }
+        assert!(!lattice.contains(&[0, 0, 0]));
+        assert!(!lattice.contains(&[1, 1, 0]));
+        assert_eq!(lattice.top(), vec![2, 0, 2]);
+        assert_eq!(lattice.bottom(), vec![1, 0, 0]);
+        assert_eq!(lattice.predecessors(&[1, 0, 1]), vec![vec![1, 0, 0]]);
+        assert_eq!(
+            lattice.predecessors(&[2, 0, 1]),
+            vec![vec![1, 0, 1], vec![2, 0, 0]]
+        );
+        assert_eq!(lattice.successors(&[2, 0, 1]), vec![vec![2, 0, 2]]);
+        assert_eq!(lattice.heights(), &[3, 1, 2]);
+        let err = Lattice::bounded(vec![3], vec![2], vec![1], 100).unwrap_err();
+        assert!(err.to_string().contains("do not fit"), "{err}");
+        // A bound can bring a lattice that is too large under max_nodes.
+        assert!(Lattice::new(vec![9; 6], 100_000).is_err());
+        let mut max = vec![9; 6];
+        max[0] = 0;
+        max[1] = 0;
+        assert_eq!(
+            Lattice::bounded(vec![9; 6], vec![0; 6], max, 100_000)
+                .unwrap()
+                .len(),
+            10_000
+        );
+    }
+
+    #[test]
+    fn level_bounds_resolve_and_name_the_culprit() {
+        let parse = |min: &str, max: &str| LevelBounds {
+            min: if min.is_empty() {
+                Vec::new()
+            } else {
+                parse_level_list("min_levels", min).unwrap()
+            },
+            max: if max.is_empty() {
+                Vec::new()
+            } else {
+                parse_level_list("max_levels", max).unwrap()
+            },
+        };
+        let columns = ["age", "sex"];
+        assert_eq!(
+            parse("", "AGE=1").resolve(&columns, &[3, 1]).unwrap(),
+            (vec![0, 0], vec![1, 1])
+        );
+        assert_eq!(
+            parse("sex=1", "age=2").resolve(&columns, &[3, 1]).unwrap(),
+            (vec![0, 1], vec![2, 1])
+        );
+        assert!(NO_LEVEL_BOUNDS.is_unbounded());
+        for (min, max, msg) in [
+            (
+                "",
+                "zip=1",
+                "max_levels: 'zip' is not a quasi-identifier; the quasi-identifiers are: age, sex",
+            ),
+            (
+                "age=4",
+                "",
+                "min_levels: level 4 of 'age' exceeds its hierarchy's height 3",
+            ),
+            (
+                "age=2",
+                "age=1",
+                "min_levels: level 2 of 'age' is above its max_levels 1",
+            ),
+        ] {
+            let err = parse(min, max).resolve(&columns, &[3, 1]).unwrap_err();
+            assert!(err.to_string().contains(msg), "{min}/{max}: {err}");
+        }
+        for (bad, msg) in [
+            ("age", "max_levels: 'age' is not 'column=level'"),
+            (
+                "age=x",
+                "level of 'age' must be a non-negative integer, got 'x'",
+            ),
+            ("age=1, AGE=2", "column 'AGE' is listed twice"),
+            (" , ", "no 'column=level' pairs"),
+        ] {
+            let err = parse_level_list("max_levels", bad).unwrap_err().to_string();
+            assert!(err.contains(msg), "{bad}: {err}");
+        }
+        assert_eq!(
+            LevelBounds::describe(&parse("", "age=1, sex=0").max),
+            "age=1, sex=0"
+        );
+        assert_eq!(LevelBounds::describe(&Vec::new()), "none");
     }
 
     #[test]

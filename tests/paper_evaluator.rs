@@ -175,3 +175,15 @@ async fn evaluator_reproduces_paper_k_anonymization_columns() -> Result<()> {
     assert_eq!(errors[&("star".into(), "Q3".into())], 1.0);
     Ok(())
 }
+
+/// The demo script's copy of the evaluator is the one of `sql/paper_q1_q4.sql`.
+#[test]
+fn demo_script_uses_the_same_evaluator() {
+    let demo = include_str!("../sql/demo.sql");
+    let section = |sql: &'static str| {
+        let begin = sql.find("-- @evaluator begin").expect("begin marker");
+        let end = sql.find("-- @evaluator end").expect("end marker");
+        &sql[begin..end]
+    };
+    assert_eq!(section(demo), section(PAPER_SQL));
+}

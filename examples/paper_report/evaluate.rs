@@ -205,7 +205,7 @@ pub(crate) async fn evaluate(
     } else {
         strings(&rows, 0)?.pop().unwrap_or_default()
     };
-    let nodes = if spec.method == "ipa" {
+    let nodes = if spec.method.starts_with("ipa") && spec.source == "nps" {
         let rows = query(
             &ctx,
             &format!("SELECT node, ncp, emd, rate, CAST(chosen AS VARCHAR) FROM anonymize_diagnostics({call})"),

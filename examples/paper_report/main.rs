@@ -5,7 +5,8 @@
 //! cargo run --release --example paper_report -- --runs 10 --out out/report
 //! ```
 //!
-//! Every randomized release (IPA and the DP histogram at every ε, IPA at the paper's node)
+//! Every randomized release (IPA with its utility score, with query-aware `qi_weights` and
+//! with the paper's score, SafePub and the DP histogram at every ε, IPA at the paper's node)
 //! is drawn `--runs` times with seeds `--seed + …` (reproduction only); k-anonymization is
 //! deterministic and drawn once. Each release is evaluated with the SQL evaluator of
 //! `sql/paper_q1_q4.sql` (Q1–Q4, relative L1 error) and `anonymize_information_loss` (IL).
@@ -33,6 +34,10 @@ use evaluate::{eps_label, evaluate, evaluator_sql, Spec};
 use report::write_report;
 
 const QI: &str = "age, sex, los, surgery, location";
+
+/// `qi_weights` of the query-aware IPA line: Q1–Q4 read age, sex, surgery and length of
+/// stay, never location (chosen from the queries, not from the data).
+pub(crate) const QUERY_WEIGHTS: &str = "location=0";
 
 /// The node behind the paper's Tables 9-12 (age level 1, sex and surgery raw, LOS level 1;
 /// location is not determined by the tables, level 1 chosen).
@@ -80,13 +85,22 @@ fn specs(args: &Args) -> Vec<Spec> {
     for run in 0..args.runs {
         for (e_index, &epsilon) in args.epsilons.iter().enumerate() {
             let seed = args.seed + 1000 * run as u64 + 10 * e_index as u64;
-            out.push(Spec {
-                method: "ipa",
+            let ipa = |method: &'static str, extra: &str, seed: u64| {
+                Spec {
+                method,
                 epsilon: Some(epsilon),
                 run,
                 source: "nps",
-                args: format!("method => 'ipa', qi => '{QI}', informative => 'disease', epsilon => {epsilon}, seed => {seed}"),
-            });
+                args: format!("method => 'ipa', qi => '{QI}', informative => 'disease', epsilon => {epsilon}, seed => {seed}{extra}"),
+            }
+            };
+            out.push(ipa("ipa", "", seed));
+            out.push(ipa(
+                "ipa_weighted",
+                &format!(", qi_weights => '{QUERY_WEIGHTS}'"),
+                seed + 2,
+            ));
+            out.push(ipa("ipa_paper", ", node_score => 'paper'", seed + 3));
             out.push(Spec {
                 method: "dp_histogram",
                 epsilon: Some(epsilon),
@@ -97,6 +111,17 @@ fn specs(args: &Args) -> Vec<Spec> {
                     seed + 1
                 ),
             });
+            out.push(Spec {
+                method: "safepub",
+                epsilon: Some(epsilon),
+                run,
+                source: "nps",
+                args: format!(
+                    "method => 'safepub', qi => '{QI}', informative => 'disease', epsilon => {epsilon}, epsilon_search => {}, delta => 1e-7, seed => {}",
+                    epsilon / 10.0,
+                    seed + 4
+                ),
+            });
         }
         out.push(Spec {
             method: "ipa_paper_node",
@@ -104,7 +129,7 @@ fn specs(args: &Args) -> Vec<Spec> {
             run,
             source: "nps_node",
             args: format!(
-                "method => 'ipa', qi => '{QI}', informative => 'disease', epsilon => 1.0, seed => {}",
+                "method => 'ipa', node_score => 'paper', qi => '{QI}', informative => 'disease', epsilon => 1.0, seed => {}",
                 args.seed + 1000 * run as u64 + 7
             ),
         });
@@ -135,7 +160,20 @@ async fn main() -> Result<()> {
     let specs = specs(&args);
     let mut outcomes = Vec::with_capacity(specs.len());
     for (i, spec) in specs.iter().enumerate() {
-        let outcome = evaluate(nps.clone(), spec, &evaluator).await?;
+        let outcome = match evaluate(nps.clone(), spec, &evaluator).await {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                eprintln!(
+                    "[{}/{}] {} eps={} run={}: skipped: {e}",
+                    i + 1,
+                    specs.len(),
+                    spec.method,
+                    eps_label(spec.epsilon),
+                    spec.run
+                );
+                continue;
+            }
+        };
         eprintln!(
             "[{}/{}] {} eps={} run={}: {} ({:.1} s)",
             i + 1,

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use crate::evaluate::{eps_label, NodeScore, Outcome};
 use crate::svg::{figure, Panel, Series, Style};
-use crate::{Args, PAPER_NODE};
+use crate::{Args, PAPER_NODE, QUERY_WEIGHTS};
 
 /// The paper's relative L1 errors, computed from its Tables 9-12: (IPA, k-anonymization).
 const PAPER_QERR: [(&str, f64, f64); 4] = [
@@ -58,19 +58,39 @@ fn group(outcomes: &[Outcome]) -> Groups<'_> {
 }
 
 /// Order of the methods in tables.
-const METHOD_ORDER: [&str; 5] = [
+const METHOD_ORDER: [&str; 8] = [
     "ipa",
+    "ipa_weighted",
+    "ipa_paper",
     "ipa_paper_node",
     "kanon",
     "kanon_nosup",
+    "safepub",
     "dp_histogram",
 ];
+
+/// Plot colour and line style of each method.
+fn method_style(m: &str) -> (&'static str, Style) {
+    match m {
+        "ipa" => ("#1f77b4", Style::Line),
+        "ipa_weighted" => ("#17becf", Style::Line),
+        "ipa_paper" => ("#1f77b4", Style::Dashed),
+        "ipa_paper_node" => ("#9467bd", Style::Dashed),
+        "kanon" => ("#ff7f0e", Style::Line),
+        "kanon_nosup" => ("#ff7f0e", Style::Dashed),
+        "safepub" => ("#d62728", Style::Line),
+        _ => ("#2ca02c", Style::Line),
+    }
+}
 
 /// A method's name in the report.
 fn method_title(m: &str) -> &'static str {
     match m {
-        "ipa" => "IPA",
+        "ipa" => "IPA (utility score, default)",
+        "ipa_weighted" => "IPA (utility score, qi_weights location=0)",
+        "ipa_paper" => "IPA (paper's score)",
         "ipa_paper_node" => "IPA at the paper's node",
+        "safepub" => "SafePub (delta 1e-7)",
         "kanon" => "k-anonymization",
         "kanon_nosup" => "k-anonymization without suppression",
         "dp_histogram" => "DP histogram",
@@ -135,10 +155,13 @@ fn header(ctx: &Ctx, md: &mut String, total_seconds: f64) {
     );
     let _ = writeln!(
         md,
-        "Methods: **IPA** (`method => 'ipa'`, variant `paper`, split 0.1/0.3/0.3/0.3, t = 2, full 256-node lattice); \
+        "Methods: **IPA (utility score, default)** (`method => 'ipa'`: the node with the best expected size-weighted IL on the true class sizes, chosen by the exponential mechanism at ε_cand, then perturbed once; variant `paper`, split 0.1/0.3/0.3/0.3, t = 2, full 256-node lattice); \
+         **IPA (utility score, qi_weights {QUERY_WEIGHTS})** (the same, told that the analysis does not use location); \
+         **IPA (paper's score)** (`node_score => 'paper'`: all 256 nodes perturbed, chosen by IL with Δu = 3); \
          **IPA at the paper's node** (Algorithm 1 at {PAPER_NODE}, the node behind the paper's Tables 9–12, on a pre-generalized source with identity hierarchies; \
          its IL is not meaningful and not reported); **k-anonymization** (`method => 'kanon'`, k = 10, ≤ 5 % suppression, minimal NCP); \
          **k-anonymization without suppression** (the same with `suppression_limit => 0`); \
+         **SafePub** (`method => 'safepub'`, δ = 1e-7, ε_search = ε/10, granularity score); \
          **DP histogram** (`method => 'dp_histogram'` at {PAPER_NODE}).\n"
     );
 }
@@ -185,12 +208,19 @@ fn information_loss(ctx: &Ctx, md: &mut String, lines: &mut Vec<String>) -> std:
         .and_then(|os| os[0].il)
         .map(|(a, b, c)| (a + b + c) / 3.0);
     let mut series = Vec::new();
-    for (m, color) in [("ipa", "#1f77b4"), ("dp_histogram", "#2ca02c")] {
+    for m in [
+        "ipa",
+        "ipa_weighted",
+        "ipa_paper",
+        "safepub",
+        "dp_histogram",
+    ] {
         if let Some(points) = il_points.get(m) {
+            let (color, style) = method_style(m);
             series.push(Series {
                 name: format!("{} (median)", method_title(m)),
                 color,
-                style: Style::Line,
+                style,
                 points: points.clone(),
             });
         }
@@ -279,28 +309,18 @@ fn query_errors(ctx: &Ctx, md: &mut String, lines: &mut Vec<String>) {
 fn tables(ctx: &Ctx, md: &mut String) -> std::io::Result<()> {
     let (args, outcomes, groups, eps1) = (ctx.args, ctx.outcomes, &ctx.groups, &ctx.eps1);
     // Tables 9-12.
-    let ipa1: Vec<&Outcome> = groups
-        .get(&("ipa", eps1.clone()))
-        .cloned()
-        .unwrap_or_default();
-    let node1: Vec<&Outcome> = groups
-        .get(&("ipa_paper_node", eps1.clone()))
-        .cloned()
-        .unwrap_or_default();
-    let kanon: Vec<&Outcome> = groups
-        .get(&("kanon", "none".to_string()))
-        .cloned()
-        .unwrap_or_default();
-    let nosup: Vec<&Outcome> = groups
-        .get(&("kanon_nosup", "none".to_string()))
-        .cloned()
-        .unwrap_or_default();
-    let (ipa_est, node_est, kanon_est, nosup_est) = (
-        median_estimates(&ipa1),
-        median_estimates(&node1),
-        median_estimates(&kanon),
-        median_estimates(&nosup),
-    );
+    // Median estimates of every method at ε = 1 (kanon: its one deterministic release).
+    let estimates: Vec<(&str, BTreeMap<(String, i64), f64>)> = METHOD_ORDER
+        .iter()
+        .filter_map(|&m| {
+            let eps = if m.starts_with("kanon") {
+                "none".to_string()
+            } else {
+                eps1.clone()
+            };
+            groups.get(&(m, eps)).map(|os| (m, median_estimates(os)))
+        })
+        .collect();
     let original: BTreeMap<(String, i64), f64> = outcomes
         .first()
         .map(|o| {
@@ -336,26 +356,23 @@ fn tables(ctx: &Ctx, md: &mut String) -> std::io::Result<()> {
     let mut panels = Vec::new();
     for (q, title) in titles {
         let _ = writeln!(md, "### {title}\n");
-        let _ = writeln!(
-            md,
-            "| age group | original | IPA | IPA at the paper's node | k-anonymization | k-anonymization without suppression |"
-        );
-        let _ = writeln!(md, "|---|---|---|---|---|---|");
+        let mut head = "| age group | original |".to_string();
+        let mut rule = "|---|---|".to_string();
+        for (m, _) in &estimates {
+            let _ = write!(head, " {} |", method_title(m));
+            rule.push_str("---|");
+        }
+        let _ = writeln!(md, "{head}\n{rule}");
         let keys: Vec<&(String, i64)> = original.keys().filter(|k| k.0 == q).collect();
         let get = |m: &BTreeMap<(String, i64), f64>, k: &(String, i64)| {
             m.get(k).copied().unwrap_or(f64::NAN)
         };
         for k in &keys {
-            let _ = writeln!(
-                md,
-                "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
-                k.1,
-                original[*k],
-                get(&ipa_est, k),
-                get(&node_est, k),
-                get(&kanon_est, k),
-                get(&nosup_est, k)
-            );
+            let mut row = format!("| {} | {:.1} |", k.1, original[*k]);
+            for (_, est) in &estimates {
+                let _ = write!(row, " {:.1} |", get(est, k));
+            }
+            let _ = writeln!(md, "{row}");
         }
         let _ = writeln!(md);
         let series = |name: &str,
@@ -375,23 +392,12 @@ fn tables(ctx: &Ctx, md: &mut String) -> std::io::Result<()> {
             } else {
                 "mean stay (days)".into()
             },
-            series: vec![
-                series("original", "#222222", Style::Line, &original),
-                series("IPA (median)", "#1f77b4", Style::Line, &ipa_est),
-                series(
-                    "IPA at the paper's node",
-                    "#1f77b4",
-                    Style::Dashed,
-                    &node_est,
-                ),
-                series("k-anonymization", "#ff7f0e", Style::Line, &kanon_est),
-                series(
-                    "k-anon., no suppression",
-                    "#ff7f0e",
-                    Style::Dashed,
-                    &nosup_est,
-                ),
-            ],
+            series: std::iter::once(series("original", "#222222", Style::Line, &original))
+                .chain(estimates.iter().map(|(m, est)| {
+                    let (color, style) = method_style(m);
+                    series(method_title(m), color, style, est)
+                }))
+                .collect(),
             x_ticks: None,
             y_from_zero: true,
         });
@@ -399,7 +405,7 @@ fn tables(ctx: &Ctx, md: &mut String) -> std::io::Result<()> {
     std::fs::write(
         args.out.join("q1_q4.svg"),
         figure(
-            "Q1–Q4: original vs IPA vs k-anonymization (ε = 1)",
+            "Q1–Q4: original vs every method (ε = 1, medians over runs)",
             &panels,
             2,
         ),
@@ -414,7 +420,7 @@ fn breakdown_by_level(ctx: &Ctx, md: &mut String) -> std::io::Result<()> {
     // Fig. 8: per-node breakdown by lattice level (run 0 of each ε).
     let _ = writeln!(
         md,
-        "## NCP / EMD / Rate by lattice level (Fig. 8; IPA, all 256 nodes, first run)\n"
+        "## NCP / EMD / Rate by lattice level (Fig. 8; IPA with the paper's score, which perturbs all 256 nodes, first run)\n"
     );
     let _ = writeln!(md, "![Fig. 8](fig8_breakdown.svg)\n");
     let _ = writeln!(
@@ -427,7 +433,7 @@ fn breakdown_by_level(ctx: &Ctx, md: &mut String) -> std::io::Result<()> {
     eps_desc.sort_by(|a, b| b.total_cmp(a));
     for e in eps_desc {
         let Some(o) = groups
-            .get(&("ipa", eps_label(Some(e))))
+            .get(&("ipa_paper", eps_label(Some(e))))
             .and_then(|os| os.iter().find(|o| o.spec.run == 0))
         else {
             continue;

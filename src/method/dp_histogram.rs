@@ -25,7 +25,7 @@ use datafusion::common::{internal_err, plan_err, Result};
 
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
-use crate::lattice::{node_label, Lattice, Node};
+use crate::lattice::{node_label, parse_level_list, Lattice, Node};
 use crate::mechanism::noise::{sample_discrete_laplace, ExactScale};
 use crate::mechanism::rng::AnonRng;
 use crate::progress::Progress;
@@ -52,29 +52,7 @@ pub struct DpHistogramParams {
 impl DpHistogramParams {
     /// Parses `levels => 'age=1, sex=0'`.
     pub fn parse_levels(text: &str) -> Result<Vec<(String, usize)>> {
-        let mut out: Vec<(String, usize)> = Vec::new();
-        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let Some((name, level)) = item.split_once('=') else {
-                return plan_err!(
-                    "levels: '{item}' is not 'column=level'; write e.g. levels => 'age=1, sex=0'"
-                );
-            };
-            let name = name.trim().to_string();
-            let Ok(level) = level.trim().parse::<usize>() else {
-                return plan_err!(
-                    "levels: level of '{name}' must be a non-negative integer, got '{}'",
-                    level.trim()
-                );
-            };
-            if out.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
-                return plan_err!("levels: column '{name}' is listed twice");
-            }
-            out.push((name, level));
-        }
-        if out.is_empty() {
-            return plan_err!("levels: no 'column=level' pairs in '{text}'");
-        }
-        Ok(out)
+        parse_level_list("levels", text)
     }
 }
 
@@ -171,6 +149,12 @@ pub fn resolve_node(
             );
         }
         node[a] = *level;
+    }
+    if !lattice.contains(&node) {
+        return plan_err!(
+            "levels: the node '{}' lies outside min_levels / max_levels",
+            describe(hierarchies, &node)
+        );
     }
     match cell_count(hierarchies, &node, value_domain) {
         Some(c) if c <= params.max_cells => Ok(node),

@@ -30,9 +30,11 @@ use crate::release::{ReleasedHistogram, SUPPRESSED};
 
 mod params;
 mod report;
+mod score;
 
-pub use params::{Ipa, IpaParams, IpaVariant, DEFAULT_SUPPRESSION_THRESHOLD, METHOD};
+pub use params::{Ipa, IpaParams, IpaVariant, NodeScore, DEFAULT_SUPPRESSION_THRESHOLD, METHOD};
 pub use report::{ipa_diagnostics_batch, ipa_diagnostics_schema, ipa_metadata};
+pub use score::{attribute_weights, node_utility, NodeUtility, UtilityModel, COUNTERFEIT_COST};
 
 /// Scores and counts of one candidate (owner-only diagnostics).
 #[derive(Debug, Clone, PartialEq)]
@@ -62,16 +64,26 @@ pub struct NodeOutcome {
 /// The result of an IPA run.
 #[derive(Debug, Clone)]
 pub struct IpaResult {
-    /// Outcome of every node, in lattice order.
+    /// Perturbed candidates: every node in lattice order (`node_score => 'paper'`), or only
+    /// the released one (`'utility'`).
     pub outcomes: Vec<NodeOutcome>,
-    /// Index of the chosen node in `outcomes`.
+    /// Index of the released candidate in `outcomes`.
     pub chosen: usize,
+    /// Utility score of every node in lattice order (`'utility'` only, else empty).
+    pub utilities: Vec<NodeUtility>,
+    /// Sensitivity of the node score the selection used.
+    pub score_sensitivity: f64,
     /// The released histogram of the chosen node.
     pub release: ReleasedHistogram,
 }
 
-/// Runs IPA over the whole lattice. `base` is the leaf-level histogram, `value_domain` the
-/// number of distinct informative values; `progress(done, total)` is called as nodes finish.
+/// Runs IPA. `base` is the leaf-level histogram, `value_domain` the number of distinct
+/// informative values; `progress(done, total)` is called as nodes finish.
+///
+/// `node_score => 'paper'`: Algorithm 1 on every node, the exponential mechanism on their
+/// information loss (Algorithm 2). `'utility'`: the utility score of every node on its true
+/// class sizes, the exponential mechanism on it, then Algorithm 1 once at the chosen node
+/// (docs/METHODS.md §1.13).
 pub fn run_ipa(
     base: &GroupedHistogram,
     hierarchies: &[&Hierarchy],
@@ -85,19 +97,115 @@ pub fn run_ipa(
     if base.total() == 0 {
         return exec_err!("cannot anonymize an empty table");
     }
-    let scales = Scales::new(params)?;
-    let nodes = lattice.nodes();
-    let streams: Vec<AnonRng> = nodes.iter().map(|_| derive_child(rng)).collect();
-    let total = nodes.len();
+    match params.node_score {
+        NodeScore::Paper => run_paper_score(
+            base,
+            hierarchies,
+            lattice,
+            value_domain,
+            params,
+            rng,
+            progress,
+        ),
+        NodeScore::Utility => run_utility_score(
+            base,
+            hierarchies,
+            lattice,
+            value_domain,
+            params,
+            rng,
+            progress,
+        ),
+    }
+}
 
-    // Group nodes by level sum; each node rolls up from its smallest already-computed
-    // predecessor.
-    let max_sum: usize = lattice.heights().iter().sum();
+/// `node_score => 'utility'`: score every node on its true class sizes, choose one with the
+/// exponential mechanism at `ε_cand` and the score's sensitivity, perturb it once.
+fn run_utility_score(
+    base: &GroupedHistogram,
+    hierarchies: &[&Hierarchy],
+    lattice: &Lattice,
+    value_domain: usize,
+    params: &IpaParams,
+    rng: &mut AnonRng,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<IpaResult> {
+    let model = UtilityModel::new(params)?;
+    let weights = attribute_weights(hierarchies, &params.qi_weights)?;
+    let utilities = score_nodes(base, hierarchies, lattice, &weights, &model, progress)?;
+    let scores: Vec<f64> = utilities.iter().map(|u| u.score).collect();
+    let pick = exponential_mechanism(rng, &scores, params.eps_cand, model.sensitivity)?;
+    let nodes = lattice.nodes();
+    let hist = base.roll_up(hierarchies, &nodes[pick], value_domain)?;
+    let scales = Scales::new(params)?;
+    let mut stream = derive_child(rng);
+    let (outcome, release) = perturb_node(
+        &hist,
+        hierarchies,
+        value_domain,
+        params,
+        &scales,
+        &mut stream,
+        true,
+    )?;
+    let Some(release) = release else {
+        return internal_err!("IPA produced no release");
+    };
+    Ok(IpaResult {
+        outcomes: vec![outcome],
+        chosen: 0,
+        utilities,
+        score_sensitivity: model.sensitivity,
+        release,
+    })
+}
+
+/// The utility score of every lattice node (lattice order), from class sizes only.
+pub fn score_nodes(
+    base: &GroupedHistogram,
+    hierarchies: &[&Hierarchy],
+    lattice: &Lattice,
+    weights: &[f64],
+    model: &UtilityModel,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Vec<NodeUtility>> {
+    let sizes = class_sizes(base);
+    for_each_node(&sizes, hierarchies, lattice, 1, progress, |_, hist| {
+        Ok(node_utility(hist, hierarchies, weights, model))
+    })
+}
+
+/// The class-level histogram: one pair per class holding the class size.
+fn class_sizes(base: &GroupedHistogram) -> GroupedHistogram {
+    let classes = base.class_count();
+    GroupedHistogram {
+        levels: base.levels.clone(),
+        class_codes: base.class_codes.clone(),
+        class_offsets: (0..=classes).collect(),
+        pair_values: vec![0; classes],
+        pair_counts: (0..classes).map(|c| base.class_size(c)).collect(),
+    }
+}
+
+/// Evaluates `eval(index, histogram)` on every lattice node, returning the results in
+/// lattice order. Nodes are processed by level sum, in parallel within a level; each node's
+/// histogram is rolled up from its smallest already computed predecessor.
+fn for_each_node<T: Send>(
+    base: &GroupedHistogram,
+    hierarchies: &[&Hierarchy],
+    lattice: &Lattice,
+    value_domain: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    eval: impl Fn(usize, &GroupedHistogram) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    let nodes = lattice.nodes();
+    let total = nodes.len();
+    let max_sum: usize = lattice.max_levels().iter().sum();
     let mut by_sum: Vec<Vec<usize>> = vec![Vec::new(); max_sum + 1];
     for (i, node) in nodes.iter().enumerate() {
         by_sum[node.iter().sum::<usize>()].push(i);
     }
-    let mut outcomes: Vec<Option<NodeOutcome>> = vec![None; total];
+    let mut results: Vec<Option<T>> = (0..total).map(|_| None).collect();
     let mut previous: HashMap<usize, GroupedHistogram> = HashMap::new();
     let done = std::sync::atomic::AtomicUsize::new(0);
     let threads = std::thread::available_parallelism()
@@ -105,12 +213,12 @@ pub fn run_ipa(
         .unwrap_or(1)
         .max(1);
 
-    for level_nodes in &by_sum {
-        let work = |indices: &[usize]| -> Result<Vec<(usize, GroupedHistogram, NodeOutcome)>> {
+    for level_nodes in by_sum.iter().filter(|l| !l.is_empty()) {
+        let work = |indices: &[usize]| -> Result<Vec<(usize, GroupedHistogram, T)>> {
             let mut out = Vec::with_capacity(indices.len());
             for &i in indices {
                 let node = &nodes[i];
-                let hist = if node.iter().all(|&l| l == 0) {
+                let hist = if base.levels == *node {
                     base.clone()
                 } else {
                     let source = lattice
@@ -123,27 +231,18 @@ pub fn run_ipa(
                         None => base.roll_up(hierarchies, node, value_domain)?,
                     }
                 };
-                let mut stream = streams[i].clone();
-                let (outcome, _) = perturb_node(
-                    &hist,
-                    hierarchies,
-                    value_domain,
-                    params,
-                    &scales,
-                    &mut stream,
-                    false,
-                )?;
-                out.push((i, hist, outcome));
+                let result = eval(i, &hist)?;
+                out.push((i, hist, result));
                 let finished = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                 progress.report(finished, total)?;
             }
             Ok(out)
         };
         let chunk = level_nodes.len().div_ceil(threads).max(1);
-        let results: Vec<Result<Vec<_>>> = std::thread::scope(|scope| {
+        let batches: Vec<Result<Vec<_>>> = std::thread::scope(|scope| {
             let handles: Vec<_> = level_nodes
                 .chunks(chunk)
-                .map(|part| scope.spawn(move || work(part)))
+                .map(|part| scope.spawn(|| work(part)))
                 .collect();
             handles
                 .into_iter()
@@ -154,21 +253,54 @@ pub fn run_ipa(
                 .collect()
         });
         let mut next = HashMap::with_capacity(level_nodes.len());
-        for result in results {
-            for (i, hist, outcome) in result? {
-                outcomes[i] = Some(outcome);
+        for batch in batches {
+            for (i, hist, result) in batch? {
+                results[i] = Some(result);
                 next.insert(i, hist);
             }
         }
         previous = next;
     }
-    let outcomes: Vec<NodeOutcome> = outcomes
-        .into_iter()
-        .collect::<Option<Vec<_>>>()
-        .map_or_else(
-            || internal_err!("an IPA lattice node was not evaluated"),
-            Ok,
-        )?;
+    results.into_iter().collect::<Option<Vec<T>>>().map_or_else(
+        || internal_err!("an IPA lattice node was not evaluated"),
+        Ok,
+    )
+}
+
+/// `node_score => 'paper'`: Algorithm 1 on every node with its own stream, the exponential
+/// mechanism on the candidates' information loss, and the chosen node's stream replayed.
+fn run_paper_score(
+    base: &GroupedHistogram,
+    hierarchies: &[&Hierarchy],
+    lattice: &Lattice,
+    value_domain: usize,
+    params: &IpaParams,
+    rng: &mut AnonRng,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<IpaResult> {
+    let scales = Scales::new(params)?;
+    let nodes = lattice.nodes();
+    let streams: Vec<AnonRng> = nodes.iter().map(|_| derive_child(rng)).collect();
+    let outcomes = for_each_node(
+        base,
+        hierarchies,
+        lattice,
+        value_domain,
+        progress,
+        |i, hist| {
+            let mut stream = streams[i].clone();
+            let (outcome, _) = perturb_node(
+                hist,
+                hierarchies,
+                value_domain,
+                params,
+                &scales,
+                &mut stream,
+                false,
+            )?;
+            Ok(outcome)
+        },
+    )?;
 
     let chosen = choose_node(rng, &outcomes, params)?;
 
@@ -194,8 +326,18 @@ pub fn run_ipa(
     Ok(IpaResult {
         outcomes,
         chosen,
+        utilities: Vec::new(),
+        score_sensitivity: paper_score_sensitivity(params.variant),
         release,
     })
+}
+
+/// `Δu` of the paper's node score: 3 (IL as a sum), 1 for `reference` (IL as a mean).
+fn paper_score_sensitivity(variant: IpaVariant) -> f64 {
+    match variant {
+        IpaVariant::Paper => 3.0,
+        IpaVariant::Reference => 1.0,
+    }
 }
 
 /// Node choice (Eq. 11-12): the exponential mechanism over the utilities `max_il − il`
@@ -504,3 +646,5 @@ fn class_total_variation(work: &ClassWork, n: u64) -> f64 {
 mod audit;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod utility_tests;

@@ -21,7 +21,7 @@ use datafusion::common::Result;
 use crate::budget::Cost;
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
-use crate::lattice::{Lattice, Node};
+use crate::lattice::{parse_level_list, Lattice, LevelBounds, Node, NO_LEVEL_BOUNDS};
 use crate::mechanism::rng::AnonRng;
 use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
 use crate::progress::Progress;
@@ -66,6 +66,18 @@ pub trait Method: Debug + Send + Sync {
 
     /// Largest lattice the method may work on.
     fn max_nodes(&self) -> usize;
+
+    /// Data-independent bounds on the levels of the lattice the method works on
+    /// (`min_levels`, `max_levels`); unbounded unless the method accepts them.
+    fn level_bounds(&self) -> &LevelBounds {
+        &NO_LEVEL_BOUNDS
+    }
+
+    /// Columns named inside the method's own arguments, as `(argument, column)` (e.g.
+    /// `qi_weights`); planning checks that each is a quasi-identifier.
+    fn named_columns(&self) -> Vec<(&'static str, &str)> {
+        Vec::new()
+    }
 
     /// Schema of the method's owner-only diagnostics.
     fn diagnostics_schema(&self) -> SchemaRef;
@@ -145,6 +157,38 @@ pub const MAX_NODES: ParamSpec = ParamSpec::new(
     ParamDefault::Integer(crate::lattice::DEFAULT_MAX_NODES as u64),
     "largest lattice to evaluate (the product of the hierarchy heights + 1)",
 );
+
+/// `min_levels` of the lattice methods.
+pub const MIN_LEVELS: ParamSpec = ParamSpec::new(
+    "min_levels",
+    ParamKind::Text,
+    ParamDefault::Optional("none: every attribute may stay at level 0"),
+    "lowest generalization level per attribute, 'col=level, ...': the lattice holds only nodes at or above it",
+);
+
+/// `max_levels` of the lattice methods.
+pub const MAX_LEVELS: ParamSpec = ParamSpec::new(
+    "max_levels",
+    ParamKind::Text,
+    ParamDefault::Optional("none: every attribute may reach its hierarchy's top"),
+    "highest generalization level per attribute, 'col=level, ...' (e.g. 'age=1' keeps ages in the first level's intervals): the lattice holds only nodes at or below it",
+);
+
+/// Reads the `min_levels` and `max_levels` arguments (names and levels are checked against
+/// the quasi-identifiers and their hierarchies when those are known, see
+/// [`LevelBounds::resolve`]).
+pub fn level_bounds(values: &ParamValues) -> Result<LevelBounds> {
+    let read = |name: &str| -> Result<Vec<(String, usize)>> {
+        match values.opt_text(name) {
+            Some(text) => parse_level_list(name, text),
+            None => Ok(Vec::new()),
+        }
+    };
+    Ok(LevelBounds {
+        min: read("min_levels")?,
+        max: read("max_levels")?,
+    })
+}
 
 /// Reads the `max_nodes` argument as a lattice size limit.
 pub fn max_nodes(values: &ParamValues) -> Result<usize> {

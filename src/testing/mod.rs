@@ -4,9 +4,11 @@
 
 pub mod audit;
 pub mod fixtures;
+pub mod nps;
 pub mod stats;
 
 pub use fixtures::{
     histogram, ladder, paper_example_hierarchies, paper_example_records, rows, weighted_histogram,
     Record, PAPER_EXAMPLE_DISEASES,
 };
+pub use nps::{nps_base, NpsBase};

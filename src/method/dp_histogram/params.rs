@@ -4,17 +4,19 @@
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::common::Result;
+use datafusion::common::{plan_err, Result};
 
 use super::{
     cell_count, dp_histogram_diagnostics_batch, dp_histogram_diagnostics_schema,
     dp_histogram_metadata, resolve_node, run_dp_histogram, DpHistogramParams, DEFAULT_MAX_CELLS,
 };
 use crate::budget::Cost;
+use crate::lattice::LevelBounds;
 use crate::mechanism::noise::{ExactScale, PositiveNoise};
 use crate::mechanism::rng::AnonRng;
 use crate::method::{
-    max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON, SEED,
+    level_bounds, max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON,
+    MAX_LEVELS, MIN_LEVELS, SEED,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
 use crate::release::{ReleaseSize, SIZE_FAILURE};
@@ -32,11 +34,13 @@ pub const METHOD: MethodSpec = MethodSpec {
             "largest lattice the default node rule walks (not used when 'levels' is given)",
         ),
         SEED,
+        MIN_LEVELS,
+        MAX_LEVELS,
         ParamSpec::new(
             "levels",
             ParamKind::Text,
             ParamDefault::Optional("the first node by level sum with at most max_cells cells"),
-            "the generalization node, 'col=level, ...' (columns not named stay at level 0)",
+            "the generalization node, 'col=level, ...' (columns not named stay at level 0); must lie within min_levels / max_levels",
         ),
         ParamSpec::new(
             "max_cells",
@@ -62,10 +66,43 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
     };
     // The exact noise scale must exist for this epsilon (e.g. epsilon >= 2^-30).
     ExactScale::from_sensitivity_epsilon(1, params.epsilon)?;
+    let level_bounds = level_bounds(values)?;
+    if let Some(levels) = &params.levels {
+        check_levels_within_bounds(levels, &level_bounds)?;
+    }
     Ok(Arc::new(DpHistogram {
         params,
         max_nodes: max_nodes(values)?,
+        level_bounds,
     }))
+}
+
+/// `levels` names one node; it must satisfy `min_levels` and `max_levels` (a column not
+/// named in `levels` is at level 0).
+fn check_levels_within_bounds(levels: &[(String, usize)], bounds: &LevelBounds) -> Result<()> {
+    let level_of = |column: &str| {
+        levels
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(column))
+            .map_or(0, |(_, l)| *l)
+    };
+    for (column, min) in &bounds.min {
+        if level_of(column) < *min {
+            return plan_err!(
+                "levels: level {} of '{column}' is below its min_levels {min}",
+                level_of(column)
+            );
+        }
+    }
+    for (column, max) in &bounds.max {
+        if level_of(column) > *max {
+            return plan_err!(
+                "levels: level {} of '{column}' is above its max_levels {max}",
+                level_of(column)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The DP histogram configured for one release.
@@ -75,6 +112,8 @@ pub struct DpHistogram {
     pub params: DpHistogramParams,
     /// Largest lattice to consider.
     pub max_nodes: usize,
+    /// `min_levels` / `max_levels`.
+    pub level_bounds: LevelBounds,
 }
 
 impl Method for DpHistogram {
@@ -96,6 +135,10 @@ impl Method for DpHistogram {
         } else {
             self.max_nodes
         }
+    }
+
+    fn level_bounds(&self) -> &LevelBounds {
+        &self.level_bounds
     }
 
     fn diagnostics_schema(&self) -> SchemaRef {

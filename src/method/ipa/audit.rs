@@ -37,6 +37,8 @@ fn params(
         eps_cand,
         threshold: 2,
         insert_into_suppressed: true,
+        node_score: NodeScore::Paper,
+        qi_weights: Vec::new(),
     }
 }
 

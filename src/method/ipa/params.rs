@@ -8,10 +8,12 @@ use datafusion::common::{plan_err, Result};
 
 use super::{ipa_diagnostics_batch, ipa_diagnostics_schema, ipa_metadata, run_ipa};
 use crate::budget::Cost;
+use crate::lattice::LevelBounds;
 use crate::mechanism::noise::{ExactScale, PositiveNoise, EPSILON_GRID_BITS};
 use crate::mechanism::rng::AnonRng;
 use crate::method::{
-    max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON, MAX_NODES, SEED,
+    level_bounds, max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON,
+    MAX_LEVELS, MAX_NODES, MIN_LEVELS, SEED,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
 use crate::release::{ReleaseSize, SIZE_FAILURE};
@@ -27,6 +29,20 @@ pub const METHOD: MethodSpec = MethodSpec {
         EPSILON,
         MAX_NODES,
         SEED,
+        MIN_LEVELS,
+        MAX_LEVELS,
+        ParamSpec::new(
+            "node_score",
+            ParamKind::Choice(&["utility", "paper"]),
+            ParamDefault::Text("utility"),
+            "'utility': choose the node by its expected information loss on the true class sizes (proven sensitivity), then perturb it once; 'paper': perturb every node and choose by the candidates' IL (the paper's Algorithm 2)",
+        ),
+        ParamSpec::new(
+            "qi_weights",
+            ParamKind::Text,
+            ParamDefault::Optional("equal weights"),
+            "weights of the quasi-identifiers in the utility score, 'col=weight, ...' (unnamed columns weigh 1), e.g. 'age=3, los=2'",
+        ),
         ParamSpec::new(
             "budget_split",
             ParamKind::Text,
@@ -76,52 +92,18 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
         params.eps_cand = cand * epsilon;
     }
     params.insert_into_suppressed = values.bool("insert_into_suppressed")?;
-    check_noise_budgets(&params, epsilon, split)?;
+use crate::lattice::LevelBounds;
+use crate::mechanism::noise::{ExactScale, PositiveNoise, EPSILON_GRID_BITS};
     params.validate()?;
     Ok(Arc::new(Ipa {
         params,
         max_nodes: max_nodes(values)?,
+        level_bounds: level_bounds(values)?,
     }))
 }
 
-/// The parts of ε that set an exact noise scale (`ε_sup`, `ε_ins`) must reach the samplers'
-/// grid, and the suppression scale `(t − 1)/ε_sup` must be representable; the errors name
-/// the part, the argument it comes from and the value that would work.
-fn check_noise_budgets(params: &IpaParams, epsilon: f64, split: Option<&str>) -> Result<()> {
-    let smallest = 1.0 / (1u64 << EPSILON_GRID_BITS) as f64;
-    let source = match split {
-        Some(split) => format!("budget_split => '{split}'"),
-        None => "the default budget_split".to_string(),
-    };
-    for (name, position, value) in [
-        ("epsilon_sup", "first", params.eps_sup),
-        ("epsilon_ins", "second", params.eps_ins),
-    ] {
-        if value < smallest {
-            let fraction = value / epsilon;
-            return plan_err!(
-                "{name} = {value:e} (the {position} fraction {fraction} of {source} times epsilon = {epsilon:e}) is below the smallest noise budget the exact samplers support, 2^-{EPSILON_GRID_BITS} = {smallest:e}; use epsilon >= {:e} or a larger {position} fraction",
-                smallest / fraction
-            );
-        }
-    }
-    if params.variant == IpaVariant::Paper {
-        let sensitivity = params.threshold.saturating_sub(1);
-        if ExactScale::from_sensitivity_epsilon(sensitivity.max(1), params.eps_sup).is_err() {
-            return plan_err!(
-                "suppression_threshold = {} is too large: the suppression noise scale (suppression_threshold - 1) / epsilon_sup = {sensitivity} / {:e} cannot be represented exactly; use a suppression_threshold of at most {MAX_SUPPRESSION_THRESHOLD}",
-                params.threshold,
-                params.eps_sup
-            );
-        }
-    }
-    Ok(())
-}
-
-/// Largest `suppression_threshold` whose noise scale `(t − 1)/ε_sup` is representable for
-/// every ε_sup on the samplers' grid: the numerator `(t − 1) · 2^30` must fit 64 bits.
-pub const MAX_SUPPRESSION_THRESHOLD: u64 = 1 << (64 - EPSILON_GRID_BITS);
-
+use crate::lattice::LevelBounds;
+use crate::mechanism::noise::{ExactScale, PositiveNoise, EPSILON_GRID_BITS};
 /// Parses `budget_split => 'sup,ins,val,cand'`: four positive fractions summing to at
 /// most 1.
 fn parse_budget_split(split: &str) -> Result<[f64; 4]> {
@@ -152,6 +134,8 @@ pub struct Ipa {
     pub params: IpaParams,
     /// Largest lattice to evaluate.
     pub max_nodes: usize,
+    /// `min_levels` / `max_levels`.
+    pub level_bounds: LevelBounds,
 }
 
 impl Method for Ipa {
@@ -169,6 +153,18 @@ impl Method for Ipa {
 
     fn max_nodes(&self) -> usize {
         self.max_nodes
+    }
+
+    fn level_bounds(&self) -> &LevelBounds {
+        &self.level_bounds
+    }
+
+    fn named_columns(&self) -> Vec<(&'static str, &str)> {
+        self.params
+            .qi_weights
+            .iter()
+            .map(|(name, _)| ("qi_weights", name.as_str()))
+            .collect()
     }
 
     fn diagnostics_schema(&self) -> SchemaRef {
@@ -205,8 +201,8 @@ impl Method for Ipa {
         )?;
         Ok(MethodOutput {
             node: result.outcomes[result.chosen].node.clone(),
-            metadata: ipa_metadata(&self.params, input.lattice),
-            diagnostics: ipa_diagnostics_batch(&result.outcomes, result.chosen)?,
+            metadata: ipa_metadata(&self.params, input.lattice, result.score_sensitivity),
+            diagnostics: ipa_diagnostics_batch(&result, input.lattice)?,
             release: result.release,
         })
     }
@@ -245,6 +241,38 @@ impl IpaVariant {
     }
 }
 
+/// How IPA chooses its node (docs/METHODS.md §1.8, §1.13).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeScore {
+    /// The expected size-weighted information loss on the true class sizes, with a proven
+    /// sensitivity; Algorithm 1 runs once, at the chosen node.
+    Utility,
+    /// The paper's Algorithm 2: every node perturbed, chosen by `max_il − il` of the
+    /// perturbed candidates.
+    Paper,
+}
+
+impl NodeScore {
+    /// Parses `utility` or `paper`.
+    pub fn parse(text: &str) -> Result<Self> {
+        match text.to_ascii_lowercase().as_str() {
+            "utility" => Ok(Self::Utility),
+            "paper" => Ok(Self::Paper),
+            other => plan_err!(
+                "unknown node_score '{other}' for method 'ipa'; valid: 'utility', 'paper'"
+            ),
+        }
+    }
+
+    /// The score's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Utility => "utility",
+            Self::Paper => "paper",
+        }
+    }
+}
+
 /// Parameters of an IPA run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IpaParams {
@@ -262,10 +290,16 @@ pub struct IpaParams {
     pub threshold: u64,
     /// Whether the suppressed class `*` also receives counterfeits.
     pub insert_into_suppressed: bool,
+    /// How the node is chosen.
+    pub node_score: NodeScore,
+    /// Weights of the quasi-identifiers in the utility score, by column (others weigh 1).
+    pub qi_weights: Vec<(String, f64)>,
 }
 
 impl IpaParams {
-    /// Default budget split for a total ε: paper 0.1/0.3/0.3/0.3; reference 0.1/0.3/0.3/(1/3).
+    /// The paper's configuration for a total ε: its node score and its budget split
+    /// (paper 0.1/0.3/0.3/0.3; reference 0.1/0.3/0.3/(1/3)). `anonymize(...)` defaults to
+    /// the utility score instead; see [`IpaParams::node_score`].
     pub fn with_defaults(variant: IpaVariant, epsilon: f64, threshold: u64) -> Self {
         let cand = match variant {
             IpaVariant::Paper => 0.3 * epsilon,
@@ -279,6 +313,8 @@ impl IpaParams {
             eps_cand: cand,
             threshold,
             insert_into_suppressed: true,
+            node_score: NodeScore::Paper,
+            qi_weights: Vec::new(),
         }
     }
 

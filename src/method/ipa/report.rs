@@ -8,11 +8,17 @@ use datafusion::arrow::array::{
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::Result;
 
-use super::{IpaParams, IpaVariant, NodeOutcome};
+use super::{NodeOutcome, NodeUtility};
+
+use super::{IpaParams, IpaResult, IpaVariant, NodeScore};
 use crate::lattice::{node_label, Lattice};
 
-/// IPA's own public metadata entries.
-pub fn ipa_metadata(params: &IpaParams, lattice: &Lattice) -> Vec<(String, String)> {
+/// IPA's own public metadata entries. `score_sensitivity` is the Δ the node choice used.
+pub fn ipa_metadata(
+    params: &IpaParams,
+    lattice: &Lattice,
+    score_sensitivity: f64,
+) -> Vec<(String, String)> {
     let (sup_scale, comparison) = match params.variant {
         IpaVariant::Paper => (
             format!("Lap(({}-1)/epsilon_sup)", params.threshold),
@@ -23,26 +29,29 @@ pub fn ipa_metadata(params: &IpaParams, lattice: &Lattice) -> Vec<(String, Strin
             "suppress iff |E| < max(t, t + noise)",
         ),
     };
-    let claimed = params.claimed_epsilon();
-    let guarantee = format!(
-        "No formal differential-privacy guarantee. The IPA paper (Lee & Chung 2020, Theorem 9) claims \
-         epsilon-DP with epsilon = epsilon_sup + epsilon_ins + epsilon_val + epsilon_cand = {claimed}; that claim \
-         does not hold: (1) every real informative value is published truthfully, which no pure epsilon-DP \
-         mechanism can do; (2) only classes holding real records can appear, so a class with one record is \
-         visible with probability about 0.45 at epsilon_sup = 0.1 and never without that record; (3) the \
-         counterfeit count uses noise clamped at zero (one-sided), so a class's released size is never below \
-         its true size; (4) all {nodes} lattice candidates are perturbed with fresh noise and scored on the \
-         data, and the selection does not compose over them. Treat this release as generalized, \
-         noise-augmented microdata that resists simple re-identification, not as differentially private.",
-        nodes = lattice.len()
-    );
+    let weights = if params.qi_weights.is_empty() {
+        "equal".to_string()
+    } else {
+        params
+            .qi_weights
+            .iter()
+            .map(|(n, w)| format!("{n}={w}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     vec![
         ("variant".into(), params.variant.name().into()),
-        ("epsilon".into(), format!("{claimed}")),
+        ("node_score".into(), params.node_score.name().into()),
+        ("epsilon".into(), format!("{}", params.claimed_epsilon())),
         ("epsilon_sup".into(), format!("{}", params.eps_sup)),
         ("epsilon_ins".into(), format!("{}", params.eps_ins)),
         ("epsilon_val".into(), format!("{}", params.eps_val)),
         ("epsilon_cand".into(), format!("{}", params.eps_cand)),
+        (
+            "score_sensitivity".into(),
+            format!("{score_sensitivity:.6}"),
+        ),
+        ("qi_weights".into(), weights),
         ("suppression_threshold".into(), params.threshold.to_string()),
         (
             "suppression_noise".into(),
@@ -57,51 +66,126 @@ pub fn ipa_metadata(params: &IpaParams, lattice: &Lattice) -> Vec<(String, Strin
             params.insert_into_suppressed.to_string(),
         ),
         ("lattice_nodes".into(), lattice.len().to_string()),
-        ("guarantee".into(), guarantee),
+        (
+            "guarantee".into(),
+            guarantee(params, lattice, score_sensitivity),
+        ),
     ]
 }
 
-/// Schema of `anonymize_diagnostics`.
+/// The `guarantee` text: what is proven for the chosen score, which step spends which part
+/// of ε, and where the paper's claim fails (docs/METHODS.md §1.11, §1.13).
+fn guarantee(params: &IpaParams, lattice: &Lattice, score_sensitivity: f64) -> String {
+    let claimed = params.claimed_epsilon();
+    let failures = "(1) every real informative value is published truthfully, which no pure epsilon-DP \
+         mechanism can do; (2) only classes holding real records can appear, so a class with one record is \
+         visible with probability about 0.45 at epsilon_sup = 0.1 (t = 2) and never without that record; (3) the \
+         counterfeit count uses noise clamped at zero (one-sided), so a class's released size is never below \
+         its true size; (4) every counterfeit of a class spends epsilon_val again on the same class data";
+    match params.node_score {
+        NodeScore::Utility => format!(
+            "No formal differential-privacy guarantee for the release as a whole. Proven: the choice of the \
+             generalization node alone is epsilon_cand-DP ({cand}): an exponential mechanism over a score computed \
+             on the true class sizes of each of the {nodes} lattice nodes from public quantities only (hierarchies, \
+             qi_weights, t and the noise scales; not the number of records), whose sensitivity is proven to be at \
+             most {score_sensitivity:.4} when one record is added or removed. The data are then perturbed once, at \
+             the chosen node (Algorithm 1): epsilon_sup for the noisy suppression threshold, epsilon_ins for the \
+             counterfeit counts, epsilon_val for each counterfeit's informative value. The paper (Lee & Chung 2020, \
+             Theorem 9) claims epsilon-DP with epsilon = epsilon_sup + epsilon_ins + epsilon_val + epsilon_cand = \
+             {claimed}; for the perturbation step that claim does not hold: {failures}. Treat this release as \
+             generalized, noise-augmented microdata that resists simple re-identification, not as differentially \
+             private.",
+            cand = params.eps_cand,
+            nodes = lattice.len()
+        ),
+        NodeScore::Paper => format!(
+            "No formal differential-privacy guarantee. The IPA paper (Lee & Chung 2020, Theorem 9) claims \
+             epsilon-DP with epsilon = epsilon_sup + epsilon_ins + epsilon_val + epsilon_cand = {claimed}; that claim \
+             does not hold: {failures}; (5) all {nodes} lattice candidates are perturbed with fresh noise and scored \
+             on the data, and the selection does not compose over them (its score has sensitivity \
+             {score_sensitivity} only because it is bounded, so the choice is nearly uniform). Treat this release \
+             as generalized, noise-augmented microdata that resists simple re-identification, not as \
+             differentially private.",
+            nodes = lattice.len()
+        ),
+    }
+}
+
+/// Schema of `anonymize_diagnostics`: one row per lattice node. `score` is the node score
+/// the selection used; the expected counts exist for the utility score; the perturbation
+/// columns (ncp … released_rows) for every perturbed candidate (every node with
+/// `node_score => 'paper'`, only the chosen one with `'utility'`).
 pub fn ipa_diagnostics_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("node", DataType::Utf8, false),
         Field::new("chosen", DataType::Boolean, false),
-        Field::new("ncp", DataType::Float64, false),
-        Field::new("emd", DataType::Float64, false),
-        Field::new("rate", DataType::Float64, false),
-        Field::new("il", DataType::Float64, false),
-        Field::new("classes", DataType::UInt64, false),
-        Field::new("suppressed_classes", DataType::UInt64, false),
-        Field::new("suppressed_records", DataType::UInt64, false),
-        Field::new("counterfeits", DataType::UInt64, false),
-        Field::new("released_rows", DataType::UInt64, false),
+        Field::new("score", DataType::Float64, false),
+        Field::new("expected_suppressed", DataType::Float64, true),
+        Field::new("expected_counterfeits", DataType::Float64, true),
+        Field::new("ncp", DataType::Float64, true),
+        Field::new("emd", DataType::Float64, true),
+        Field::new("rate", DataType::Float64, true),
+        Field::new("il", DataType::Float64, true),
+        Field::new("classes", DataType::UInt64, true),
+        Field::new("suppressed_classes", DataType::UInt64, true),
+        Field::new("suppressed_records", DataType::UInt64, true),
+        Field::new("counterfeits", DataType::UInt64, true),
+        Field::new("released_rows", DataType::UInt64, true),
     ]))
 }
 
 /// One diagnostics row per lattice node.
-pub fn ipa_diagnostics_batch(outcomes: &[NodeOutcome], chosen: usize) -> Result<RecordBatch> {
-    let u64s = |f: &dyn Fn(&NodeOutcome) -> u64| {
-        Arc::new(UInt64Array::from_iter_values(outcomes.iter().map(f))) as ArrayRef
+pub fn ipa_diagnostics_batch(result: &IpaResult, lattice: &Lattice) -> Result<RecordBatch> {
+    let nodes = lattice.nodes();
+    let chosen_node = &result.outcomes[result.chosen].node;
+    // The paper's utility is max_il − il with max_il = Δu (3, or 1 for `reference`).
+    let max_il = result.score_sensitivity;
+    // The perturbed candidate of each node, if any.
+    let outcome_of: Vec<Option<&NodeOutcome>> = if result.utilities.is_empty() {
+        result.outcomes.iter().map(Some).collect()
+    } else {
+        nodes
+            .iter()
+            .map(|n| (n == chosen_node).then(|| &result.outcomes[result.chosen]))
+            .collect()
     };
-    let f64s = |f: &dyn Fn(&NodeOutcome) -> f64| {
-        Arc::new(Float64Array::from_iter_values(outcomes.iter().map(f))) as ArrayRef
+    let score = |i: usize| -> f64 {
+        match result.utilities.get(i) {
+            Some(u) => u.score,
+            // The paper's utility max_il − il, with max_il = Δu (3 or 1).
+            None => outcome_of[i].map_or(f64::NAN, |o| max_il - o.il),
+        }
+    };
+    let opt_f64 = |f: &dyn Fn(&NodeOutcome) -> f64| {
+        Arc::new(Float64Array::from_iter(outcome_of.iter().map(|o| o.map(f)))) as ArrayRef
+    };
+    let opt_u64 = |f: &dyn Fn(&NodeOutcome) -> u64| {
+        Arc::new(UInt64Array::from_iter(outcome_of.iter().map(|o| o.map(f)))) as ArrayRef
+    };
+    let expected = |f: &dyn Fn(&NodeUtility) -> f64| {
+        Arc::new(Float64Array::from_iter(
+            (0..nodes.len()).map(|i| result.utilities.get(i).map(f)),
+        )) as ArrayRef
     };
     let columns: Vec<ArrayRef> = vec![
         Arc::new(StringArray::from_iter_values(
-            outcomes.iter().map(|o| node_label(&o.node)),
+            nodes.iter().map(|n| node_label(n)),
         )),
         Arc::new(BooleanArray::from_iter(
-            (0..outcomes.len()).map(|i| Some(i == chosen)),
+            nodes.iter().map(|n| Some(n == chosen_node)),
         )),
-        f64s(&|o| o.ncp),
-        f64s(&|o| o.emd),
-        f64s(&|o| o.rate),
-        f64s(&|o| o.il),
-        u64s(&|o| o.classes as u64),
-        u64s(&|o| o.suppressed_classes as u64),
-        u64s(&|o| o.suppressed_records),
-        u64s(&|o| o.counterfeits),
-        u64s(&|o| o.released_rows),
+        Arc::new(Float64Array::from_iter_values((0..nodes.len()).map(score))),
+        expected(&|u| u.expected_suppressed),
+        expected(&|u| u.expected_counterfeits),
+        opt_f64(&|o| o.ncp),
+        opt_f64(&|o| o.emd),
+        opt_f64(&|o| o.rate),
+        opt_f64(&|o| o.il),
+        opt_u64(&|o| o.classes as u64),
+        opt_u64(&|o| o.suppressed_classes as u64),
+        opt_u64(&|o| o.suppressed_records),
+        opt_u64(&|o| o.counterfeits),
+        opt_u64(&|o| o.released_rows),
     ];
     Ok(RecordBatch::try_new(ipa_diagnostics_schema(), columns)?)
 }

@@ -11,9 +11,11 @@ use super::{
     DEFAULT_K, DEFAULT_SUPPRESSION_LIMIT,
 };
 use crate::budget::Cost;
+use crate::lattice::LevelBounds;
 use crate::mechanism::rng::AnonRng;
 use crate::method::{
-    max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, MAX_NODES,
+    level_bounds, max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, MAX_LEVELS,
+    MAX_NODES, MIN_LEVELS,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
 
@@ -26,6 +28,8 @@ pub const METHOD: MethodSpec = MethodSpec {
     about: "optimal full-domain k-anonymity with record suppression (least NCP over the whole lattice); deterministic, no differential privacy",
     params: &[
         MAX_NODES,
+        MIN_LEVELS,
+        MAX_LEVELS,
         ParamSpec::new(
             "k",
             ParamKind::Integer,
@@ -53,6 +57,7 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
     Ok(Arc::new(Kanon {
         params,
         max_nodes: max_nodes(values)?,
+        level_bounds: level_bounds(values)?,
     }))
 }
 
@@ -63,6 +68,8 @@ pub struct Kanon {
     pub params: KanonParams,
     /// Largest lattice to evaluate.
     pub max_nodes: usize,
+    /// `min_levels` / `max_levels`.
+    pub level_bounds: LevelBounds,
 }
 
 impl Method for Kanon {
@@ -79,6 +86,10 @@ impl Method for Kanon {
 
     fn max_nodes(&self) -> usize {
         self.max_nodes
+    }
+
+    fn level_bounds(&self) -> &LevelBounds {
+        &self.level_bounds
     }
 
     fn diagnostics_schema(&self) -> SchemaRef {

@@ -11,8 +11,12 @@ use super::{
     FinalSelection, SafePubParams, ScoreFunction, DEFAULT_EPSILON_SEARCH, DEFAULT_STEPS,
 };
 use crate::budget::Cost;
+use crate::lattice::LevelBounds;
 use crate::mechanism::rng::AnonRng;
-use crate::method::{Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON, SEED};
+use crate::method::{
+    level_bounds, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON, MAX_LEVELS,
+    MIN_LEVELS, SEED,
+};
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
 use crate::privacy::safepub_params::calibrate;
 
@@ -29,6 +33,8 @@ pub const METHOD: MethodSpec = MethodSpec {
             "largest lattice to search",
         ),
         SEED,
+        MIN_LEVELS,
+        MAX_LEVELS,
         ParamSpec::new(
             "epsilon_search",
             ParamKind::Positive,
@@ -90,7 +96,11 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
     let max_nodes = values
         .opt_u64("max_nodes")
         .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
-    Ok(Arc::new(SafePub { params, max_nodes }))
+    Ok(Arc::new(SafePub {
+        params,
+        max_nodes,
+        level_bounds: level_bounds(values)?,
+    }))
 }
 
 /// SafePub configured for one release.
@@ -100,6 +110,8 @@ pub struct SafePub {
     pub params: SafePubParams,
     /// Largest lattice to search.
     pub max_nodes: usize,
+    /// `min_levels` / `max_levels`.
+    pub level_bounds: LevelBounds,
 }
 
 impl Method for SafePub {
@@ -117,6 +129,10 @@ impl Method for SafePub {
 
     fn max_nodes(&self) -> usize {
         self.max_nodes
+    }
+
+    fn level_bounds(&self) -> &LevelBounds {
+        &self.level_bounds
     }
 
     fn diagnostics_schema(&self) -> SchemaRef {

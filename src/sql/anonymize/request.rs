@@ -153,6 +153,7 @@ pub fn build_request(
         has_informative: informative.is_some(),
     })
     .map_err(|e| prefix_error(function, e))?;
+    check_level_bounds(&*configured, &qi).map_err(|e| prefix_error(function, e))?;
 
     let dropped: Vec<String> = schema
         .fields()
@@ -374,6 +375,30 @@ fn resolve_informative(
     }
     let data_type = schema.field_with_name(&name)?.data_type().clone();
     Ok((name, data_type))
+}
+
+/// Checks the columns named inside method arguments (`qi_weights`, `min_levels`,
+/// `max_levels`) at planning time: every named column is a quasi-identifier, and no level exceeds what its hierarchy table can hold (its column
+/// count − 1; the exact height is checked again when the hierarchy is loaded).
+fn check_level_bounds(method: &dyn Method, qi: &[QiSpec]) -> Result<()> {
+    let columns: Vec<&str> = qi.iter().map(|q| q.column.as_str()).collect();
+    for (param, name) in method.named_columns() {
+        if !columns.iter().any(|c| c.eq_ignore_ascii_case(name)) {
+            return plan_err!(
+                "{param}: '{name}' is not a quasi-identifier; the quasi-identifiers are: {}",
+                columns.join(", ")
+            );
+        }
+    }
+    let bounds = method.level_bounds();
+    if bounds.is_unbounded() {
+        return Ok(());
+    }
+    let widths: Vec<usize> = qi
+        .iter()
+        .map(|q| q.hierarchy.schema().fields().len().saturating_sub(1))
+        .collect();
+    bounds.resolve(&columns, &widths).map(|_| ())
 }
 
 /// Prefixes a planning error with the function name.
