@@ -23,8 +23,8 @@ use crate::method::{Method, MethodInput, MethodOutput};
 use crate::metric::information_loss::{information_loss, InformationLoss};
 use crate::privacy::warnings::delta_size_warning;
 use crate::progress::{Cancel, Progress, ProgressFn};
-use crate::release::{check_release_size, ReleaseRowLimit, ReleasedRows};
 use crate::quote::quote;
+use crate::release::{check_release_size, ReleaseRowLimit, ReleasedRows};
 
 /// A quasi-identifier and its hierarchy table.
 #[derive(Debug, Clone)]
@@ -179,13 +179,15 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
                             last = Some((value.to_string(), c));
                             c
                         }
-                        None => return exec_err!(
+                        None => {
+                            return exec_err!(
                             "anonymize(): value {} of column '{}' is not in its hierarchy '{}'{}",
                             quote(value),
                             q.column,
                             q.hierarchy_name,
                             near_miss_hint(hierarchy, value)
-                        ),
+                        )
+                        }
                     },
                 };
                 leaf_codes[a].push(code);

@@ -128,7 +128,7 @@ fn run_utility_score(
     value_domain: usize,
     params: &IpaParams,
     rng: &mut AnonRng,
-    progress: &(dyn Fn(usize, usize) + Sync),
+    progress: &Progress,
 ) -> Result<IpaResult> {
     let model = UtilityModel::new(params)?;
     let weights = attribute_weights(hierarchies, &params.qi_weights)?;
@@ -167,7 +167,7 @@ pub fn score_nodes(
     lattice: &Lattice,
     weights: &[f64],
     model: &UtilityModel,
-    progress: &(dyn Fn(usize, usize) + Sync),
+    progress: &Progress,
 ) -> Result<Vec<NodeUtility>> {
     let sizes = class_sizes(base);
     for_each_node(&sizes, hierarchies, lattice, 1, progress, |_, hist| {
@@ -195,7 +195,7 @@ fn for_each_node<T: Send>(
     hierarchies: &[&Hierarchy],
     lattice: &Lattice,
     value_domain: usize,
-    progress: &(dyn Fn(usize, usize) + Sync),
+    progress: &Progress,
     eval: impl Fn(usize, &GroupedHistogram) -> Result<T> + Sync,
 ) -> Result<Vec<T>> {
     let nodes = lattice.nodes();
@@ -276,7 +276,7 @@ fn run_paper_score(
     value_domain: usize,
     params: &IpaParams,
     rng: &mut AnonRng,
-    progress: &(dyn Fn(usize, usize) + Sync),
+    progress: &Progress,
 ) -> Result<IpaResult> {
     let scales = Scales::new(params)?;
     let nodes = lattice.nodes();

@@ -92,8 +92,16 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
         params.eps_cand = cand * epsilon;
     }
     params.insert_into_suppressed = values.bool("insert_into_suppressed")?;
-use crate::lattice::LevelBounds;
-use crate::mechanism::noise::{ExactScale, PositiveNoise, EPSILON_GRID_BITS};
+    check_noise_budgets(&params, epsilon, split)?;
+    params.node_score = NodeScore::parse(values.text("node_score")?)?;
+    if let Some(text) = values.opt_text("qi_weights") {
+        if params.node_score == NodeScore::Paper {
+            return plan_err!(
+                "qi_weights applies to node_score => 'utility' only; the paper's score weighs every attribute equally"
+            );
+        }
+        params.qi_weights = parse_qi_weights(text)?;
+    }
     params.validate()?;
     Ok(Arc::new(Ipa {
         params,
@@ -102,8 +110,75 @@ use crate::mechanism::noise::{ExactScale, PositiveNoise, EPSILON_GRID_BITS};
     }))
 }
 
-use crate::lattice::LevelBounds;
-use crate::mechanism::noise::{ExactScale, PositiveNoise, EPSILON_GRID_BITS};
+/// The parts of ε that set an exact noise scale (`ε_sup`, `ε_ins`) must reach the samplers'
+/// grid, and the suppression scale `(t − 1)/ε_sup` must be representable; the errors name
+/// the part, the argument it comes from and the value that would work.
+fn check_noise_budgets(params: &IpaParams, epsilon: f64, split: Option<&str>) -> Result<()> {
+    let smallest = 1.0 / (1u64 << EPSILON_GRID_BITS) as f64;
+    let source = match split {
+        Some(split) => format!("budget_split => '{split}'"),
+        None => "the default budget_split".to_string(),
+    };
+    for (name, position, value) in [
+        ("epsilon_sup", "first", params.eps_sup),
+        ("epsilon_ins", "second", params.eps_ins),
+    ] {
+        if value < smallest {
+            let fraction = value / epsilon;
+            return plan_err!(
+                "{name} = {value:e} (the {position} fraction {fraction} of {source} times epsilon = {epsilon:e}) is below the smallest noise budget the exact samplers support, 2^-{EPSILON_GRID_BITS} = {smallest:e}; use epsilon >= {:e} or a larger {position} fraction",
+                smallest / fraction
+            );
+        }
+    }
+    if params.variant == IpaVariant::Paper {
+        let sensitivity = params.threshold.saturating_sub(1);
+        if ExactScale::from_sensitivity_epsilon(sensitivity.max(1), params.eps_sup).is_err() {
+            return plan_err!(
+                "suppression_threshold = {} is too large: the suppression noise scale (suppression_threshold - 1) / epsilon_sup = {sensitivity} / {:e} cannot be represented exactly; use a suppression_threshold of at most {MAX_SUPPRESSION_THRESHOLD}",
+                params.threshold,
+                params.eps_sup
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Largest `suppression_threshold` whose noise scale `(t − 1)/ε_sup` is representable for
+/// every ε_sup on the samplers' grid: the numerator `(t − 1) · 2^30` must fit 64 bits.
+pub const MAX_SUPPRESSION_THRESHOLD: u64 = 1 << (64 - EPSILON_GRID_BITS);
+
+/// Parses `qi_weights => 'age=3, los=2'`: non-negative finite weights, no column twice,
+/// a positive weight somewhere.
+fn parse_qi_weights(text: &str) -> Result<Vec<(String, f64)>> {
+    let mut out: Vec<(String, f64)> = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let Some((name, weight)) = item.split_once('=') else {
+            return plan_err!(
+                "qi_weights: '{item}' is not 'column=weight'; write e.g. qi_weights => 'age=3, los=2'"
+            );
+        };
+        let name = name.trim().to_string();
+        let weight = match weight.trim().parse::<f64>() {
+            Ok(w) if w.is_finite() && w >= 0.0 => w,
+            _ => {
+                return plan_err!(
+                    "qi_weights: weight of '{name}' must be a non-negative number, got '{}'",
+                    weight.trim()
+                )
+            }
+        };
+        if out.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+            return plan_err!("qi_weights: column '{name}' is listed twice");
+        }
+        out.push((name, weight));
+    }
+    if out.is_empty() {
+        return plan_err!("qi_weights: no 'column=weight' pairs in '{text}'");
+    }
+    Ok(out)
+}
+
 /// Parses `budget_split => 'sup,ins,val,cand'`: four positive fractions summing to at
 /// most 1.
 fn parse_budget_split(split: &str) -> Result<[f64; 4]> {

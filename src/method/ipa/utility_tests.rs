@@ -27,7 +27,7 @@ fn scores(
     model: &UtilityModel,
 ) -> Vec<f64> {
     let base = weighted_histogram(hs, rows, 1);
-    score_nodes(&base, hs, lattice, weights, model, &|_, _| {})
+    score_nodes(&base, hs, lattice, weights, model, &Progress::silent())
         .expect("scores")
         .iter()
         .map(|u| u.score)
@@ -233,8 +233,15 @@ fn utility_selection_lands_in_the_top_five_percent_on_nps() {
     let p = utility(IpaVariant::Paper, 1.0, 2);
     let model = UtilityModel::new(&p).unwrap();
     let weights = attribute_weights(&hs, &[]).unwrap();
-    let utilities =
-        score_nodes(&data.histogram, &hs, &lattice, &weights, &model, &|_, _| {}).unwrap();
+    let utilities = score_nodes(
+        &data.histogram,
+        &hs,
+        &lattice,
+        &weights,
+        &model,
+        &Progress::silent(),
+    )
+    .unwrap();
     let scores: Vec<f64> = utilities.iter().map(|u| u.score).collect();
     let probs = exponential_weights(&scores, p.eps_cand, model.sensitivity).unwrap();
     let mut order: Vec<usize> = (0..scores.len()).collect();
@@ -252,7 +259,7 @@ fn utility_selection_lands_in_the_top_five_percent_on_nps() {
             data.value_domain,
             &p,
             &mut rng,
-            &|_, _| {},
+            &Progress::silent(),
         )
         .unwrap();
         let chosen = lattice.index_of(&result.outcomes[result.chosen].node);
@@ -275,8 +282,15 @@ fn paper_selection_does_not_land_in_the_top_five_percent_on_nps() {
     let p = utility(IpaVariant::Paper, 1.0, 2);
     let model = UtilityModel::new(&p).unwrap();
     let weights = attribute_weights(&hs, &[]).unwrap();
-    let utilities =
-        score_nodes(&data.histogram, &hs, &lattice, &weights, &model, &|_, _| {}).unwrap();
+    let utilities = score_nodes(
+        &data.histogram,
+        &hs,
+        &lattice,
+        &weights,
+        &model,
+        &Progress::silent(),
+    )
+    .unwrap();
     let paper = IpaParams::with_defaults(IpaVariant::Paper, 1.0, 2);
     let mut hits = 0;
     for seed in 0..10 {
@@ -288,7 +302,7 @@ fn paper_selection_does_not_land_in_the_top_five_percent_on_nps() {
             data.value_domain,
             &paper,
             &mut rng,
-            &|_, _| {},
+            &Progress::silent(),
         )
         .unwrap();
         let (rank, cutoff) = rank_and_cutoff(&utilities, result.chosen);
@@ -313,7 +327,7 @@ fn utility_release_is_reproducible_and_bounded() {
     let p = utility(IpaVariant::Paper, 1.0, 2);
     let run = |seed| {
         let mut rng = rng_from_seed(seed);
-        run_ipa(&base, &hs, &lattice, 5, &p, &mut rng, &|_, _| {}).unwrap()
+        run_ipa(&base, &hs, &lattice, 5, &p, &mut rng, &Progress::silent()).unwrap()
     };
     for seed in 0..20 {
         let (a, b) = (run(seed), run(seed));
@@ -348,7 +362,7 @@ fn utility_choice_follows_the_weights() {
             data.value_domain,
             &p,
             &mut rng,
-            &|_, _| {},
+            &Progress::silent(),
         )
         .unwrap();
         let top = result

@@ -766,7 +766,7 @@ fn partition_cache_limit_changes_nothing() {
                 score.sensitivity(3, hs.len()),
                 FinalSelection::Best,
                 &mut rng_from_seed(9),
-                &|_, _| {},
+                &Progress::silent(),
             )
             .unwrap();
             (
