@@ -144,7 +144,9 @@ pub fn plan_suppression(
             }
             mask |= 1u64 << attr;
             let kept: Vec<usize> = (0..attrs).filter(|a| mask >> a & 1 == 0).collect();
-            let key = |c: usize| -> Vec<u32> { kept.iter().map(|&a| classes.class_codes[a][c]).collect() };
+            let key = |c: usize| -> Vec<u32> {
+                kept.iter().map(|&a| classes.class_codes[a][c]).collect()
+            };
             remaining.sort_by_cached_key(|&c| (key(c), c));
             let mut next = Vec::new();
             let mut i = 0;
@@ -215,7 +217,9 @@ mod tests {
     fn classes(rows: &[([u32; 3], u64)]) -> GroupedHistogram {
         GroupedHistogram {
             levels: vec![0, 0, 0],
-            class_codes: (0..3).map(|a| rows.iter().map(|r| r.0[a]).collect()).collect(),
+            class_codes: (0..3)
+                .map(|a| rows.iter().map(|r| r.0[a]).collect())
+                .collect(),
             class_offsets: (0..=rows.len()).collect(),
             pair_values: vec![0; rows.len()],
             pair_counts: rows.iter().map(|r| r.1).collect(),
@@ -225,7 +229,9 @@ mod tests {
     #[test]
     fn record_mode_suppresses_every_failing_class() {
         let h = classes(&[([0, 0, 0], 1), ([0, 0, 1], 1), ([1, 1, 1], 5)]);
-        let plan = plan_suppression(&h, &[0, 1], SuppressionMode::Record, &[2, 1, 0], &|n, _| n >= 2);
+        let plan = plan_suppression(&h, &[0, 1], SuppressionMode::Record, &[2, 1, 0], &|n, _| {
+            n >= 2
+        });
         assert_eq!(plan.masks, vec![7, 7, 0]);
         assert_eq!(plan.suppressed_records, 2);
         assert_eq!(plan.suppressed_cells, 6);
@@ -237,8 +243,19 @@ mod tests {
     fn cell_mode_takes_single_values_first() {
         // k = 2. Classes 0 and 1 differ only in attribute 2: one '*' in attribute 2 makes a
         // group of 2. Class 2 is alone even after attribute 1 goes: fully suppressed.
-        let h = classes(&[([0, 0, 0], 1), ([0, 0, 1], 1), ([1, 1, 1], 1), ([2, 2, 2], 4)]);
-        let plan = plan_suppression(&h, &[0, 1, 2], SuppressionMode::Cell, &[2, 1, 0], &|n, _| n >= 2);
+        let h = classes(&[
+            ([0, 0, 0], 1),
+            ([0, 0, 1], 1),
+            ([1, 1, 1], 1),
+            ([2, 2, 2], 4),
+        ]);
+        let plan = plan_suppression(
+            &h,
+            &[0, 1, 2],
+            SuppressionMode::Cell,
+            &[2, 1, 0],
+            &|n, _| n >= 2,
+        );
         assert_eq!(plan.masks, vec![4, 4, 7, 0]);
         assert_eq!(plan.suppressed_records, 1);
         assert_eq!(plan.suppressed_cells, 2 + 3);
@@ -249,7 +266,9 @@ mod tests {
         assert_eq!(plan.groups[1].mask, 7);
         // A second step: classes agreeing only on attribute 0 meet once 2 and 1 are gone.
         let h = classes(&[([0, 0, 0], 1), ([0, 1, 1], 1), ([3, 3, 3], 9)]);
-        let plan = plan_suppression(&h, &[0, 1], SuppressionMode::Cell, &[2, 1, 0], &|n, _| n >= 2);
+        let plan = plan_suppression(&h, &[0, 1], SuppressionMode::Cell, &[2, 1, 0], &|n, _| {
+            n >= 2
+        });
         assert_eq!(plan.masks, vec![6, 6, 0]);
         assert_eq!(plan.suppressed_records, 0);
         assert_eq!(plan.suppressed_cells, 4);

@@ -266,7 +266,9 @@ impl Metric {
                     MetricKind::Loss => marginals[a]
                         .iter()
                         .enumerate()
-                        .map(|(leaf, &n)| n as u128 * leaves[a][level][to_code[leaf] as usize] as u128)
+                        .map(|(leaf, &n)| {
+                            n as u128 * leaves[a][level][to_code[leaf] as usize] as u128
+                        })
                         .sum(),
                     _ => 0,
                 };
@@ -435,9 +437,9 @@ impl Metric {
                     .collect();
                 Score::Real(self.arithmetic_mean(&values))
             }
-            MetricKind::Discernibility => Score::Exact(
-                s.released_square_sum + n_total as u128 * s.suppressed_records as u128,
-            ),
+            MetricKind::Discernibility => {
+                Score::Exact(s.released_square_sum + n_total as u128 * s.suppressed_records as u128)
+            }
             MetricKind::Entropy => {
                 let values: Vec<f64> = (0..attrs)
                     .map(|a| {
@@ -527,9 +529,7 @@ impl Metric {
                 Score::Real(self.weighted_sum(&values))
             }
             // A node has at most as many classes as the leaf-level histogram.
-            MetricKind::Aecs => {
-                Score::Real(self.total as f64 / self.base_classes.max(1) as f64)
-            }
+            MetricKind::Aecs => Score::Real(self.total as f64 / self.base_classes.max(1) as f64),
             MetricKind::Height => Score::Real(self.height_of(node)),
         }
     }

@@ -7,9 +7,9 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{plan_err, Result};
 
 use super::{
-    kanon_diagnostics_batch, kanon_diagnostics_schema, kanon_metadata, parse_qi_weights,
-    run_kanon, KanonParams, MetricKind, SearchStrategy, SuppressionMode, DEFAULT_K,
-    DEFAULT_KANON_MAX_NODES, DEFAULT_SUPPRESSION_LIMIT, METRIC_NAMES,
+    kanon_diagnostics_batch, kanon_diagnostics_schema, kanon_metadata, parse_qi_weights, run_kanon,
+    KanonParams, MetricKind, SearchStrategy, SuppressionMode, DEFAULT_K, DEFAULT_KANON_MAX_NODES,
+    DEFAULT_SUPPRESSION_LIMIT, METRIC_NAMES,
 };
 use crate::budget::Cost;
 use crate::mechanism::rng::AnonRng;

@@ -81,9 +81,7 @@ pub fn search(
     };
     progress(lattice.len(), lattice.len());
     let chosen_node = found.chosen.map(|i| found.outcomes[i].node.clone());
-    found
-        .outcomes
-        .sort_by_key(|o| lattice.index_of(&o.node));
+    found.outcomes.sort_by_key(|o| lattice.index_of(&o.node));
     found.chosen = chosen_node.and_then(|n| found.outcomes.iter().position(|o| o.node == n));
     Ok(found)
 }
@@ -304,9 +302,7 @@ impl<'l> Pruned<'l> {
         let mut popped = 0usize;
         while let Some(Reverse(entry)) = queue.pop() {
             let position = entry.position;
-            if self.state[position] & PROCESSED != 0
-                || keys.get(&position) != Some(&entry.bound)
-            {
+            if self.state[position] & PROCESSED != 0 || keys.get(&position) != Some(&entry.bound) {
                 continue;
             }
             if let Some(best) = &self.best {

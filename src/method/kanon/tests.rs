@@ -168,15 +168,12 @@ fn paper_example() {
 #[test]
 fn validates_parameters() {
     assert!(KanonParams::new(0, 0.1)
-    .validate()
-    .unwrap_err()
-    .to_string()
-    .contains("k must be at least 1"));
-    for bad in [-0.1, 1.5, f64::NAN] {
-        let err = KanonParams::new(2, bad)
         .validate()
         .unwrap_err()
-        .to_string();
+        .to_string()
+        .contains("k must be at least 1"));
+    for bad in [-0.1, 1.5, f64::NAN] {
+        let err = KanonParams::new(2, bad).validate().unwrap_err().to_string();
         assert!(
             err.contains("suppression_limit must be a fraction between 0 and 1"),
             "{err}"
@@ -185,7 +182,11 @@ fn validates_parameters() {
     assert_eq!(KanonParams::default(), KanonParams::new(10, 0.05));
     let mut weighted = KanonParams::new(2, 0.1);
     weighted.weights = vec![1.0, f64::INFINITY];
-    assert!(weighted.validate().unwrap_err().to_string().contains("qi_weights"));
+    assert!(weighted
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("qi_weights"));
     assert_eq!(KanonParams::default().max_suppressed(1_361_000), 68_050);
 }
 
@@ -287,6 +288,14 @@ proptest! {
                     }
                 }
                 check_cells(&pruned, k, total);
+                // A k-anonymous release, cell-suppressed or not, is truthful: EMD = Rate = 0,
+                // and its NCP is the metric's.
+                let il = crate::metric::information_loss::information_loss(&base, &hs, 3, &pruned.release).unwrap();
+                prop_assert_eq!(il.emd, 0.0);
+                prop_assert_eq!(il.rate, 0.0);
+                if params.metric == MetricKind::Ncp {
+                    prop_assert!((il.ncp - pruned.score).abs() < 1e-12, "{} vs {}", il.ncp, pruned.score);
+                }
             }
             (Err(a), Err(p)) => {
                 prop_assert!(a.to_string().contains("no generalization satisfies k"), "{}", a);
@@ -390,7 +399,10 @@ fn adult_cell_suppression_keeps_more_records() {
     let node = record.outcomes[record.chosen].node.clone();
     check_cells(&record, 5, 30_162);
     assert!(record.plan.suppressed_records > 0);
-    assert_eq!(record.plan.suppressed_cells, 9 * record.plan.suppressed_records);
+    assert_eq!(
+        record.plan.suppressed_cells,
+        9 * record.plan.suppressed_records
+    );
 
     // The same node in cell mode: a lattice of that single node.
     let mut cell = params.clone();
@@ -430,5 +442,53 @@ fn adult_cell_suppression_keeps_more_records() {
     // Searching in cell mode: a k-anonymous release whose counts match its stars.
     let searched = run_kanon(&base, &hs, &lattice, 1, &cell, &|_, _| {}).unwrap();
     check_cells(&searched, 5, 30_162);
-    assert!(searched.plan.suppressed_cells <= 9 * searched.outcomes[searched.chosen].failing_records);
+    assert!(
+        searched.plan.suppressed_cells <= 9 * searched.outcomes[searched.chosen].failing_records
+    );
+}
+
+/// Timings and checked nodes on Adult (run with `--ignored --nocapture`).
+#[test]
+#[ignore]
+fn adult_figures() {
+    let (hierarchies, base) = adult();
+    let hs: Vec<&Hierarchy> = hierarchies.iter().collect();
+    let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 1_000_000).unwrap();
+    for metric in METRIC_NAMES {
+        for search in [SearchStrategy::Pruned, SearchStrategy::Exhaustive] {
+            for (k, limit) in [
+                (5, 0.0),
+                (5, 0.05),
+                (5, 1.0),
+                (10, 0.0),
+                (10, 0.05),
+                (10, 1.0),
+            ] {
+                if search == SearchStrategy::Exhaustive && (*metric != "loss" || k != 5) {
+                    continue;
+                }
+                let mut params = KanonParams::new(k, limit);
+                params.metric = MetricKind::parse(metric).unwrap();
+                params.search = search;
+                let mut times = Vec::new();
+                let mut last = None;
+                for _ in 0..3 {
+                    let start = std::time::Instant::now();
+                    let r = run_kanon(&base, &hs, &lattice, 1, &params, &|_, _| {}).unwrap();
+                    times.push(start.elapsed().as_secs_f64());
+                    last = Some(r);
+                }
+                times.sort_by(f64::total_cmp);
+                let r = last.unwrap();
+                println!(
+                    "FIG metric={metric} search={} k={k} limit={limit} node={:?} score={:?} checked={} median_s={:.3}",
+                    search.name(),
+                    r.outcomes[r.chosen].node,
+                    r.score,
+                    r.outcomes.len(),
+                    times[1]
+                );
+            }
+        }
+    }
 }
