@@ -217,6 +217,9 @@ pub fn run_kanon(
     })
 }
 
+/// A released class: its codes and `(value, count)` pairs.
+type ReleasedClass = (Vec<u32>, Vec<(u32, u64)>);
+
 /// The release at `node`: passing classes as they are, the failing ones suppressed as the
 /// evaluator's mode says, every class in canonical order (codes ascending, `*` last).
 fn release_at(
@@ -238,7 +241,7 @@ fn release_at(
             .map(|p| (hist.pair_values[p], hist.pair_counts[p]))
             .collect()
     };
-    let mut classes: Vec<(Vec<u32>, Vec<(u32, u64)>)> = (0..hist.class_count())
+    let mut classes: Vec<ReleasedClass> = (0..hist.class_count())
         .filter(|&c| plan.masks[c] == 0)
         .map(|c| {
             let codes = (0..attrs).map(|a| hist.class_codes[a][c]).collect();

@@ -132,7 +132,9 @@ pub fn information_loss(
 
     let mut matched = vec![false; original.class_count()];
     let mut suppressed_classes = Vec::new();
-    let mut partial: Vec<(Vec<u32>, Vec<(u32, u64)>, f64)> = Vec::new();
+    // Partially suppressed classes: codes, released pairs, NCP per row.
+    type Partial = (Vec<u32>, Vec<(u32, u64)>, f64);
+    let mut partial: Vec<Partial> = Vec::new();
     let (mut ncp_sum, mut emd_sum, mut rate_sum) = (0.0, 0.0, 0.0);
     let (mut rows, mut classes) = (0u64, 0usize);
     let mut add = |original: &[(u32, u64)], released: &[(u32, u64)], ncp_per_row: f64| {
@@ -203,8 +205,8 @@ pub fn information_loss(
             by_key.insert(codes.clone(), start + i);
         }
         let mut originals: Vec<Vec<usize>> = vec![Vec::new(); end - start];
-        for o in 0..original.class_count() {
-            if matched[o] {
+        for (o, done) in matched.iter_mut().enumerate() {
+            if *done {
                 continue;
             }
             let key: Vec<u32> = (0..attrs)
@@ -217,7 +219,7 @@ pub fn information_loss(
                 })
                 .collect();
             if let Some(&i) = by_key.get(&key) {
-                matched[o] = true;
+                *done = true;
                 originals[i - start].push(o);
             }
         }

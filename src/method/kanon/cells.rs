@@ -37,6 +37,9 @@ impl SuppressionMode {
     }
 }
 
+/// The class test: whether a class of this size and these `(value, count)` pairs passes.
+pub type Releasable<'a> = &'a dyn Fn(u64, &[(u32, u64)]) -> bool;
+
 /// The mask of a fully suppressed record over `attrs` attributes.
 pub fn full_mask(attrs: usize) -> u64 {
     if attrs >= 64 {
@@ -114,7 +117,7 @@ pub fn plan_suppression(
     failing: &[usize],
     mode: SuppressionMode,
     order: &[usize],
-    releasable: &dyn Fn(u64, &[(u32, u64)]) -> bool,
+    releasable: Releasable<'_>,
 ) -> SuppressionPlan {
     let attrs = classes.class_codes.len();
     let full = full_mask(attrs);

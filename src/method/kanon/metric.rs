@@ -389,11 +389,11 @@ impl Metric {
                     let n = classes.class_size(c) as u128;
                     let mask = s.masks[c];
                     let mut per_record: u128 = 0;
-                    for a in 0..attrs {
+                    for (a, &level) in levels.iter().enumerate() {
                         per_record += if mask >> a & 1 == 1 {
                             self.ncp_unit
                         } else {
-                            self.ncp[a][levels[a]][classes.class_codes[a][c] as usize]
+                            self.ncp[a][level][classes.class_codes[a][c] as usize]
                         };
                     }
                     loss += per_record * n;

@@ -246,8 +246,7 @@ impl<'l> Pruned<'l> {
     /// nodes of unknown feasibility (each step to the successor with the smallest bound).
     fn climb(&mut self, evaluator: &mut Evaluator<'_>, start: &Node) -> Result<()> {
         let mut path = vec![start.clone()];
-        loop {
-            let Some(current) = path.last() else { break };
+        while let Some(current) = path.last() {
             let next = self
                 .lattice
                 .successors(current)
