@@ -127,6 +127,22 @@ impl Lattice {
         })
     }
 
+    /// The node at position `index` of [`Lattice::nodes`] order (the inverse of
+    /// [`Lattice::index_of`]), decoded without listing the lattice; `None` past the end.
+    pub fn node_at(&self, index: usize) -> Option<Node> {
+        if index >= self.len() {
+            return None;
+        }
+        let mut node = self.min.clone();
+        let mut rest = index;
+        for a in (0..node.len()).rev() {
+            let width = self.max[a] - self.min[a] + 1;
+            node[a] = self.min[a] + rest % width;
+            rest /= width;
+        }
+        Some(node)
+    }
+
     /// Direct predecessors within the lattice: nodes one level lower in exactly one
     /// attribute.
     pub fn predecessors(&self, node: &[usize]) -> Vec<Node> {
@@ -302,7 +318,9 @@ mod tests {
         );
         for (i, n) in nodes.iter().enumerate() {
             assert_eq!(lattice.index_of(n), i);
+            assert_eq!(lattice.node_at(i).as_ref(), Some(n));
         }
+        assert_eq!(lattice.node_at(nodes.len()), None);
         assert_eq!(lattice.predecessors(&[1, 1]), vec![vec![0, 1], vec![1, 0]]);
         assert_eq!(lattice.successors(&[1, 1]), vec![vec![1, 2]]);
         assert_eq!(Lattice::new(vec![3, 1, 3, 1, 3], 1000).unwrap().len(), 256);

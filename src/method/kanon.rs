@@ -1,22 +1,21 @@
-//! Optimal full-domain k-anonymity with record suppression — the k-anonymization baseline
-//! the IPA paper compares against (Incognito/Flash-style full-domain generalization).
+//! Optimal full-domain k-anonymity with record or cell suppression (METHODS.md §3) — the
+//! k-anonymization baseline the IPA paper compares against, with the utility metrics of the
+//! ARX anonymization tool and a pruned search in the spirit of ARX's Flash.
 //!
-//! Every node of the lattice is evaluated. At a node, each equivalence class with fewer than
-//! `k` records is suppressed: its records keep their informative value and get `*` for every
-//! quasi-identifier, forming one suppressed class `*` (as ARX does). A node is *feasible* when
-//! at most `floor(suppression_limit · N)` of the `N` records are suppressed. Among feasible
-//! nodes the release minimizes the loss
+//! At a node, each equivalence class that fails the privacy model (fewer than `k` records)
+//! is suppressed: in record mode its records get `*` for every quasi-identifier and form one
+//! suppressed class `*` (as ARX does); in cell mode they lose single values first
+//! (`cells`). A node is *feasible* when at most `floor(suppression_limit · N)` of the `N`
+//! records are in failing classes (ARX's rule). Among feasible nodes the release minimizes
+//! the chosen metric (`metric`); ties go to the node with the fewest generalization levels,
+//! then to the earliest node in lattice order. The pruned search (`search`) finds the same
+//! node as checking every node. The method is deterministic and draws no randomness.
 //!
-//! ```text
-//! NCP = (1 / (q · N)) · Σ_records Σ_A NCP(r[A]),   NCP(v) = |v| / |L_A|  (0 for a leaf),
-//! ```
-//!
-//! the IPA paper's Eq. 5–6 with suppressed values scoring 1 — the NCP term of the same
-//! information loss the evaluation reports (a k-anonymous release has EMD = Rate = 0). The
-//! loss is compared exactly, in integers over the least common multiple of the hierarchies'
-//! leaf counts; ties go to the node with the fewest generalization levels, then to the
-//! earliest node in lattice order. The method is deterministic and draws no randomness.
+//! Modules: `params` (the parameter table), `metric` (NCP and ARX's metrics), `check` (one
+//! node: classes, the per-class privacy test, feasibility, score), `cells` (record and cell
+//! suppression), `search` (pruned and exhaustive search).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
@@ -27,13 +26,23 @@ use datafusion::common::{exec_err, internal_err, plan_err, Result};
 
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
-use crate::lattice::{node_label, Lattice, Node};
+use crate::lattice::{node_label, Lattice};
 use crate::progress::Progress;
 use crate::release::{ReleasedHistogram, SUPPRESSED};
 
+mod cells;
+mod check;
+mod metric;
 mod params;
+mod search;
 
+pub use cells::{SuppressionMode, SuppressionPlan};
+pub use check::{ClassRule, KanonNodeOutcome};
+pub use metric::{Metric, MetricKind, Score, METRIC_NAMES};
 pub use params::{Kanon, METHOD};
+pub use search::SearchStrategy;
+
+use check::Evaluator;
 
 /// Default `k`.
 pub const DEFAULT_K: u64 = 10;
@@ -41,13 +50,24 @@ pub const DEFAULT_K: u64 = 10;
 /// Default suppression limit (fraction of records).
 pub const DEFAULT_SUPPRESSION_LIMIT: f64 = 0.05;
 
+/// Default largest lattice the pruned search accepts (one byte of state per node).
+pub const DEFAULT_KANON_MAX_NODES: usize = 1_000_000;
+
 /// Parameters of a k-anonymization.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KanonParams {
     /// Smallest size of a released (non-suppressed) class.
     pub k: u64,
-    /// Largest fraction of records that may be suppressed, in `[0, 1]`.
+    /// Largest fraction of records that may be in failing classes, in `[0, 1]`.
     pub suppression_limit: f64,
+    /// The utility metric to minimize.
+    pub metric: MetricKind,
+    /// Record or cell suppression.
+    pub suppression: SuppressionMode,
+    /// Pruned or exhaustive search.
+    pub search: SearchStrategy,
+    /// Importance of each quasi-identifier, in quasi-identifier order (empty: all equal).
+    pub weights: Vec<f64>,
 }
 
 impl Default for KanonParams {
@@ -55,12 +75,25 @@ impl Default for KanonParams {
         Self {
             k: DEFAULT_K,
             suppression_limit: DEFAULT_SUPPRESSION_LIMIT,
+            metric: MetricKind::Ncp,
+            suppression: SuppressionMode::Record,
+            search: SearchStrategy::Pruned,
+            weights: Vec::new(),
         }
     }
 }
 
 impl KanonParams {
-    /// Checks `k >= 1` and `0 <= suppression_limit <= 1`.
+    /// Record-mode NCP parameters with the given `k` and limit.
+    pub fn new(k: u64, suppression_limit: f64) -> Self {
+        Self {
+            k,
+            suppression_limit,
+            ..Self::default()
+        }
+    }
+
+    /// Checks `k >= 1`, `0 <= suppression_limit <= 1` and the weights.
     pub fn validate(&self) -> Result<()> {
         if self.k == 0 {
             return plan_err!("k must be at least 1, got 0");
@@ -71,6 +104,9 @@ impl KanonParams {
                 self.suppression_limit
             );
         }
+        if let Some(w) = self.weights.iter().find(|w| !(w.is_finite() && **w >= 0.0)) {
+            return plan_err!("qi_weights: weights must be finite and non-negative, got {w}");
+        }
         Ok(())
     }
 
@@ -78,133 +114,40 @@ impl KanonParams {
     pub fn max_suppressed(&self, total: u64) -> u64 {
         (self.suppression_limit * total as f64).floor() as u64
     }
-}
 
-/// Evaluation of one lattice node (owner-only diagnostics).
-#[derive(Debug, Clone, PartialEq)]
-pub struct KanonNodeOutcome {
-    /// The lattice node.
-    pub node: Node,
-    /// Whether the node satisfies k within the suppression limit.
-    pub feasible: bool,
-    /// Number of equivalence classes before suppression.
-    pub classes: usize,
-    /// Number of classes smaller than k.
-    pub suppressed_classes: usize,
-    /// Number of records in those classes.
-    pub suppressed_records: u64,
-    /// NCP of the node's release.
-    pub ncp: f64,
-    /// The exact loss: `ncp · q · N · D` with `D` the lcm of the leaf counts.
-    pub loss: u128,
+    /// The per-class privacy test.
+    pub fn rule(&self) -> ClassRule {
+        ClassRule { k: self.k }
+    }
+
+    /// The weight of every one of `attrs` quasi-identifiers.
+    fn weights_for(&self, attrs: usize) -> Vec<f64> {
+        if self.weights.len() == attrs {
+            self.weights.clone()
+        } else {
+            vec![1.0; attrs]
+        }
+    }
 }
 
 /// The result of a k-anonymization.
 #[derive(Debug, Clone)]
 pub struct KanonResult {
-    /// Outcome of every node, in lattice order.
+    /// Every checked node, in lattice order (the whole lattice for an exhaustive search).
     pub outcomes: Vec<KanonNodeOutcome>,
-    /// Index of the chosen node.
+    /// Index in `outcomes` of the chosen node.
     pub chosen: usize,
     /// The released histogram at the chosen node.
     pub release: ReleasedHistogram,
+    /// The chosen node's suppression.
+    pub plan: SuppressionPlan,
+    /// The chosen node's score as a number (see [`Metric::display`]).
+    pub score: f64,
+    /// The metric, prepared for this data.
+    pub metric: Metric,
 }
 
-/// Integer penalties per code and level: `penalty[a][level][code]`, each `NCP · D`.
-struct Penalties {
-    per_code: Vec<Vec<Vec<u128>>>,
-    /// Penalty of a suppressed value (`D`).
-    suppressed: u128,
-}
-
-impl Penalties {
-    fn new(hierarchies: &[&Hierarchy]) -> Result<Self> {
-        let mut d: u128 = 1;
-        for h in hierarchies {
-            let l = h.leaf_count() as u128;
-            let Some(next) = (d / num_integer::gcd(d, l)).checked_mul(l) else {
-                return plan_err!(
-                    "kanon: the hierarchies' leaf counts are too large for exact loss comparison"
-                );
-            };
-            d = next;
-        }
-        let per_code = hierarchies
-            .iter()
-            .map(|h| {
-                let unit = d / h.leaf_count() as u128;
-                (0..=h.height())
-                    .map(|level| {
-                        h.level(level)
-                            .leaf_counts()
-                            .iter()
-                            .map(|&c| if c <= 1 { 0 } else { c as u128 * unit })
-                            .collect()
-                    })
-                    .collect()
-            })
-            .collect();
-        Ok(Self {
-            per_code,
-            suppressed: d,
-        })
-    }
-}
-
-/// The class-level histogram: one pair per class holding the class size.
-fn class_sizes(base: &GroupedHistogram) -> GroupedHistogram {
-    let classes = base.class_count();
-    GroupedHistogram {
-        levels: base.levels.clone(),
-        class_codes: base.class_codes.clone(),
-        class_offsets: (0..=classes).collect(),
-        pair_values: vec![0; classes],
-        pair_counts: (0..classes).map(|c| base.class_size(c)).collect(),
-    }
-}
-
-/// Evaluates one node from its class sizes.
-fn evaluate(
-    sizes: &GroupedHistogram,
-    penalties: &Penalties,
-    params: &KanonParams,
-    total: u64,
-) -> Result<KanonNodeOutcome> {
-    let attrs = sizes.class_codes.len();
-    let mut loss: u128 = 0;
-    let mut suppressed_classes = 0;
-    let mut suppressed_records = 0u64;
-    for c in 0..sizes.class_count() {
-        let n = sizes.class_size(c);
-        if n < params.k {
-            suppressed_classes += 1;
-            suppressed_records += n;
-            continue;
-        }
-        let mut per_record: u128 = 0;
-        for a in 0..attrs {
-            per_record += penalties.per_code[a][sizes.levels[a]][sizes.class_codes[a][c] as usize];
-        }
-        loss += per_record * n as u128;
-    }
-    loss += suppressed_records as u128 * attrs as u128 * penalties.suppressed;
-    let denominator = (attrs.max(1) as u128 * total as u128 * penalties.suppressed) as f64;
-    Ok(KanonNodeOutcome {
-        node: sizes.levels.clone(),
-        feasible: suppressed_records <= params.max_suppressed(total),
-        classes: sizes.class_count(),
-        suppressed_classes,
-        suppressed_records,
-        ncp: if denominator > 0.0 {
-            loss as f64 / denominator
-        } else {
-            0.0
-        },
-        loss,
-    })
-}
-
-/// Runs optimal k-anonymization over the whole lattice.
+/// Runs optimal k-anonymization.
 pub fn run_kanon(
     base: &GroupedHistogram,
     hierarchies: &[&Hierarchy],
@@ -218,30 +161,47 @@ pub fn run_kanon(
     if total == 0 {
         return exec_err!("cannot anonymize an empty table");
     }
-    let penalties = Penalties::new(hierarchies)?;
-    let sizes = class_sizes(base);
-    let nodes = lattice.nodes();
-    let mut outcomes = Vec::with_capacity(nodes.len());
-    for (i, node) in nodes.iter().enumerate() {
-        let rolled = sizes.roll_up(hierarchies, node, 1)?;
-        outcomes.push(evaluate(&rolled, &penalties, params, total)?);
-        progress.report(i + 1, nodes.len())?;
-    }
-    let chosen = outcomes
-        .iter()
-        .enumerate()
-        .filter(|(_, o)| o.feasible)
-        .min_by_key(|(i, o)| (o.loss, o.node.iter().sum::<usize>(), *i))
-        .map(|(i, _)| i);
-    let Some(chosen) = chosen else {
+    let weights = params.weights_for(hierarchies.len());
+    let metric = Metric::new(params.metric, base, hierarchies, &weights)?;
+    let max_suppressed = params.max_suppressed(total);
+    let mut evaluator = Evaluator::new(
+        base,
+        hierarchies,
+        value_domain,
+        metric.clone(),
+        params.rule(),
+        params.suppression,
+        weights.clone(),
+        max_suppressed,
+    );
+    let found = search::search(
+        &mut evaluator,
+        lattice,
+        params.search,
+        max_suppressed >= total,
+        progress,
+    )?;
+    let Some(chosen) = found.chosen else {
         return exec_err!(
             "kanon: no generalization satisfies k = {} with suppression_limit = {} ({} of {total} records may be suppressed); lower k or raise suppression_limit",
             params.k,
             params.suppression_limit,
-            params.max_suppressed(total)
+            max_suppressed
         );
     };
-    let release = release_at(base, hierarchies, &nodes[chosen], value_domain, params.k)?;
+    let outcome = &found.outcomes[chosen];
+    let score = outcome.score.map(|s| metric.display(s)).unwrap_or(f64::NAN);
+    let full = Evaluator::new(
+        base,
+        hierarchies,
+        value_domain,
+        metric.clone(),
+        params.rule(),
+        params.suppression,
+        weights,
+        max_suppressed,
+    );
+    let (release, plan) = release_at(&full, base, hierarchies, &outcome.node, value_domain)?;
     if release.row_count() != total {
         return internal_err!(
             "kanon release has {} rows, expected {total}",
@@ -249,94 +209,153 @@ pub fn run_kanon(
         );
     }
     Ok(KanonResult {
-        outcomes,
+        outcomes: found.outcomes,
         chosen,
         release,
+        plan,
+        score,
+        metric,
     })
 }
 
-/// The release at `node`: classes of at least `k` records as they are, the others merged
-/// into the suppressed class `*`.
+/// A released class: its codes and `(value, count)` pairs.
+type ReleasedClass = (Vec<u32>, Vec<(u32, u64)>);
+
+/// The release at `node`: passing classes as they are, the failing ones suppressed as the
+/// evaluator's mode says, every class in canonical order (codes ascending, `*` last).
 fn release_at(
+    evaluator: &Evaluator<'_>,
     base: &GroupedHistogram,
     hierarchies: &[&Hierarchy],
     node: &[usize],
     value_domain: usize,
-    k: u64,
-) -> Result<ReleasedHistogram> {
+) -> Result<(ReleasedHistogram, SuppressionPlan)> {
     let hist = base.roll_up(hierarchies, node, value_domain)?;
+    let (failing, _, feasible) = evaluator.failing(&hist);
+    if !feasible {
+        return internal_err!("kanon: the chosen node {node:?} exceeds the suppression limit");
+    }
+    let plan = evaluator.plan(&hist, &failing);
     let attrs = hierarchies.len();
-    let mut release = ReleasedHistogram::new(node.to_vec(), attrs);
-    let mut suppressed = vec![0u64; value_domain];
-    let mut any_suppressed = false;
-    for c in 0..hist.class_count() {
-        let range = hist.class_offsets[c]..hist.class_offsets[c + 1];
-        if hist.class_size(c) < k {
-            any_suppressed = true;
-            for p in range {
-                suppressed[hist.pair_values[p] as usize] += hist.pair_counts[p];
-            }
-            continue;
-        }
-        let pairs: Vec<(u32, u64)> = range
+    let pairs = |c: usize| -> Vec<(u32, u64)> {
+        (hist.class_offsets[c]..hist.class_offsets[c + 1])
             .map(|p| (hist.pair_values[p], hist.pair_counts[p]))
+            .collect()
+    };
+    let mut classes: Vec<ReleasedClass> = (0..hist.class_count())
+        .filter(|&c| plan.masks[c] == 0)
+        .map(|c| {
+            let codes = (0..attrs).map(|a| hist.class_codes[a][c]).collect();
+            (codes, pairs(c))
+        })
+        .collect();
+    for group in &plan.groups {
+        let Some(&first) = group.classes.first() else {
+            continue;
+        };
+        let codes: Vec<u32> = (0..attrs)
+            .map(|a| {
+                if group.mask >> a & 1 == 1 {
+                    SUPPRESSED
+                } else {
+                    hist.class_codes[a][first]
+                }
+            })
             .collect();
-        let codes: Vec<u32> = (0..attrs).map(|a| hist.class_codes[a][c]).collect();
-        release.push_class(&codes, &pairs, &[]);
+        let mut merged: BTreeMap<u32, u64> = BTreeMap::new();
+        for &c in &group.classes {
+            for (v, n) in pairs(c) {
+                *merged.entry(v).or_default() += n;
+            }
+        }
+        classes.push((codes, merged.into_iter().collect()));
     }
-    if any_suppressed {
-        let pairs: Vec<(u32, u64)> = suppressed
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| **n > 0)
-            .map(|(v, n)| (v as u32, *n))
-            .collect();
-        release.push_class(&vec![SUPPRESSED; attrs], &pairs, &[]);
+    classes.sort_by(|x, y| x.0.cmp(&y.0));
+    let mut release = ReleasedHistogram::new(node.to_vec(), attrs);
+    for (codes, pairs) in &classes {
+        release.push_class(codes, pairs, &[]);
     }
-    Ok(release)
+    Ok((release, plan))
 }
 
 /// The method's public metadata entries.
-pub fn kanon_metadata(params: &KanonParams, lattice: &Lattice) -> Vec<(String, String)> {
+pub fn kanon_metadata(
+    params: &KanonParams,
+    lattice: &Lattice,
+    result: &KanonResult,
+) -> Vec<(String, String)> {
+    let suppressed = match params.suppression {
+        SuppressionMode::Record => "the suppressed class '*' (every quasi-identifier '*') holds the records of classes smaller than k".to_string(),
+        SuppressionMode::Cell => "records of classes smaller than k first lose single quasi-identifier values (shown as '*', which counts as a value: every released combination, '*' included, other than the fully suppressed class occurs at least k times); what cannot be fixed that way is suppressed as a record".to_string(),
+    };
     let guarantee = format!(
         "k-anonymity with k = {k}: every released combination of quasi-identifier values other than the \
-         suppressed class '*' is shared by at least {k} records; the '*' class holds the suppressed records \
-         (at most a fraction {limit} of them) and may be smaller than k. No differential privacy: the \
-         generalization is chosen deterministically from the data, every real record is published with its \
-         true informative value, and k-anonymity does not prevent attribute disclosure (a class whose \
-         records share one informative value reveals it).",
+         fully suppressed class is shared by at least {k} records; {suppressed}; the fully suppressed class \
+         may be smaller than k, and at most a fraction {limit} of the records are in classes smaller than k. \
+         No differential privacy: the generalization is chosen deterministically from the data, every real \
+         record is published with its true informative value, and k-anonymity does not prevent attribute \
+         disclosure (a class whose records share one informative value reveals it).",
         k = params.k,
         limit = params.suppression_limit
     );
+    let weights = if params.weights.is_empty() {
+        "equal".to_string()
+    } else {
+        params
+            .weights
+            .iter()
+            .map(|w| w.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     vec![
         ("k".into(), params.k.to_string()),
         ("suppression_limit".into(), params.suppression_limit.to_string()),
+        ("suppression".into(), params.suppression.name().into()),
+        ("metric".into(), params.metric.name().into()),
         (
             "loss".into(),
-            "NCP (IPA paper Eq. 5-6, suppressed values score 1), minimized exactly over all feasible nodes; ties: fewest generalization levels, then lattice order".into(),
+            format!(
+                "{}, minimized exactly over all feasible nodes; ties: fewest generalization levels, then lattice order",
+                params.metric.describe()
+            ),
         ),
+        ("qi_weights".into(), weights),
+        ("search".into(), params.search.name().into()),
         ("lattice_nodes".into(), lattice.len().to_string()),
+        ("nodes_checked".into(), result.outcomes.len().to_string()),
+        (
+            "suppressed_records".into(),
+            result.plan.suppressed_records.to_string(),
+        ),
+        (
+            "suppressed_cells".into(),
+            result.plan.suppressed_cells.to_string(),
+        ),
         ("guarantee".into(), guarantee),
     ]
 }
 
-/// Schema of the method's diagnostics: one row per lattice node.
+/// Schema of the method's diagnostics: one row per checked node.
 pub fn kanon_diagnostics_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("node", DataType::Utf8, false),
         Field::new("chosen", DataType::Boolean, false),
         Field::new("feasible", DataType::Boolean, false),
-        Field::new("ncp", DataType::Float64, false),
+        Field::new("score", DataType::Float64, true),
+        Field::new("bound", DataType::Float64, false),
         Field::new("classes", DataType::UInt64, false),
         Field::new("suppressed_classes", DataType::UInt64, false),
         Field::new("suppressed_records", DataType::UInt64, false),
+        Field::new("suppressed_cells", DataType::UInt64, false),
     ]))
 }
 
-/// The diagnostics batch.
+/// The diagnostics batch; `display` turns scores into numbers.
 pub fn kanon_diagnostics_batch(
     outcomes: &[KanonNodeOutcome],
     chosen: usize,
+    display: &dyn Fn(Score) -> f64,
 ) -> Result<RecordBatch> {
     let columns: Vec<ArrayRef> = vec![
         Arc::new(StringArray::from_iter_values(
@@ -348,8 +367,11 @@ pub fn kanon_diagnostics_batch(
         Arc::new(BooleanArray::from_iter(
             outcomes.iter().map(|o| Some(o.feasible)),
         )),
+        Arc::new(Float64Array::from_iter(
+            outcomes.iter().map(|o| o.score.map(display)),
+        )),
         Arc::new(Float64Array::from_iter_values(
-            outcomes.iter().map(|o| o.ncp),
+            outcomes.iter().map(|o| display(o.bound)),
         )),
         Arc::new(UInt64Array::from_iter_values(
             outcomes.iter().map(|o| o.classes as u64),
@@ -360,8 +382,52 @@ pub fn kanon_diagnostics_batch(
         Arc::new(UInt64Array::from_iter_values(
             outcomes.iter().map(|o| o.suppressed_records),
         )),
+        Arc::new(UInt64Array::from_iter_values(
+            outcomes.iter().map(|o| o.suppressed_cells),
+        )),
     ];
     Ok(RecordBatch::try_new(kanon_diagnostics_schema(), columns)?)
+}
+
+/// Reads `qi_weights => 'age=2, sex=0.5'` against the quasi-identifiers `qi` (in order):
+/// one weight per quasi-identifier, 1 for those not named.
+pub fn parse_qi_weights(text: &str, qi: &[String]) -> Result<Vec<f64>> {
+    let mut weights = vec![1.0; qi.len()];
+    let mut named = vec![false; qi.len()];
+    let mut any = false;
+    for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        any = true;
+        let Some((name, weight)) = item.split_once('=') else {
+            return plan_err!(
+                "qi_weights: '{item}' is not 'column=weight'; write e.g. qi_weights => 'age=2, sex=0.5'"
+            );
+        };
+        let name = name.trim();
+        let Some(a) = qi.iter().position(|q| q.eq_ignore_ascii_case(name)) else {
+            return plan_err!(
+                "qi_weights: '{name}' is not a quasi-identifier; the quasi-identifiers are: {}",
+                qi.join(", ")
+            );
+        };
+        if named[a] {
+            return plan_err!("qi_weights: column '{name}' is listed twice");
+        }
+        let weight: f64 = match weight.trim().parse() {
+            Ok(w) if f64::is_finite(w) && w >= 0.0 => w,
+            _ => {
+                return plan_err!(
+                    "qi_weights: weight of '{name}' must be a non-negative number, got '{}'",
+                    weight.trim()
+                )
+            }
+        };
+        named[a] = true;
+        weights[a] = weight;
+    }
+    if !any {
+        return plan_err!("qi_weights: no 'column=weight' pairs in '{text}'");
+    }
+    Ok(weights)
 }
 
 #[cfg(test)]

@@ -101,6 +101,8 @@ pub struct MethodArgs<'a> {
     pub values: &'a ParamValues,
     /// Whether the call names an informative column.
     pub has_informative: bool,
+    /// The quasi-identifier columns, in release order.
+    pub qi: &'a [String],
 }
 
 /// A method as the registry knows it.
@@ -274,6 +276,7 @@ mod tests {
             let configured = (method.configure)(&MethodArgs {
                 values: &values,
                 has_informative: true,
+                qi: &[],
             })
             .unwrap();
             assert_eq!(configured.name(), method.name);

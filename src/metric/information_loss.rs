@@ -4,7 +4,9 @@
 //! The release is a [`ReleasedHistogram`] at some lattice node; the original is the
 //! leaf-level histogram rolled up to that node. A released class is matched with the
 //! original class of the same generalized values; the suppressed class `*` is matched with
-//! every original record whose class is not released. Then, over the released classes
+//! every original record whose class is not released; a partially suppressed class (cell
+//! suppression: some values `*`) with the original records not yet matched that agree with it
+//! outside its `*` values, classes with fewer `*` first. Then, over the released classes
 //! (those with at least one row):
 //!
 //! * **NCP** (Eq. 5–6): mean over released rows of `(1/q) Σ_A NCP(r[A])`, where
@@ -130,6 +132,9 @@ pub fn information_loss(
 
     let mut matched = vec![false; original.class_count()];
     let mut suppressed_classes = Vec::new();
+    // Partially suppressed classes: codes, released pairs, NCP per row.
+    type Partial = (Vec<u32>, Vec<(u32, u64)>, f64);
+    let mut partial: Vec<Partial> = Vec::new();
     let (mut ncp_sum, mut emd_sum, mut rate_sum) = (0.0, 0.0, 0.0);
     let (mut rows, mut classes) = (0u64, 0usize);
     let mut add = |original: &[(u32, u64)], released: &[(u32, u64)], ncp_per_row: f64| {
@@ -168,6 +173,10 @@ pub fn information_loss(
                 },
             };
         }
+        if codes.contains(&SUPPRESSED) {
+            partial.push((codes, released, ncp_per_row));
+            continue;
+        }
         let source = index.get(&codes).copied();
         let original_pairs = match source {
             Some(o) => {
@@ -177,6 +186,56 @@ pub fn information_loss(
             None => Vec::new(),
         };
         add(&original_pairs, &released, ncp_per_row);
+    }
+    // Partially suppressed classes (cell suppression), fewest '*' first: each stands for
+    // the original records, not yet matched, that agree with it outside its '*' values.
+    partial.sort_by_key(|(codes, _, _)| codes.iter().filter(|&&c| c == SUPPRESSED).count());
+    let mut start = 0;
+    while start < partial.len() {
+        let stars =
+            |codes: &[u32]| -> Vec<bool> { codes.iter().map(|&c| c == SUPPRESSED).collect() };
+        let mask = stars(&partial[start].0);
+        let end = start
+            + partial[start..]
+                .iter()
+                .take_while(|(codes, _, _)| stars(codes) == mask)
+                .count();
+        let mut by_key: HashMap<Vec<u32>, usize> = HashMap::new();
+        for (i, (codes, _, _)) in partial[start..end].iter().enumerate() {
+            by_key.insert(codes.clone(), start + i);
+        }
+        let mut originals: Vec<Vec<usize>> = vec![Vec::new(); end - start];
+        for (o, done) in matched.iter_mut().enumerate() {
+            if *done {
+                continue;
+            }
+            let key: Vec<u32> = (0..attrs)
+                .map(|a| {
+                    if mask[a] {
+                        SUPPRESSED
+                    } else {
+                        original.class_codes[a][o]
+                    }
+                })
+                .collect();
+            if let Some(&i) = by_key.get(&key) {
+                *done = true;
+                originals[i - start].push(o);
+            }
+        }
+        for (i, members) in originals.iter().enumerate() {
+            let mut counts: HashMap<u32, u64> = HashMap::new();
+            for &o in members {
+                for (v, n) in pairs(o) {
+                    *counts.entry(v).or_default() += n;
+                }
+            }
+            let mut original_pairs: Vec<(u32, u64)> = counts.into_iter().collect();
+            original_pairs.sort_unstable();
+            let (_, released, ncp_per_row) = &partial[start + i];
+            add(&original_pairs, released, *ncp_per_row);
+        }
+        start = end;
     }
     if !suppressed_classes.is_empty() {
         // The suppressed class stands for every original record whose class is not released.

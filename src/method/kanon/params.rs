@@ -4,18 +4,19 @@
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::common::Result;
+use datafusion::common::{plan_err, Result};
 
 use super::{
-    kanon_diagnostics_batch, kanon_diagnostics_schema, kanon_metadata, run_kanon, KanonParams,
-    DEFAULT_K, DEFAULT_SUPPRESSION_LIMIT,
+    kanon_diagnostics_batch, kanon_diagnostics_schema, kanon_metadata, parse_qi_weights, run_kanon,
+    KanonParams, MetricKind, SearchStrategy, SuppressionMode, DEFAULT_K, DEFAULT_KANON_MAX_NODES,
+    DEFAULT_SUPPRESSION_LIMIT, METRIC_NAMES,
 };
 use crate::budget::Cost;
 use crate::lattice::LevelBounds;
 use crate::mechanism::rng::AnonRng;
 use crate::method::{
     level_bounds, max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, MAX_LEVELS,
-    MAX_NODES, MIN_LEVELS,
+    MIN_LEVELS,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
 
@@ -25,9 +26,14 @@ const NO_BUDGET: &str = "k-anonymization is deterministic and has no privacy bud
 /// Optimal k-anonymity in the method registry.
 pub const METHOD: MethodSpec = MethodSpec {
     name: "kanon",
-    about: "optimal full-domain k-anonymity with record suppression (least NCP over the whole lattice); deterministic, no differential privacy",
+    about: "optimal full-domain k-anonymity with record or cell suppression (least NCP or ARX metric, pruned search); deterministic, no differential privacy",
     params: &[
-        MAX_NODES,
+        ParamSpec::new(
+            "max_nodes",
+            ParamKind::Count,
+            ParamDefault::Integer(DEFAULT_KANON_MAX_NODES as u64),
+            "largest lattice to search (the product of the hierarchy heights + 1)",
+        ),
         MIN_LEVELS,
         MAX_LEVELS,
         ParamSpec::new(
@@ -40,7 +46,31 @@ pub const METHOD: MethodSpec = MethodSpec {
             "suppression_limit",
             ParamKind::Number,
             ParamDefault::Number(DEFAULT_SUPPRESSION_LIMIT),
-            "largest fraction of records that may be suppressed (to the '*' class)",
+            "largest fraction of records in classes smaller than k (suppressed as records or cells)",
+        ),
+        ParamSpec::new(
+            "metric",
+            ParamKind::Choice(METRIC_NAMES),
+            ParamDefault::Text("ncp"),
+            "utility metric to minimize: NCP or one of ARX's (loss, precision, discernibility, entropy, aecs, height)",
+        ),
+        ParamSpec::new(
+            "suppression",
+            ParamKind::Choice(&["record", "cell"]),
+            ParamDefault::Text("record"),
+            "what classes smaller than k lose: whole records, or single values (cells) first",
+        ),
+        ParamSpec::new(
+            "qi_weights",
+            ParamKind::Text,
+            ParamDefault::Optional("all quasi-identifiers equally important"),
+            "importance 'col=weight, ...' (others 1): ARX attribute weights of loss, precision, entropy and height; cell suppression takes the least important first",
+        ),
+        ParamSpec::new(
+            "search",
+            ParamKind::Choice(&["pruned", "exhaustive"]),
+            ParamDefault::Text("pruned"),
+            "pruned best-first search (same optimum) or every node checked",
         ),
     ],
     refuses: &[("epsilon", NO_BUDGET), ("seed", NO_BUDGET)],
@@ -49,9 +79,24 @@ pub const METHOD: MethodSpec = MethodSpec {
 
 fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
     let values = args.values;
+    let metric = MetricKind::parse(values.text("metric")?)?;
+    let Some(suppression) = SuppressionMode::parse(values.text("suppression")?) else {
+        return plan_err!("suppression must be 'record' or 'cell'");
+    };
+    let Some(search) = SearchStrategy::parse(values.text("search")?) else {
+        return plan_err!("search must be 'pruned' or 'exhaustive'");
+    };
+    let weights = match values.opt_text("qi_weights") {
+        Some(text) => parse_qi_weights(text, args.qi)?,
+        None => Vec::new(),
+    };
     let params = KanonParams {
         k: values.u64("k")?,
         suppression_limit: values.f64("suppression_limit")?,
+        metric,
+        suppression,
+        search,
+        weights,
     };
     params.validate()?;
     Ok(Arc::new(Kanon {
@@ -66,7 +111,7 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
 pub struct Kanon {
     /// The algorithm's parameters.
     pub params: KanonParams,
-    /// Largest lattice to evaluate.
+    /// Largest lattice to search.
     pub max_nodes: usize,
     /// `min_levels` / `max_levels`.
     pub level_bounds: LevelBounds,
@@ -105,10 +150,12 @@ impl Method for Kanon {
             &self.params,
             input.progress,
         )?;
+        let metric = &result.metric;
+        let display = |s| metric.display(s);
         Ok(MethodOutput {
             node: result.outcomes[result.chosen].node.clone(),
-            metadata: kanon_metadata(&self.params, input.lattice),
-            diagnostics: kanon_diagnostics_batch(&result.outcomes, result.chosen)?,
+            metadata: kanon_metadata(&self.params, input.lattice, &result),
+            diagnostics: kanon_diagnostics_batch(&result.outcomes, result.chosen, &display)?,
             release: result.release,
         })
     }

@@ -2,9 +2,13 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
+use super::check::Evaluator;
 use super::*;
 
-use crate::testing::{histogram, ladder, paper_example_hierarchies, paper_example_records, Record};
+use crate::lattice::Node;
+use crate::testing::{
+    histogram, ladder, paper_example_hierarchies, paper_example_records, weighted_histogram, Record,
+};
 
 /// Brute force over the lattice, straight from the records: the node minimizing
 /// (loss, level sum, lattice index) among nodes within the suppression limit. The loss uses
@@ -100,7 +104,7 @@ proptest! {
         let records: Vec<Record> = raw.iter().map(|r| (vec![r.0, r.1, r.2], r.3)).collect();
         let base = histogram(&hs, &records, 4);
         let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 10_000).unwrap();
-        let params = KanonParams { k, suppression_limit: limit };
+        let params = KanonParams::new(k, limit);
         let expected = brute_force(&hs, &records, k, limit);
         match run_kanon(&base, &hs, &lattice, 4, &params, &Progress::silent()) {
             Ok(result) => {
@@ -126,10 +130,7 @@ fn paper_example() {
     let hs = [&age, &sex, &zip];
     let base = histogram(&hs, &records, 5);
     let lattice = Lattice::new(vec![2, 1, 2], 100).unwrap();
-    let params = KanonParams {
-        k: 3,
-        suppression_limit: 0.2,
-    };
+    let params = KanonParams::new(3, 0.2);
     // A cancelled search stops at its first progress report.
     let cancel = crate::progress::Cancel::new();
     cancel.cancel();
@@ -141,7 +142,7 @@ fn paper_example() {
     assert_eq!(chosen.node, vec![1, 0, 1]);
     assert_eq!(chosen.suppressed_records, 1);
     // NCP: six records at 3/7 + 0 + 3/7, one suppressed at 1 + 1 + 1, over 3 · 7.
-    assert!((chosen.ncp - (6.0 * 6.0 / 7.0 + 3.0) / 21.0).abs() < 1e-12);
+    assert!((result.score - (6.0 * 6.0 / 7.0 + 3.0) / 21.0).abs() < 1e-12);
     // The release: two classes of three, the stroke patient (value 4) in '*'.
     assert_eq!(result.release.class_count(), 3);
     let last = result.release.class_count() - 1;
@@ -152,10 +153,7 @@ fn paper_example() {
     );
     // Without suppression the 67-year-old must share a class: age '*' and zip '*' leave
     // the classes M (4) and F (3).
-    let strict = KanonParams {
-        k: 3,
-        suppression_limit: 0.0,
-    };
+    let strict = KanonParams::new(3, 0.0);
     let result = run_kanon(&base, &hs, &lattice, 5, &strict, &Progress::silent()).unwrap();
     assert_eq!(result.outcomes[result.chosen].suppressed_records, 0);
     assert_eq!(result.outcomes[result.chosen].node, vec![2, 0, 2]);
@@ -165,10 +163,7 @@ fn paper_example() {
         &hs,
         &lattice,
         5,
-        &KanonParams {
-            k: 8,
-            suppression_limit: 0.5,
-        },
+        &KanonParams::new(8, 0.5),
         &Progress::silent(),
     )
     .unwrap_err()
@@ -178,33 +173,328 @@ fn paper_example() {
 
 #[test]
 fn validates_parameters() {
-    assert!(KanonParams {
-        k: 0,
-        suppression_limit: 0.1
-    }
-    .validate()
-    .unwrap_err()
-    .to_string()
-    .contains("k must be at least 1"));
-    for bad in [-0.1, 1.5, f64::NAN] {
-        let err = KanonParams {
-            k: 2,
-            suppression_limit: bad,
-        }
+    assert!(KanonParams::new(0, 0.1)
         .validate()
         .unwrap_err()
-        .to_string();
+        .to_string()
+        .contains("k must be at least 1"));
+    for bad in [-0.1, 1.5, f64::NAN] {
+        let err = KanonParams::new(2, bad).validate().unwrap_err().to_string();
         assert!(
             err.contains("suppression_limit must be a fraction between 0 and 1"),
             "{err}"
         );
     }
-    assert_eq!(
-        KanonParams::default(),
-        KanonParams {
-            k: 10,
-            suppression_limit: 0.05
-        }
-    );
+    assert_eq!(KanonParams::default(), KanonParams::new(10, 0.05));
+    let mut weighted = KanonParams::new(2, 0.1);
+    weighted.weights = vec![1.0, f64::INFINITY];
+    assert!(weighted
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("qi_weights"));
     assert_eq!(KanonParams::default().max_suppressed(1_361_000), 68_050);
+}
+
+/// Hierarchies the random lattices are drawn from (heights 2, 2, 1, 2).
+fn pool() -> Vec<Hierarchy> {
+    vec![
+        ladder("a", "0..19", &["5", "10"]),
+        ladder("b", "0..7", &["2", "4"]),
+        ladder("c", "0..1", &["2"]),
+        ladder("d", "0..11", &["3", "6"]),
+    ]
+}
+
+/// Checks the release's k-anonymity with `*` counting as a value, and that its stars are
+/// the ones the plan counts.
+fn check_cells(result: &KanonResult, k: u64, total: u64) {
+    let release = &result.release;
+    let attrs = release.class_codes.len();
+    assert_eq!(release.row_count(), total);
+    let (mut cells, mut records) = (0u64, 0u64);
+    let mut previous: Option<Vec<u32>> = None;
+    for c in 0..release.class_count() {
+        let codes: Vec<u32> = (0..attrs).map(|a| release.class_codes[a][c]).collect();
+        if let Some(p) = &previous {
+            assert!(p < &codes, "classes in canonical order, each once");
+        }
+        previous = Some(codes.clone());
+        let size: u64 = release.counts[release.class_offsets[c]..release.class_offsets[c + 1]]
+            .iter()
+            .sum();
+        let stars = codes.iter().filter(|&&x| x == SUPPRESSED).count() as u64;
+        cells += stars * size;
+        if stars == attrs as u64 && attrs > 0 {
+            records += size;
+        } else {
+            assert!(size >= k, "class {codes:?} has {size} < k = {k} records");
+        }
+    }
+    assert_eq!(cells, result.plan.suppressed_cells);
+    assert_eq!(records, result.plan.suppressed_records);
+    assert_eq!(records, result.outcomes[result.chosen].suppressed_records);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+    /// The pruned search finds exactly the exhaustive sweep's node, score and release, and
+    /// every node it checks has the exhaustive sweep's outcome.
+    #[test]
+    fn pruned_search_equals_exhaustive(
+        attrs in proptest::sample::subsequence(vec![0usize, 1, 2, 3], 2..=4),
+        raw in proptest::collection::vec((0u32..20, 0u32..8, 0u32..2, 0u32..12, 0u32..3, 1u64..4), 1..150),
+        k in 1u64..8,
+        limit_index in 0usize..5,
+        metric_index in 0usize..7,
+        cell in any::<bool>(),
+        weighted in any::<bool>(),
+    ) {
+        let limit = [0.0, 0.02, 0.1, 0.3, 1.0][limit_index];
+        let pool = pool();
+        let hs: Vec<&Hierarchy> = attrs.iter().map(|&a| &pool[a]).collect();
+        let rows: Vec<(Vec<u32>, u32, u64)> = raw
+            .iter()
+            .map(|r| {
+                let all = [r.0, r.1, r.2, r.3];
+                (attrs.iter().map(|&a| all[a]).collect(), r.4, r.5)
+            })
+            .collect();
+        let total: u64 = rows.iter().map(|r| r.2).sum();
+        let base = weighted_histogram(&hs, &rows, 3);
+        let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 10_000).unwrap();
+        let mut params = KanonParams::new(k, limit);
+        params.metric = MetricKind::parse(METRIC_NAMES[metric_index]).unwrap();
+        params.suppression = if cell { SuppressionMode::Cell } else { SuppressionMode::Record };
+        if weighted {
+            params.weights = (0..hs.len()).map(|a| [1.0, 0.5, 2.0][a % 3]).collect();
+        }
+        let mut exhaustive = params.clone();
+        exhaustive.search = SearchStrategy::Exhaustive;
+        let all = run_kanon(&base, &hs, &lattice, 3, &exhaustive, &Progress::silent());
+        let pruned = run_kanon(&base, &hs, &lattice, 3, &params, &Progress::silent());
+        match (all, pruned) {
+            (Ok(all), Ok(pruned)) => {
+                prop_assert_eq!(all.outcomes.len(), lattice.len());
+                prop_assert!(pruned.outcomes.len() <= lattice.len());
+                let a = &all.outcomes[all.chosen];
+                let p = &pruned.outcomes[pruned.chosen];
+                prop_assert_eq!(&a.node, &p.node);
+                prop_assert_eq!(a.score, p.score);
+                prop_assert_eq!(&all.release, &pruned.release);
+                for o in &pruned.outcomes {
+                    let same = &all.outcomes[lattice.index_of(&o.node)];
+                    prop_assert_eq!(o, same);
+                }
+                for o in all.outcomes.iter().filter(|o| o.feasible) {
+                    // Bounds hold for every node above.
+                    for other in all.outcomes.iter().filter(|x| x.feasible && x.node.iter().zip(&o.node).all(|(x, y)| x >= y)) {
+                        let score = other.score.unwrap();
+                        prop_assert!(all.metric.may_beat(o.bound, score, true), "bound of {:?} above the score of {:?}", o.node, other.node);
+                    }
+                }
+                check_cells(&pruned, k, total);
+                // A k-anonymous release, cell-suppressed or not, is truthful: EMD = Rate = 0,
+                // and its NCP is the metric's.
+                let il = crate::metric::information_loss::information_loss(&base, &hs, 3, &pruned.release).unwrap();
+                prop_assert_eq!(il.emd, 0.0);
+                prop_assert_eq!(il.rate, 0.0);
+                if params.metric == MetricKind::Ncp {
+                    prop_assert!((il.ncp - pruned.score).abs() < 1e-12, "{} vs {}", il.ncp, pruned.score);
+                }
+            }
+            (Err(a), Err(p)) => {
+                prop_assert!(a.to_string().contains("no generalization satisfies k"), "{}", a);
+                prop_assert_eq!(a.to_string(), p.to_string());
+            }
+            (a, p) => prop_assert!(false, "exhaustive {:?} vs pruned {:?}", a.map(|r| r.chosen), p.map(|r| r.chosen)),
+        }
+    }
+}
+
+/// The Adult data in ARX's attribute order (the CSV's order) and its hierarchies.
+fn adult() -> (Vec<Hierarchy>, GroupedHistogram) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/adult");
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).expect("Adult data present");
+    let data = read("adult.csv");
+    let mut lines = data.lines();
+    let header: Vec<String> = lines
+        .next()
+        .unwrap()
+        .split(';')
+        .map(str::to_string)
+        .collect();
+    let hierarchies: Vec<Hierarchy> = header
+        .iter()
+        .map(|name| {
+            let text = read(&format!("adult_hierarchy_{name}.csv"));
+            let rows: Vec<Vec<String>> = text
+                .lines()
+                .filter(|l| !l.is_empty())
+                .map(|l| l.split(';').map(str::to_string).collect())
+                .collect();
+            Hierarchy::from_rows(name, &rows).unwrap()
+        })
+        .collect();
+    let rows: Vec<(Vec<u32>, u32, u64)> = lines
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let codes = l
+                .split(';')
+                .zip(&hierarchies)
+                .map(|(v, h)| h.leaf_code(v).expect("value in hierarchy"))
+                .collect();
+            (codes, 0, 1)
+        })
+        .collect();
+    let refs: Vec<&Hierarchy> = hierarchies.iter().collect();
+    let base = weighted_histogram(&refs, &rows, 1);
+    (hierarchies, base)
+}
+
+/// ARX's Loss metric on Adult chooses ARX's nodes (ARX 3.9.2, default Loss: geometric mean,
+/// generalization and suppression weighted equally), with ARX's score.
+#[test]
+fn adult_loss_matches_arx() {
+    let (hierarchies, base) = adult();
+    let hs: Vec<&Hierarchy> = hierarchies.iter().collect();
+    assert_eq!(base.total(), 30_162);
+    let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 1_000_000).unwrap();
+    assert_eq!(lattice.len(), 12_960);
+    let expected: [(u64, f64, [usize; 9]); 6] = [
+        (5, 0.0, [0, 4, 1, 1, 3, 2, 2, 1, 0]),
+        (5, 0.05, [0, 3, 0, 0, 2, 1, 1, 2, 0]),
+        (5, 1.0, [0, 3, 0, 0, 2, 1, 1, 1, 0]),
+        (10, 0.0, [0, 4, 1, 1, 3, 2, 2, 1, 0]),
+        (10, 0.05, [0, 3, 0, 1, 2, 1, 1, 2, 0]),
+        (10, 1.0, [0, 3, 0, 0, 2, 1, 1, 1, 0]),
+    ];
+    for (k, limit, node) in expected {
+        let mut params = KanonParams::new(k, limit);
+        params.metric = MetricKind::Loss;
+        let result = run_kanon(&base, &hs, &lattice, 1, &params, &Progress::silent()).unwrap();
+        let chosen = &result.outcomes[result.chosen];
+        assert_eq!(chosen.node, node.to_vec(), "k = {k}, limit = {limit}");
+        assert!(
+            result.outcomes.len() < lattice.len() / 4,
+            "k = {k}, limit = {limit}: {} nodes checked",
+            result.outcomes.len()
+        );
+        assert!(chosen.suppressed_records <= params.max_suppressed(30_162));
+        if (k, limit) == (5, 0.0) {
+            assert!(
+                (result.score - 0.5731509655590044).abs() < 1e-12,
+                "ARX's score 0.5731509655590044, got {}",
+                result.score
+            );
+        }
+    }
+}
+
+/// Cell suppression at the node record suppression chooses on Adult (k = 5, 5%): every
+/// class has at least k records, never more cells are blanked than record suppression
+/// blanks, and more records keep some of their values.
+#[test]
+fn adult_cell_suppression_keeps_more_records() {
+    let (hierarchies, base) = adult();
+    let hs: Vec<&Hierarchy> = hierarchies.iter().collect();
+    let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 1_000_000).unwrap();
+    let mut params = KanonParams::new(5, 0.05);
+    params.metric = MetricKind::Loss;
+    let record = run_kanon(&base, &hs, &lattice, 1, &params, &Progress::silent()).unwrap();
+    let node = record.outcomes[record.chosen].node.clone();
+    check_cells(&record, 5, 30_162);
+    assert!(record.plan.suppressed_records > 0);
+    assert_eq!(
+        record.plan.suppressed_cells,
+        9 * record.plan.suppressed_records
+    );
+
+    // The same node in cell mode: a lattice of that single node.
+    let mut cell = params.clone();
+    cell.suppression = SuppressionMode::Cell;
+    let metric = Metric::new(MetricKind::Loss, &base, &hs, &[1.0; 9]).unwrap();
+    let evaluator = Evaluator::new(
+        &base,
+        &hs,
+        1,
+        metric,
+        cell.rule(),
+        SuppressionMode::Cell,
+        vec![1.0; 9],
+        cell.max_suppressed(30_162),
+    );
+    let (release, plan) = release_at(&evaluator, &base, &hs, &node, 1).unwrap();
+    let failing_records = record.plan.suppressed_records;
+    assert!(plan.suppressed_cells <= 9 * failing_records);
+    assert!(
+        plan.suppressed_records < failing_records,
+        "cell mode fully suppresses {} records, record mode {failing_records}",
+        plan.suppressed_records
+    );
+    let fake = KanonResult {
+        outcomes: vec![KanonNodeOutcome {
+            suppressed_records: plan.suppressed_records,
+            ..record.outcomes[record.chosen].clone()
+        }],
+        chosen: 0,
+        release,
+        plan,
+        score: 0.0,
+        metric: record.metric.clone(),
+    };
+    check_cells(&fake, 5, 30_162);
+
+    // Searching in cell mode: a k-anonymous release whose counts match its stars.
+    let searched = run_kanon(&base, &hs, &lattice, 1, &cell, &Progress::silent()).unwrap();
+    check_cells(&searched, 5, 30_162);
+    assert!(
+        searched.plan.suppressed_cells <= 9 * searched.outcomes[searched.chosen].failing_records
+    );
+}
+
+/// Timings and checked nodes on Adult (run with `--ignored --nocapture`).
+#[test]
+#[ignore]
+fn adult_figures() {
+    let (hierarchies, base) = adult();
+    let hs: Vec<&Hierarchy> = hierarchies.iter().collect();
+    let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 1_000_000).unwrap();
+    for metric in METRIC_NAMES {
+        for search in [SearchStrategy::Pruned, SearchStrategy::Exhaustive] {
+            for (k, limit) in [
+                (5, 0.0),
+                (5, 0.05),
+                (5, 1.0),
+                (10, 0.0),
+                (10, 0.05),
+                (10, 1.0),
+            ] {
+                if search == SearchStrategy::Exhaustive && (*metric != "loss" || k != 5) {
+                    continue;
+                }
+                let mut params = KanonParams::new(k, limit);
+                params.metric = MetricKind::parse(metric).unwrap();
+                params.search = search;
+                let mut times = Vec::new();
+                let mut last = None;
+                for _ in 0..3 {
+                    let start = std::time::Instant::now();
+                    let r = run_kanon(&base, &hs, &lattice, 1, &params, &Progress::silent()).unwrap();
+                    times.push(start.elapsed().as_secs_f64());
+                    last = Some(r);
+                }
+                times.sort_by(f64::total_cmp);
+                let r = last.unwrap();
+                println!(
+                    "FIG metric={metric} search={} k={k} limit={limit} node={:?} score={:?} checked={} median_s={:.3}",
+                    search.name(),
+                    r.outcomes[r.chosen].node,
+                    r.score,
+                    r.outcomes.len(),
+                    times[1]
+                );
+            }
+        }
+    }
 }

@@ -148,9 +148,11 @@ pub fn build_request(
             text,
         )?),
     };
+    let qi_columns: Vec<String> = qi.iter().map(|q| q.column.clone()).collect();
     let configured = (method.configure)(&MethodArgs {
         values: &values,
         has_informative: informative.is_some(),
+        qi: &qi_columns,
     })
     .map_err(|e| prefix_error(function, e))?;
     check_level_bounds(&*configured, &qi).map_err(|e| prefix_error(function, e))?;

@@ -1,0 +1,228 @@
+//! Checking one lattice node: its classes (rolled up from an already computed finer node),
+//! which classes fail the privacy model, whether the node is feasible, and its score.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use datafusion::common::Result;
+
+use super::cells::{cell_order, plan_suppression, SuppressionMode, SuppressionPlan};
+use super::metric::{Metric, Score, Suppression};
+use crate::hierarchy::Hierarchy;
+use crate::histogram::GroupedHistogram;
+use crate::lattice::Node;
+
+/// The privacy model's test of one equivalence class.
+///
+/// The search relies on one property of this test: a class formed by merging classes of
+/// which at least one passes also passes (true of "at least k records"; further per-class
+/// predicates such as l-diversity belong here when they keep it). Then generalizing a node
+/// never makes more records fail, so feasibility is monotone along the lattice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClassRule {
+    /// Smallest size of a released class.
+    pub k: u64,
+}
+
+impl ClassRule {
+    /// Whether the test reads the informative values of a class (otherwise the search
+    /// works on class sizes only, which is faster).
+    pub fn needs_values(&self) -> bool {
+        false
+    }
+
+    /// Whether a class of `size` records with informative-value counts `values` (ascending
+    /// by value; only meaningful when [`ClassRule::needs_values`]) may be released.
+    pub fn releasable(&self, size: u64, _values: &[(u32, u64)]) -> bool {
+        size >= self.k
+    }
+}
+
+/// The evaluation of one lattice node (owner-only diagnostics).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KanonNodeOutcome {
+    /// The lattice node.
+    pub node: Node,
+    /// Whether at most the suppression limit's records are in failing classes.
+    pub feasible: bool,
+    /// Number of equivalence classes before suppression.
+    pub classes: usize,
+    /// Number of classes failing the privacy model (counted until the suppression limit was
+    /// exceeded, for an infeasible node).
+    pub suppressed_classes: usize,
+    /// Records in those classes.
+    pub failing_records: u64,
+    /// Records with every quasi-identifier suppressed (record mode: `failing_records`).
+    pub suppressed_records: u64,
+    /// Quasi-identifier values replaced by `*`.
+    pub suppressed_cells: u64,
+    /// The node's score (feasible nodes only).
+    pub score: Option<Score>,
+    /// A lower bound on the score of this node and every generalization of it.
+    pub bound: Score,
+}
+
+/// How many computed class histograms are kept as roll-up sources.
+const CACHE_SIZE: usize = 16;
+
+/// Everything needed to check nodes, plus a small cache of computed class histograms.
+pub struct Evaluator<'a> {
+    hierarchies: &'a [&'a Hierarchy],
+    /// Leaf-level classes: sizes only, unless the class rule needs values.
+    base: Arc<GroupedHistogram>,
+    value_domain: usize,
+    metric: Metric,
+    rule: ClassRule,
+    mode: SuppressionMode,
+    weights: Vec<f64>,
+    max_suppressed: u64,
+    cache: VecDeque<Arc<GroupedHistogram>>,
+    checks: usize,
+}
+
+/// The class-level histogram: one pair per class holding the class size.
+pub fn class_sizes(base: &GroupedHistogram) -> GroupedHistogram {
+    let classes = base.class_count();
+    GroupedHistogram {
+        levels: base.levels.clone(),
+        class_codes: base.class_codes.clone(),
+        class_offsets: (0..=classes).collect(),
+        pair_values: vec![0; classes],
+        pair_counts: (0..classes).map(|c| base.class_size(c)).collect(),
+    }
+}
+
+impl<'a> Evaluator<'a> {
+    /// An evaluator over the leaf-level histogram `base`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        base: &GroupedHistogram,
+        hierarchies: &'a [&'a Hierarchy],
+        value_domain: usize,
+        metric: Metric,
+        rule: ClassRule,
+        mode: SuppressionMode,
+        weights: Vec<f64>,
+        max_suppressed: u64,
+    ) -> Self {
+        let (base, value_domain) = if rule.needs_values() {
+            (base.clone(), value_domain)
+        } else {
+            (class_sizes(base), 1)
+        };
+        Self {
+            hierarchies,
+            base: Arc::new(base),
+            value_domain,
+            metric,
+            rule,
+            mode,
+            weights,
+            max_suppressed,
+            cache: VecDeque::with_capacity(CACHE_SIZE),
+            checks: 0,
+        }
+    }
+
+    /// The metric.
+    pub fn metric(&self) -> &Metric {
+        &self.metric
+    }
+
+    /// Number of nodes checked so far.
+    pub fn checks(&self) -> usize {
+        self.checks
+    }
+
+    /// The classes at `node`, rolled up from the computed node below it with the fewest
+    /// classes (the leaf level if none is cached).
+    pub fn classes_at(&mut self, node: &[usize]) -> Result<Arc<GroupedHistogram>> {
+        let below = |h: &GroupedHistogram| h.levels.iter().zip(node).all(|(l, t)| l <= t);
+        let source = self
+            .cache
+            .iter()
+            .filter(|h| below(h))
+            .min_by_key(|h| h.class_count())
+            .cloned()
+            .unwrap_or_else(|| self.base.clone());
+        if source.levels == node {
+            return Ok(source);
+        }
+        let rolled = Arc::new(source.roll_up(self.hierarchies, node, self.value_domain)?);
+        if self.cache.len() == CACHE_SIZE {
+            self.cache.pop_front();
+        }
+        self.cache.push_back(rolled.clone());
+        Ok(rolled)
+    }
+
+    /// The classes failing the privacy model, and whether they hold at most the suppression
+    /// limit's records (stops counting as soon as they do not).
+    pub fn failing(&self, classes: &GroupedHistogram) -> (Vec<usize>, u64, bool) {
+        let mut failing = Vec::new();
+        let mut records = 0u64;
+        for c in 0..classes.class_count() {
+            let range = classes.class_offsets[c]..classes.class_offsets[c + 1];
+            let size: u64 = classes.pair_counts[range.clone()].iter().sum();
+            let values: Vec<(u32, u64)> = if self.rule.needs_values() {
+                range
+                    .map(|p| (classes.pair_values[p], classes.pair_counts[p]))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            if !self.rule.releasable(size, &values) {
+                failing.push(c);
+                records += size;
+                if records > self.max_suppressed {
+                    return (failing, records, false);
+                }
+            }
+        }
+        (failing, records, true)
+    }
+
+    /// The suppression of `classes`' failing classes in this evaluator's mode.
+    pub fn plan(&self, classes: &GroupedHistogram, failing: &[usize]) -> SuppressionPlan {
+        let order = cell_order(self.hierarchies, &classes.levels, &self.weights);
+        let rule = &self.rule;
+        plan_suppression(classes, failing, self.mode, &order, &|n, v| {
+            rule.releasable(n, v)
+        })
+    }
+
+    /// Checks `node`: classes, failing classes, feasibility, and the score if feasible.
+    pub fn evaluate(&mut self, node: &[usize]) -> Result<KanonNodeOutcome> {
+        self.checks += 1;
+        let classes = self.classes_at(node)?;
+        let (failing, failing_records, feasible) = self.failing(&classes);
+        let mut bound = self.metric.static_bound(node);
+        if let Some(b) = self.metric.class_bound(&classes) {
+            bound = bound.max(b);
+        }
+        let mut outcome = KanonNodeOutcome {
+            node: node.to_vec(),
+            feasible,
+            classes: classes.class_count(),
+            suppressed_classes: failing.len(),
+            failing_records,
+            suppressed_records: failing_records,
+            suppressed_cells: failing_records * node.len() as u64,
+            score: None,
+            bound,
+        };
+        if feasible {
+            let plan = self.plan(&classes, &failing);
+            outcome.suppressed_records = plan.suppressed_records;
+            outcome.suppressed_cells = plan.suppressed_cells;
+            outcome.score = Some(self.metric.score(&Suppression {
+                classes: &classes,
+                masks: &plan.masks,
+                released_groups: plan.released_groups,
+                released_square_sum: plan.released_square_sum,
+                suppressed_records: plan.suppressed_records,
+            }));
+        }
+        Ok(outcome)
+    }
+}
