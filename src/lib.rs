@@ -30,6 +30,7 @@ pub mod metric;
 pub mod params;
 pub mod privacy;
 pub mod release;
+pub mod sensitive;
 pub mod sql;
 #[cfg(test)]
 mod testing;

@@ -74,22 +74,23 @@ impl ReleasedHistogram {
     }
 
     /// Expands the histogram into rows: one Utf8 column per quasi-identifier (its label at
-    /// the released level, `*` when suppressed), then — when `schema` has one more field —
-    /// the informative column taken from `values` (one entry per value code).
+    /// the released level, `*` when suppressed), then — when `schema` has a field for each —
+    /// the sensitive columns, each taken from its array in `values` (one entry per value
+    /// code of the histogram).
     pub fn expand(
         &self,
         hierarchies: &[&Hierarchy],
-        values: &ArrayRef,
+        values: &[ArrayRef],
         schema: &SchemaRef,
     ) -> Result<Vec<RecordBatch>> {
         let attrs = hierarchies.len();
         let with_values = match schema.fields().len() {
-            n if n == attrs + 1 => true,
+            n if n == attrs + values.len() => true,
             n if n == attrs => false,
             n => {
                 return internal_err!(
                     "release schema has {n} fields, expected {attrs} or {}",
-                    attrs + 1
+                    attrs + values.len()
                 )
             }
         };
@@ -115,14 +116,16 @@ impl ReleasedHistogram {
             if val_idx.is_empty() {
                 return Ok(());
             }
-            let mut columns: Vec<ArrayRef> = Vec::with_capacity(attrs + 1);
+            let mut columns: Vec<ArrayRef> = Vec::with_capacity(attrs + values.len());
             for a in 0..attrs {
                 let idx = UInt32Array::from(std::mem::take(&mut qi_idx[a]));
                 columns.push(take(label_arrays[a].as_ref(), &idx, None)?);
             }
             let idx = UInt32Array::from(std::mem::take(val_idx));
             if with_values {
-                columns.push(take(values.as_ref(), &idx, None)?);
+                for array in values {
+                    columns.push(take(array.as_ref(), &idx, None)?);
+                }
             }
             batches.push(RecordBatch::try_new(schema.clone(), columns)?);
             Ok(())
@@ -180,7 +183,7 @@ mod tests {
             Field::new("x", DataType::Utf8, false),
             Field::new("inf", DataType::Utf8, false),
         ]));
-        let batches = release.expand(&[&h], &values, &schema).unwrap();
+        let batches = release.expand(&[&h], &[values.clone()], &schema).unwrap();
         let rows: Vec<(String, String)> = batches
             .iter()
             .flat_map(|b| {
@@ -205,7 +208,7 @@ mod tests {
         assert_eq!(rows, expected);
         // Without the informative field only the quasi-identifiers are released.
         let qi_only = Arc::new(Schema::new(vec![Field::new("x", DataType::Utf8, false)]));
-        let batches = release.expand(&[&h], &values, &qi_only).unwrap();
+        let batches = release.expand(&[&h], &[values], &qi_only).unwrap();
         assert_eq!(batches[0].num_columns(), 1);
         assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 8);
     }

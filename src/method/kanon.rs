@@ -28,7 +28,10 @@ use datafusion::common::{exec_err, internal_err, plan_err, Result};
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::lattice::{node_label, Lattice, Node};
+use crate::privacy::models::{ClassModels, ModelScratch, ModelSpec};
+use crate::privacy::risk::release_risk;
 use crate::release::{ReleasedHistogram, SUPPRESSED};
+use crate::sensitive::SensitiveDomain;
 
 mod params;
 
@@ -47,6 +50,8 @@ pub struct KanonParams {
     pub k: u64,
     /// Largest fraction of records that may be suppressed, in `[0, 1]`.
     pub suppression_limit: f64,
+    /// ℓ-diversity and t-closeness every released class must meet besides `k`.
+    pub models: ModelSpec,
 }
 
 impl Default for KanonParams {
@@ -54,6 +59,7 @@ impl Default for KanonParams {
         Self {
             k: DEFAULT_K,
             suppression_limit: DEFAULT_SUPPRESSION_LIMIT,
+            models: ModelSpec::default(),
         }
     }
 }
@@ -70,7 +76,7 @@ impl KanonParams {
                 self.suppression_limit
             );
         }
-        Ok(())
+        self.models.validate()
     }
 
     /// Largest number of records that may be suppressed out of `total`.
@@ -167,6 +173,8 @@ fn evaluate(
     sizes: &GroupedHistogram,
     penalties: &Penalties,
     params: &KanonParams,
+    models: &ClassModels,
+    scratch: &mut ModelScratch,
     total: u64,
 ) -> Result<KanonNodeOutcome> {
     let attrs = sizes.class_codes.len();
@@ -175,7 +183,7 @@ fn evaluate(
     let mut suppressed_records = 0u64;
     for c in 0..sizes.class_count() {
         let n = sizes.class_size(c);
-        if n < params.k {
+        if !class_released(sizes, c, n, params.k, models, scratch) {
             suppressed_classes += 1;
             suppressed_records += n;
             continue;
@@ -203,13 +211,39 @@ fn evaluate(
     })
 }
 
-/// Runs optimal k-anonymization over the whole lattice.
+/// Whether class `c` of `hist` (with `n` records) is released: at least `k` records and
+/// every privacy model met (a class failing a model is suppressed like a small one).
+fn class_released(
+    hist: &GroupedHistogram,
+    c: usize,
+    n: u64,
+    k: u64,
+    models: &ClassModels,
+    scratch: &mut ModelScratch,
+) -> bool {
+    if n < k {
+        return false;
+    }
+    if models.is_empty() {
+        return true;
+    }
+    let range = hist.class_offsets[c]..hist.class_offsets[c + 1];
+    models.accepts(
+        &hist.pair_values[range.clone()],
+        &hist.pair_counts[range],
+        scratch,
+    )
+}
+
+/// Runs optimal k-anonymization over the whole lattice; with `models`, a class must also
+/// meet every privacy model to be released.
 pub fn run_kanon(
     base: &GroupedHistogram,
     hierarchies: &[&Hierarchy],
     lattice: &Lattice,
     value_domain: usize,
     params: &KanonParams,
+    models: &ClassModels,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<KanonResult> {
     params.validate()?;
@@ -218,12 +252,25 @@ pub fn run_kanon(
         return exec_err!("cannot anonymize an empty table");
     }
     let penalties = Penalties::new(hierarchies)?;
-    let sizes = class_sizes(base);
+    // Without models only class sizes matter; with them, the values too.
+    let (sizes, domain) = if models.is_empty() {
+        (class_sizes(base), 1)
+    } else {
+        (base.clone(), value_domain)
+    };
+    let mut scratch = ModelScratch::default();
     let nodes = lattice.nodes();
     let mut outcomes = Vec::with_capacity(nodes.len());
     for (i, node) in nodes.iter().enumerate() {
-        let rolled = sizes.roll_up(hierarchies, node, 1)?;
-        outcomes.push(evaluate(&rolled, &penalties, params, total)?);
+        let rolled = sizes.roll_up(hierarchies, node, domain)?;
+        outcomes.push(evaluate(
+            &rolled,
+            &penalties,
+            params,
+            models,
+            &mut scratch,
+            total,
+        )?);
         progress(i + 1, nodes.len());
     }
     let chosen = outcomes
@@ -233,14 +280,30 @@ pub fn run_kanon(
         .min_by_key(|(i, o)| (o.loss, o.node.iter().sum::<usize>(), *i))
         .map(|(i, _)| i);
     let Some(chosen) = chosen else {
+        let models = params.models.describe(&[]);
+        let (with, lower) = if models.is_empty() {
+            (String::new(), "lower k")
+        } else {
+            (
+                format!(" and {}", models.join(" and ").replace(" on ", "")),
+                "lower k, l or raise t",
+            )
+        };
         return exec_err!(
-            "kanon: no generalization satisfies k = {} with suppression_limit = {} ({} of {total} records may be suppressed); lower k or raise suppression_limit",
+            "kanon: no generalization satisfies k = {}{with} with suppression_limit = {} ({} of {total} records may be suppressed); {lower} or raise suppression_limit",
             params.k,
             params.suppression_limit,
             params.max_suppressed(total)
         );
     };
-    let release = release_at(base, hierarchies, &nodes[chosen], value_domain, params.k)?;
+    let release = release_at(
+        base,
+        hierarchies,
+        &nodes[chosen],
+        value_domain,
+        params.k,
+        models,
+    )?;
     if release.row_count() != total {
         return internal_err!(
             "kanon release has {} rows, expected {total}",
@@ -262,7 +325,9 @@ fn release_at(
     node: &[usize],
     value_domain: usize,
     k: u64,
+    models: &ClassModels,
 ) -> Result<ReleasedHistogram> {
+    let mut scratch = ModelScratch::default();
     let hist = base.roll_up(hierarchies, node, value_domain)?;
     let attrs = hierarchies.len();
     let mut release = ReleasedHistogram::new(node.to_vec(), attrs);
@@ -270,7 +335,7 @@ fn release_at(
     let mut any_suppressed = false;
     for c in 0..hist.class_count() {
         let range = hist.class_offsets[c]..hist.class_offsets[c + 1];
-        if hist.class_size(c) < k {
+        if !class_released(&hist, c, hist.class_size(c), k, models, &mut scratch) {
             any_suppressed = true;
             for p in range {
                 suppressed[hist.pair_values[p] as usize] += hist.pair_counts[p];
@@ -295,28 +360,50 @@ fn release_at(
     Ok(release)
 }
 
-/// The method's public metadata entries.
-pub fn kanon_metadata(params: &KanonParams, lattice: &Lattice) -> Vec<(String, String)> {
+/// The method's public metadata entries, with the risk figures of `release`.
+pub fn kanon_metadata(
+    params: &KanonParams,
+    lattice: &Lattice,
+    sensitive: &SensitiveDomain,
+    release: &ReleasedHistogram,
+) -> Vec<(String, String)> {
+    let columns: Vec<String> = sensitive.columns.iter().map(|c| c.name.clone()).collect();
+    let described = params.models.describe(&columns);
+    let disclosure = if described.is_empty() {
+        "k-anonymity does not prevent attribute disclosure (a class whose records share one informative \
+         value reveals it)"
+            .to_string()
+    } else {
+        format!(
+            "every released class also satisfies {}, which limits attribute disclosure as far as these \
+             models go (they compare with the distribution of the whole input table)",
+            described.join(" and ")
+        )
+    };
     let guarantee = format!(
         "k-anonymity with k = {k}: every released combination of quasi-identifier values other than the \
          suppressed class '*' is shared by at least {k} records; the '*' class holds the suppressed records \
          (at most a fraction {limit} of them) and may be smaller than k. No differential privacy: the \
          generalization is chosen deterministically from the data, every real record is published with its \
-         true informative value, and k-anonymity does not prevent attribute disclosure (a class whose \
-         records share one informative value reveals it).",
+         true informative value, and {disclosure}.",
         k = params.k,
         limit = params.suppression_limit
     );
-    vec![
+    let mut models = vec![format!("k-anonymity (k = {})", params.k)];
+    models.extend(described);
+    let mut out: Vec<(String, String)> = vec![
         ("k".into(), params.k.to_string()),
         ("suppression_limit".into(), params.suppression_limit.to_string()),
+        ("privacy_models".into(), models.join("; ")),
         (
             "loss".into(),
             "NCP (IPA paper Eq. 5-6, suppressed values score 1), minimized exactly over all feasible nodes; ties: fewest generalization levels, then lattice order".into(),
         ),
         ("lattice_nodes".into(), lattice.len().to_string()),
         ("guarantee".into(), guarantee),
-    ]
+    ];
+    out.extend(release_risk(release));
+    out
 }
 
 /// Schema of the method's diagnostics: one row per lattice node.

@@ -24,7 +24,9 @@ use crate::histogram::GroupedHistogram;
 use crate::lattice::{Lattice, Node};
 use crate::mechanism::rng::AnonRng;
 use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
+use crate::engine::SensitiveSpec;
 use crate::release::ReleasedHistogram;
+use crate::sensitive::SensitiveDomain;
 
 /// What every method receives.
 pub struct MethodInput<'a> {
@@ -32,8 +34,10 @@ pub struct MethodInput<'a> {
     pub histogram: &'a GroupedHistogram,
     /// Hierarchies in quasi-identifier order.
     pub hierarchies: &'a [&'a Hierarchy],
-    /// Number of distinct informative values.
+    /// Number of distinct informative values (tuple codes of the sensitive columns).
     pub value_domain: usize,
+    /// The sensitive columns and how value codes decode into them.
+    pub sensitive: &'a SensitiveDomain,
     /// The generalization lattice.
     pub lattice: &'a Lattice,
     /// Progress callback `(done, total)`.
@@ -71,6 +75,19 @@ pub trait Method: Debug + Send + Sync {
     /// Runs the method: the released histogram, the chosen node, public metadata (including
     /// the guarantee text) and diagnostics.
     fn run(&self, input: &MethodInput<'_>, rng: &mut AnonRng) -> Result<MethodOutput>;
+
+    /// How many sensitive columns the method can release (`sensitive => 'a, b'`); one
+    /// unless the method says otherwise.
+    fn max_sensitive_columns(&self) -> usize {
+        1
+    }
+
+    /// Checks the configured method against the sensitive columns named, at planning time
+    /// (e.g. a privacy model that needs an ordered column). Errors carry no function-name
+    /// prefix.
+    fn check_sensitive(&self, _columns: &[SensitiveSpec]) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// What a method's validation sees at planning time, before any data is read.

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use datafusion::logical_expr::ScalarUDF;
 
 use super::anonymize::{AnonymizeFunction, ReleaseCache, ReleaseView};
+use super::assess::{AssessFunction, ClassSizesFunction};
 use super::budget_fn::PrivacyBudgetFunction;
 use super::demo_fns::NpsDemoFunction;
 use super::generalized_udfs::generalized_udfs;
@@ -53,7 +54,9 @@ impl FunctionCatalog {
             })
             .collect();
         table_functions.extend([
-            Arc::new(PrivacyBudgetFunction::new(ledger)) as Arc<dyn SqlTableFunction>,
+            Arc::new(AssessFunction) as Arc<dyn SqlTableFunction>,
+            Arc::new(ClassSizesFunction),
+            Arc::new(PrivacyBudgetFunction::new(ledger)),
             Arc::new(IntervalHierarchyFunction),
             Arc::new(MaskHierarchyFunction),
             Arc::new(NpsDemoFunction::default()),

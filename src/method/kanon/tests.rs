@@ -3,6 +3,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use super::*;
+use crate::privacy::models::ClassModels;
 
 use crate::testing::{histogram, ladder, paper_example_hierarchies, paper_example_records, Record};
 
@@ -100,9 +101,13 @@ proptest! {
         let records: Vec<Record> = raw.iter().map(|r| (vec![r.0, r.1, r.2], r.3)).collect();
         let base = histogram(&hs, &records, 4);
         let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 10_000).unwrap();
-        let params = KanonParams { k, suppression_limit: limit };
+        let params = KanonParams {
+            k,
+            suppression_limit: limit,
+            ..Default::default()
+        };
         let expected = brute_force(&hs, &records, k, limit);
-        match run_kanon(&base, &hs, &lattice, 4, &params, &|_, _| {}) {
+        match run_kanon(&base, &hs, &lattice, 4, &params, &ClassModels::default(), &|_, _| {}) {
             Ok(result) => {
                 let (node, suppressed) = expected.expect("brute force finds a feasible node too");
                 prop_assert_eq!(&result.outcomes[result.chosen].node, &node);
@@ -129,8 +134,9 @@ fn paper_example() {
     let params = KanonParams {
         k: 3,
         suppression_limit: 0.2,
+        ..Default::default()
     };
-    let result = run_kanon(&base, &hs, &lattice, 5, &params, &|_, _| {}).unwrap();
+    let result = run_kanon(&base, &hs, &lattice, 5, &params, &ClassModels::default(), &|_, _| {}).unwrap();
     let chosen = &result.outcomes[result.chosen];
     assert_eq!(chosen.node, vec![1, 0, 1]);
     assert_eq!(chosen.suppressed_records, 1);
@@ -149,8 +155,9 @@ fn paper_example() {
     let strict = KanonParams {
         k: 3,
         suppression_limit: 0.0,
+        ..Default::default()
     };
-    let result = run_kanon(&base, &hs, &lattice, 5, &strict, &|_, _| {}).unwrap();
+    let result = run_kanon(&base, &hs, &lattice, 5, &strict, &ClassModels::default(), &|_, _| {}).unwrap();
     assert_eq!(result.outcomes[result.chosen].suppressed_records, 0);
     assert_eq!(result.outcomes[result.chosen].node, vec![2, 0, 2]);
     // k larger than the table: nothing is feasible.
@@ -162,7 +169,9 @@ fn paper_example() {
         &KanonParams {
             k: 8,
             suppression_limit: 0.5,
+            ..Default::default()
         },
+        &ClassModels::default(),
         &|_, _| {},
     )
     .unwrap_err()
@@ -174,7 +183,8 @@ fn paper_example() {
 fn validates_parameters() {
     assert!(KanonParams {
         k: 0,
-        suppression_limit: 0.1
+        suppression_limit: 0.1,
+        ..Default::default()
     }
     .validate()
     .unwrap_err()
@@ -184,6 +194,7 @@ fn validates_parameters() {
         let err = KanonParams {
             k: 2,
             suppression_limit: bad,
+            ..Default::default()
         }
         .validate()
         .unwrap_err()
@@ -197,7 +208,8 @@ fn validates_parameters() {
         KanonParams::default(),
         KanonParams {
             k: 10,
-            suppression_limit: 0.05
+            suppression_limit: 0.05,
+            ..Default::default()
         }
     );
     assert_eq!(KanonParams::default().max_suppressed(1_361_000), 68_050);
