@@ -441,8 +441,12 @@ fn run_method(
         );
     }
     let metadata = common_metadata(request, &output, released);
-    let information_loss =
-        information_loss(&base.histogram, &refs, base.sensitive.tuples(), &output.release)?;
+    let information_loss = information_loss(
+        &base.histogram,
+        &refs,
+        base.sensitive.tuples(),
+        &output.release,
+    )?;
     Ok(ReleaseOutput {
         rows: Arc::new(rows),
         metadata,

@@ -183,7 +183,9 @@ mod tests {
             Field::new("x", DataType::Utf8, false),
             Field::new("inf", DataType::Utf8, false),
         ]));
-        let batches = release.expand(&[&h], &[values.clone()], &schema).unwrap();
+        let batches = release
+            .expand(&[&h], std::slice::from_ref(&values), &schema)
+            .unwrap();
         let rows: Vec<(String, String)> = batches
             .iter()
             .flat_map(|b| {

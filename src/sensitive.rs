@@ -6,9 +6,7 @@
 //! of the columns' own codes (each column's distinct values sorted). With one sensitive
 //! column a tuple code is that column's value code, so nothing changes for one column.
 
-use std::sync::Arc;
-
-use datafusion::arrow::array::{ArrayRef, NullArray, UInt32Array};
+use datafusion::arrow::array::{ArrayRef, UInt32Array};
 use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::Result;
@@ -85,11 +83,6 @@ impl SensitiveDomain {
                 Ok(take(c.values.as_ref(), &idx, None)?)
             })
             .collect()
-    }
-
-    /// A placeholder value array for the no-column case.
-    pub fn placeholder() -> ArrayRef {
-        Arc::new(NullArray::new(1))
     }
 }
 

@@ -19,12 +19,12 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::Result;
 
 use crate::budget::Cost;
+use crate::engine::SensitiveSpec;
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::lattice::{Lattice, Node};
 use crate::mechanism::rng::AnonRng;
 use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
-use crate::engine::SensitiveSpec;
 use crate::release::ReleasedHistogram;
 use crate::sensitive::SensitiveDomain;
 

@@ -209,7 +209,9 @@ fn build_request(
         None => Population::None,
         Some(value) => population(function, context, &value, &qi)?,
     };
-    let risk_threshold = values.opt_f64("risk_threshold").unwrap_or(DEFAULT_RISK_THRESHOLD);
+    let risk_threshold = values
+        .opt_f64("risk_threshold")
+        .unwrap_or(DEFAULT_RISK_THRESHOLD);
     if !(risk_threshold > 0.0 && risk_threshold <= 1.0) {
         return plan_err!("{function}(): risk_threshold must be in (0, 1], got {risk_threshold}");
     }
@@ -231,9 +233,9 @@ fn population(
     qi: &[String],
 ) -> Result<Population> {
     let text = match value {
-        ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)) | ScalarValue::LargeUtf8(Some(s)) => {
-            s.trim().to_string()
-        }
+        ScalarValue::Utf8(Some(s))
+        | ScalarValue::Utf8View(Some(s))
+        | ScalarValue::LargeUtf8(Some(s)) => s.trim().to_string(),
         other => other.to_string(),
     };
     if let Ok(rows) = text.parse::<u64>() {
@@ -283,10 +285,7 @@ fn qi_text(qi: &[String]) -> Vec<Expr> {
         .collect()
 }
 
-async fn grouped(
-    df: DataFrame,
-    group: Vec<Expr>,
-) -> Result<Vec<RecordBatch>> {
+async fn grouped(df: DataFrame, group: Vec<Expr>) -> Result<Vec<RecordBatch>> {
     df.aggregate(group, vec![count(lit(1)).alias("__assess_count")])?
         .collect()
         .await
@@ -296,7 +295,12 @@ fn counts_of(batches: &[RecordBatch], column: usize) -> Result<Vec<u64>> {
     let mut out = Vec::new();
     for b in batches {
         let c = cast(b.column(column), &DataType::Int64)?;
-        out.extend(c.as_primitive::<Int64Type>().values().iter().map(|&v| v.max(0) as u64));
+        out.extend(
+            c.as_primitive::<Int64Type>()
+                .values()
+                .iter()
+                .map(|&v| v.max(0) as u64),
+        );
     }
     Ok(out)
 }
@@ -345,7 +349,10 @@ async fn assess(request: &AssessRequest, state: &SessionState) -> Result<Vec<Ent
     group.extend(request.sensitive.iter().map(|(s, _)| column(s)));
     let batches = grouped(ctx.read_table(request.source.clone())?, group).await?;
     let Some(first) = batches.first() else {
-        return exec_err!("anonymize_assess(): table '{}' is empty", request.source_name);
+        return exec_err!(
+            "anonymize_assess(): table '{}' is empty",
+            request.source_name
+        );
     };
     let schema = first.schema();
     let flags = concat_column(&batches, 0, &schema)?;
@@ -529,8 +536,12 @@ fn entries_batch(entries: &[Entry]) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new(
         assess_schema(),
         vec![
-            Arc::new(StringArray::from_iter_values(entries.iter().map(|e| e.0.as_str()))),
-            Arc::new(StringArray::from_iter(entries.iter().map(|e| e.1.as_deref()))),
+            Arc::new(StringArray::from_iter_values(
+                entries.iter().map(|e| e.0.as_str()),
+            )),
+            Arc::new(StringArray::from_iter(
+                entries.iter().map(|e| e.1.as_deref()),
+            )),
             Arc::new(Float64Array::from_iter_values(entries.iter().map(|e| e.2))),
         ],
     )?)
@@ -561,7 +572,12 @@ async fn class_sizes(request: &AssessRequest, state: &SessionState) -> Result<Ve
     // Re-stamp with the declared (non-nullable) schema.
     batches
         .into_iter()
-        .map(|b| Ok(RecordBatch::try_new(class_sizes_schema(), b.columns().to_vec())?))
+        .map(|b| {
+            Ok(RecordBatch::try_new(
+                class_sizes_schema(),
+                b.columns().to_vec(),
+            )?)
+        })
         .collect()
 }
 

@@ -11,12 +11,12 @@ use super::{
     DEFAULT_K, DEFAULT_SUPPRESSION_LIMIT,
 };
 use crate::budget::Cost;
+use crate::engine::SensitiveSpec;
 use crate::mechanism::rng::AnonRng;
 use crate::method::{
     max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, MAX_NODES,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
-use crate::engine::SensitiveSpec;
 use crate::privacy::models::{ClassModels, LDiversity, LModel, ModelSpec, TModel};
 
 /// Why a deterministic method refuses the randomized methods' arguments.
@@ -159,12 +159,22 @@ impl Method for Kanon {
             input.lattice,
             input.value_domain,
             &self.params,
-            &ClassModels::new(&self.params.models, input.histogram, input.sensitive, METHOD.name)?,
+            &ClassModels::new(
+                &self.params.models,
+                input.histogram,
+                input.sensitive,
+                METHOD.name,
+            )?,
             input.progress,
         )?;
         Ok(MethodOutput {
             node: result.outcomes[result.chosen].node.clone(),
-            metadata: kanon_metadata(&self.params, input.lattice, input.sensitive, &result.release),
+            metadata: kanon_metadata(
+                &self.params,
+                input.lattice,
+                input.sensitive,
+                &result.release,
+            ),
             diagnostics: kanon_diagnostics_batch(&result.outcomes, result.chosen)?,
             release: result.release,
         })

@@ -136,7 +136,16 @@ fn paper_example() {
         suppression_limit: 0.2,
         ..Default::default()
     };
-    let result = run_kanon(&base, &hs, &lattice, 5, &params, &ClassModels::default(), &|_, _| {}).unwrap();
+    let result = run_kanon(
+        &base,
+        &hs,
+        &lattice,
+        5,
+        &params,
+        &ClassModels::default(),
+        &|_, _| {},
+    )
+    .unwrap();
     let chosen = &result.outcomes[result.chosen];
     assert_eq!(chosen.node, vec![1, 0, 1]);
     assert_eq!(chosen.suppressed_records, 1);
@@ -157,7 +166,16 @@ fn paper_example() {
         suppression_limit: 0.0,
         ..Default::default()
     };
-    let result = run_kanon(&base, &hs, &lattice, 5, &strict, &ClassModels::default(), &|_, _| {}).unwrap();
+    let result = run_kanon(
+        &base,
+        &hs,
+        &lattice,
+        5,
+        &strict,
+        &ClassModels::default(),
+        &|_, _| {},
+    )
+    .unwrap();
     assert_eq!(result.outcomes[result.chosen].suppressed_records, 0);
     assert_eq!(result.outcomes[result.chosen].node, vec![2, 0, 2]);
     // k larger than the table: nothing is feasible.

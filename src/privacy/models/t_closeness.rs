@@ -104,7 +104,9 @@ impl HierarchicalDistance {
             total: reference.iter().sum(),
             height,
             reference,
-            parents: (1..=height).map(|l| hierarchy.level_map(l - 1, l)).collect(),
+            parents: (1..=height)
+                .map(|l| hierarchy.level_map(l - 1, l))
+                .collect(),
             cards: (0..=height)
                 .map(|l| hierarchy.level(l).cardinality())
                 .collect(),
@@ -151,10 +153,7 @@ impl HierarchicalDistance {
         if self.height == 0 {
             return true;
         }
-        work <= floor_times(
-            self.t,
-            self.height as u128 * n as u128 * self.total as u128,
-        )
+        work <= floor_times(self.t, self.height as u128 * n as u128 * self.total as u128)
     }
 
     /// The distance of a class given as distinct `(leaf code, count)` pairs.
