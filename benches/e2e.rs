@@ -1,6 +1,7 @@
 //! End-to-end benchmark: prints one line per case,
 //! `CASE name=<case> rows=<n> nodes=<n> median_s=<x> peak_rss_mb=<y>` (kanon cases add
-//! `nodes_checked=<n>`).
+//! `nodes_checked=<n>`; a case comparing two implementations appends the other's median and
+//! the speedup).
 //!
 //! `cargo bench --bench e2e` runs every case; `cargo bench --bench e2e -- <filter>` only the
 //! cases whose name contains the filter; `--runs N` sets the repetitions (default 5).
@@ -265,6 +266,167 @@ async fn kanon_adult(
     Ok((rows, nodes, checked, times[times.len() / 2]))
 }
 
+/// The quasi-identifiers of the t-closeness case: five of Adult's, 144 lattice nodes.
+const TCLOSENESS_QI: [&str; 5] = ["sex", "race", "marital-status", "education", "workclass"];
+
+/// Ordered-distance t-closeness on Adult with `age` (73 values) as the sensitive column:
+/// every class of every lattice node over five quasi-identifiers is checked with the fast
+/// check (Bild, Eicher & Prasser 2020's optimizations) and with the straightforward EMD,
+/// for t = 0.1 … 0.5 as in the paper; both must agree on every class. Only the checks are
+/// timed (the roll-ups are shared). Returns (rows, nodes, fast median s, straightforward
+/// median s).
+async fn tcloseness_ordered_adult(runs: usize) -> Result<(u64, usize, f64, f64)> {
+    use datafusion_anonymize::hierarchy::load::hierarchy_from_batches;
+    use datafusion_anonymize::histogram::GroupedHistogram;
+    use datafusion_anonymize::lattice::Lattice;
+    use datafusion_anonymize::privacy::models::ordered_distance::{
+        OrderedDistance, OrderedScratch,
+    };
+
+    let ctx = SessionContext::new();
+    datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;
+    adult_tables(&ctx).await?;
+    let columns: Vec<String> = TCLOSENESS_QI.iter().map(|q| format!("\"{q}\"")).collect();
+    let grouped = ctx
+        .sql(&format!(
+            "SELECT {cols}, CAST(age AS BIGINT) AS age, COUNT(*) AS n FROM adult GROUP BY {cols}, age",
+            cols = columns.join(", ")
+        ))
+        .await?
+        .collect()
+        .await?;
+    let mut hierarchies = Vec::new();
+    for q in TCLOSENESS_QI {
+        let table = format!("adult_hierarchy_{q}");
+        let batches = ctx
+            .sql(&format!("SELECT * FROM \"{table}\""))
+            .await?
+            .collect()
+            .await?;
+        hierarchies.push(hierarchy_from_batches(q, &table, &batches)?);
+    }
+    // Ages ranked in numeric order: value code = rank.
+    let mut ages: Vec<i64> = Vec::new();
+    for b in &grouped {
+        let a = datafusion::arrow::array::AsArray::as_primitive::<
+            datafusion::arrow::datatypes::Int64Type,
+        >(b.column(TCLOSENESS_QI.len()));
+        ages.extend(a.values().iter().copied());
+    }
+    let mut distinct = ages.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let mut leaf_codes: Vec<Vec<u32>> = vec![Vec::new(); TCLOSENESS_QI.len()];
+    let mut values: Vec<u32> = Vec::new();
+    let mut counts: Vec<u64> = Vec::new();
+    for b in &grouped {
+        for (a, h) in hierarchies.iter().enumerate() {
+            let text = datafusion::arrow::compute::cast(
+                b.column(a),
+                &datafusion::arrow::datatypes::DataType::Utf8,
+            )?;
+            let text = datafusion::arrow::array::AsArray::as_string::<i32>(&text);
+            for v in text.iter() {
+                let code = h.leaf_code(v.unwrap_or_default()).ok_or_else(|| {
+                    datafusion::error::DataFusionError::Execution(format!("{v:?} not in hierarchy"))
+                })?;
+                leaf_codes[a].push(code);
+            }
+        }
+        let n = datafusion::arrow::array::AsArray::as_primitive::<
+            datafusion::arrow::datatypes::Int64Type,
+        >(b.column(TCLOSENESS_QI.len() + 1));
+        counts.extend(n.values().iter().map(|&c| c as u64));
+    }
+    for &age in &ages {
+        values.push(distinct.binary_search(&age).unwrap_or(0) as u32);
+    }
+    let refs: Vec<_> = hierarchies.iter().collect();
+    let base = GroupedHistogram::from_rows(&refs, leaf_codes, values, counts, distinct.len())?;
+    let mut reference = vec![0u64; distinct.len()];
+    for (&v, &c) in base.pair_values.iter().zip(&base.pair_counts) {
+        reference[v as usize] += c;
+    }
+    let lattice = Lattice::new(refs.iter().map(|h| h.height()).collect(), 100_000)?;
+    let nodes: Vec<GroupedHistogram> = lattice
+        .nodes()
+        .iter()
+        .map(|node| base.roll_up(&refs, node, distinct.len()))
+        .collect::<Result<_>>()?;
+    let classes: Vec<Vec<(u32, u64)>> = nodes
+        .iter()
+        .flat_map(|h| {
+            (0..h.class_count()).map(move |c| {
+                (h.class_offsets[c]..h.class_offsets[c + 1])
+                    .map(|p| (h.pair_values[p], h.pair_counts[p]))
+                    .collect()
+            })
+        })
+        .collect();
+    // The same classes with their values in descending order: the fast check must group
+    // them (Fibonacci-hashed map) instead of reading them sorted.
+    let reversed: Vec<Vec<(u32, u64)>> = classes
+        .iter()
+        .map(|c| c.iter().rev().copied().collect())
+        .collect();
+    let (mut fast_times, mut slow_times) = (Vec::new(), Vec::new());
+    for run in 0..runs {
+        let (mut fast_total, mut slow_total) = (0.0, 0.0);
+        for t in [0.1, 0.2, 0.3, 0.4, 0.5] {
+            let check = OrderedDistance::new(&reference, t);
+            let mut scratch = OrderedScratch::default();
+            let start = Instant::now();
+            let fast: Vec<bool> = classes
+                .iter()
+                .map(|c| check.accepts(c, &mut scratch))
+                .collect();
+            let fast_s = start.elapsed().as_secs_f64();
+            let start = Instant::now();
+            let grouped: Vec<bool> = reversed
+                .iter()
+                .map(|c| check.accepts(c, &mut scratch))
+                .collect();
+            let grouped_s = start.elapsed().as_secs_f64();
+            let start = Instant::now();
+            let slow: Vec<bool> = classes
+                .iter()
+                .map(|c| check.accepts_straightforward(c))
+                .collect();
+            let slow_s = start.elapsed().as_secs_f64();
+            if fast != slow || grouped != slow {
+                return Err(datafusion::error::DataFusionError::Execution(
+                    "fast and straightforward t-closeness disagree".into(),
+                ));
+            }
+            if run == 0 {
+                let pruned = classes
+                    .iter()
+                    .filter(|c| c[0].0 as usize >= check.prune_from())
+                    .count();
+                let failed = fast.iter().filter(|&&ok| !ok).count();
+                println!(
+                    "INFO name=tcloseness_ordered_adult t={t} checks={} failed={failed} check_pruned={pruned} fast_s={fast_s:.4} fast_fibmap_s={grouped_s:.4} straightforward_s={slow_s:.4} speedup={:.2} speedup_fibmap={:.2}",
+                    classes.len(),
+                    slow_s / fast_s,
+                    slow_s / grouped_s
+                );
+            }
+            fast_total += fast_s;
+            slow_total += slow_s;
+        }
+        fast_times.push(fast_total);
+        slow_times.push(slow_total);
+    }
+    fast_times.sort_by(|a, b| a.total_cmp(b));
+    slow_times.sort_by(|a, b| a.total_cmp(b));
+    Ok((
+        base.total(),
+        lattice.len(),
+        fast_times[fast_times.len() / 2],
+        slow_times[slow_times.len() / 2],
+    ))
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -348,6 +510,14 @@ async fn main() -> Result<()> {
                 peak_rss_mb()
             );
         }
+    }
+    if wanted("tcloseness_ordered_adult") {
+        let (rows, nodes, fast, slow) = tcloseness_ordered_adult(runs).await?;
+        println!(
+            "CASE name=tcloseness_ordered_adult rows={rows} nodes={nodes} median_s={fast:.4} peak_rss_mb={:.0} straightforward_median_s={slow:.4} speedup={:.2}",
+            peak_rss_mb(),
+            slow / fast
+        );
     }
     Ok(())
 }

@@ -25,6 +25,7 @@ use crate::privacy::warnings::delta_size_warning;
 use crate::progress::{Cancel, Progress, ProgressFn};
 use crate::quote::quote;
 use crate::release::{check_release_size, ReleaseRowLimit, ReleasedRows};
+use crate::sensitive::{has_natural_order, SensitiveColumn, SensitiveDomain, SensitiveHierarchy};
 
 /// A quasi-identifier and its hierarchy table.
 #[derive(Debug, Clone)]
@@ -35,6 +36,17 @@ pub struct QiSpec {
     pub hierarchy_name: String,
     /// The hierarchy table.
     pub hierarchy: Arc<dyn TableProvider>,
+}
+
+/// A sensitive column: released unchanged, checked by the privacy models.
+#[derive(Debug, Clone)]
+pub struct SensitiveSpec {
+    /// Column name in the source.
+    pub column: String,
+    /// Its Arrow type (kept in the release).
+    pub data_type: DataType,
+    /// Hierarchy table `(name as given, table)`, when named (`sensitive => 'col:table'`).
+    pub hierarchy: Option<(String, Arc<dyn TableProvider>)>,
 }
 
 /// A fully validated anonymization request.
@@ -48,8 +60,8 @@ pub struct AnonymizeRequest {
     pub source: Arc<dyn TableProvider>,
     /// Quasi-identifiers in release order.
     pub qi: Vec<QiSpec>,
-    /// The informative column and its Arrow type (kept in the release), if any.
-    pub informative: Option<(String, DataType)>,
+    /// The sensitive (informative) columns, kept in the release; empty when none.
+    pub sensitive: Vec<SensitiveSpec>,
     /// Source columns that are not released.
     pub dropped: Vec<String>,
     /// The configured method.
@@ -75,19 +87,24 @@ impl AnonymizeRequest {
                 Arc::as_ptr(&q.hierarchy) as *const ()
             ));
         }
+        for s in &self.sensitive {
+            if let Some((_, h)) = &s.hierarchy {
+                key.push_str(&format!("|{}@{:p}", s.column, Arc::as_ptr(h) as *const ()));
+            }
+        }
         key
     }
 
-    /// Schema of the released rows: quasi-identifiers as text, then the informative column
-    /// (when there is one) with its source type.
+    /// Schema of the released rows: quasi-identifiers as text, then the sensitive columns
+    /// with their source types.
     pub fn release_schema(&self) -> SchemaRef {
         let mut fields: Vec<Field> = self
             .qi
             .iter()
             .map(|q| Field::new(&q.column, DataType::Utf8, false))
             .collect();
-        if let Some((name, data_type)) = &self.informative {
-            fields.push(Field::new(name, data_type.clone(), false));
+        for s in &self.sensitive {
+            fields.push(Field::new(&s.column, s.data_type.clone(), false));
         }
         Arc::new(Schema::new(fields))
     }
@@ -108,14 +125,14 @@ pub struct ReleaseOutput {
     pub warnings: Vec<(String, String)>,
 }
 
-/// The leaf-level histogram of a source plus the decoded informative values.
+/// The leaf-level histogram of a source plus the decoded sensitive values.
 pub struct BaseData {
     /// Hierarchies in quasi-identifier order.
     pub hierarchies: Vec<Hierarchy>,
-    /// Leaf-level histogram.
+    /// Leaf-level histogram; its value codes are tuple codes of `sensitive`.
     pub histogram: GroupedHistogram,
-    /// Distinct informative values in canonical (sorted) order; index = value code.
-    pub values: ArrayRef,
+    /// The sensitive columns' values and how tuple codes decode into them.
+    pub sensitive: SensitiveDomain,
 }
 
 /// Phase 1: loads the hierarchies and builds the base histogram with one aggregate query.
@@ -139,8 +156,8 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
         .iter()
         .map(|q| Expr::Column(Column::new_unqualified(&q.column)))
         .collect();
-    if let Some((name, _)) = &request.informative {
-        group.push(Expr::Column(Column::new_unqualified(name)));
+    for s in &request.sensitive {
+        group.push(Expr::Column(Column::new_unqualified(&s.column)));
     }
     let batches = ctx
         .read_table(request.source.clone())?
@@ -195,19 +212,8 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
         }
     }
 
-    let count_column = if request.informative.is_some() {
-        attrs + 1
-    } else {
-        attrs
-    };
-    let (codes, values) = match &request.informative {
-        Some((name, _)) => informative_codes(&batches, attrs, name, &request.source_name)?,
-        // Without an informative column every record carries the same (unreleased) value.
-        None => (
-            vec![0u32; rows],
-            Arc::new(datafusion::arrow::array::NullArray::new(1)) as ArrayRef,
-        ),
-    };
+    let count_column = attrs + request.sensitive.len();
+    let (codes, sensitive) = sensitive_codes(&ctx, request, &batches, attrs, rows).await?;
     let mut counts = Vec::with_capacity(rows);
     for batch in &batches {
         let column = cast(batch.column(count_column), &DataType::UInt64)?;
@@ -220,11 +226,12 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
         );
     }
     let refs: Vec<&Hierarchy> = hierarchies.iter().collect();
-    let histogram = GroupedHistogram::from_rows(&refs, leaf_codes, codes, counts, values.len())?;
+    let histogram =
+        GroupedHistogram::from_rows(&refs, leaf_codes, codes, counts, sensitive.tuples())?;
     Ok(BaseData {
         hierarchies,
         histogram,
-        values,
+        sensitive,
     })
 }
 
@@ -250,6 +257,104 @@ fn near_miss_hint(hierarchy: &Hierarchy, value: &str) -> String {
     }
 }
 
+/// The sensitive columns of the phase-1 result: a tuple code per row and the domain that
+/// decodes it. Each column's distinct values are sorted; tuples are numbered in
+/// lexicographic order of their columns' codes, so with one column a tuple code is the
+/// column's value code.
+async fn sensitive_codes(
+    ctx: &SessionContext,
+    request: &AnonymizeRequest,
+    batches: &[RecordBatch],
+    attrs: usize,
+    rows: usize,
+) -> Result<(Vec<u32>, SensitiveDomain)> {
+    if request.sensitive.is_empty() {
+        // Without a sensitive column every record carries the same (unreleased) value.
+        return Ok((vec![0u32; rows], SensitiveDomain::none()));
+    }
+    let mut per_column: Vec<Vec<u32>> = Vec::with_capacity(request.sensitive.len());
+    let mut columns: Vec<SensitiveColumn> = Vec::with_capacity(request.sensitive.len());
+    for (j, spec) in request.sensitive.iter().enumerate() {
+        let (codes, values) =
+            informative_codes(batches, attrs + j, &spec.column, &request.source_name)?;
+        let hierarchy = match &spec.hierarchy {
+            None => None,
+            Some((name, table)) => {
+                let hierarchy_batches = ctx.read_table(table.clone())?.collect().await?;
+                let hierarchy = hierarchy_from_batches(&spec.column, name, &hierarchy_batches)?;
+                let text = cast(&values, &DataType::Utf8)?;
+                let mut leaf_of_value = Vec::with_capacity(values.len());
+                for value in text.as_string::<i32>().iter() {
+                    let value = value.unwrap_or_default();
+                    match hierarchy.leaf_code(value) {
+                        Some(code) => leaf_of_value.push(code),
+                        None => {
+                            return exec_err!(
+                                "anonymize(): value '{value}' of sensitive column '{}' is not in its hierarchy '{name}'",
+                                spec.column
+                            )
+                        }
+                    }
+                }
+                Some(SensitiveHierarchy {
+                    name: name.clone(),
+                    hierarchy,
+                    leaf_of_value,
+                })
+            }
+        };
+        let rank = if has_natural_order(&spec.data_type) {
+            Some((0..values.len() as u32).collect())
+        } else {
+            hierarchy.as_ref().map(|h| {
+                let mut order: Vec<u32> = (0..values.len() as u32).collect();
+                order.sort_by_key(|&v| h.leaf_of_value[v as usize]);
+                let mut rank = vec![0u32; order.len()];
+                for (position, &v) in order.iter().enumerate() {
+                    rank[v as usize] = position as u32;
+                }
+                rank
+            })
+        };
+        per_column.push(codes);
+        columns.push(SensitiveColumn {
+            name: spec.column.clone(),
+            values,
+            of_tuple: Vec::new(),
+            rank,
+            hierarchy,
+        });
+    }
+    if let [only] = per_column.as_slice() {
+        columns[0].of_tuple = (0..columns[0].cardinality() as u32).collect();
+        let tuples = columns[0].cardinality();
+        return Ok((only.clone(), SensitiveDomain::new(columns, tuples)));
+    }
+    // Several columns: number the distinct tuples in lexicographic order.
+    let tuple_of_row = |row: usize| -> Vec<u32> { per_column.iter().map(|c| c[row]).collect() };
+    let mut distinct: Vec<Vec<u32>> = (0..rows).map(tuple_of_row).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let index: HashMap<&[u32], u32> = distinct
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.as_slice(), i as u32))
+        .collect();
+    let mut codes = Vec::with_capacity(rows);
+    for row in 0..rows {
+        let tuple = tuple_of_row(row);
+        match index.get(tuple.as_slice()) {
+            Some(&code) => codes.push(code),
+            None => return internal_err!("sensitive tuple missing from its own index"),
+        }
+    }
+    for (j, column) in columns.iter_mut().enumerate() {
+        column.of_tuple = distinct.iter().map(|t| t[j]).collect();
+    }
+    let tuples = distinct.len();
+    Ok((codes, SensitiveDomain::new(columns, tuples)))
+}
+
 /// Informative values of the phase-1 result: a code per row, and the distinct values in
 /// canonical (sorted) order so that codes never depend on the order rows arrived in.
 fn informative_codes(
@@ -262,7 +367,7 @@ fn informative_codes(
     let informative = concat(&inf_arrays)?;
     if informative.null_count() > 0 {
         return exec_err!(
-            "anonymize(): informative column '{}' of table '{}' contains NULL values; filter or impute them first",
+            "anonymize(): sensitive column '{}' of table '{}' contains NULL values; filter or impute them first",
             name,
             source_name
         );
@@ -356,7 +461,8 @@ fn run_method(
     let input = MethodInput {
         histogram: &base.histogram,
         hierarchies: &refs,
-        value_domain: base.values.len(),
+        value_domain: base.sensitive.tuples(),
+        sensitive: &base.sensitive,
         lattice: &lattice,
         progress,
     };
@@ -364,10 +470,19 @@ fn run_method(
     check_release_size(request.method.name(), &size, base.histogram.total(), limit)?;
     let output = request.method.run(&input, &mut rng)?;
     let schema = request.release_schema();
-    let information_loss =
-        information_loss(&base.histogram, &refs, base.values.len(), &output.release)?;
+    let information_loss = information_loss(
+        &base.histogram,
+        &refs,
+        base.sensitive.tuples(),
+        &output.release,
+    )?;
     let metadata = common_metadata(request, &output, output.release.row_count());
-    let rows = ReleasedRows::new(Arc::new(output.release), &refs, &base.values, &schema)?;
+    let rows = ReleasedRows::new(
+        Arc::new(output.release),
+        &refs,
+        &base.sensitive.tuple_arrays()?,
+        &schema,
+    )?;
     Ok(ReleaseOutput {
         rows,
         metadata,
@@ -414,10 +529,11 @@ fn common_metadata(
         (
             "informative".into(),
             request
-                .informative
-                .as_ref()
-                .map(|(n, _)| n.clone())
-                .unwrap_or_default(),
+                .sensitive
+                .iter()
+                .map(|s| s.column.clone())
+                .collect::<Vec<_>>()
+                .join(", "),
         ),
         ("dropped_columns".into(), request.dropped.join(", ")),
     ];

@@ -32,6 +32,7 @@ pub mod privacy;
 pub mod progress;
 pub mod quote;
 pub mod release;
+pub mod sensitive;
 pub mod sql;
 #[cfg(test)]
 mod testing;

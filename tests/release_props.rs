@@ -158,7 +158,7 @@ proptest! {
             Field::new("b", DataType::Utf8, false),
             Field::new("v", DataType::Utf8, false),
         ]));
-        let batches = release.expand(&hs, &value_labels, &schema).expect("expand");
+        let batches = release.expand(&hs, std::slice::from_ref(&value_labels), &schema).expect("expand");
         let mut expanded: Vec<(String, String, String)> = Vec::new();
         for batch in &batches {
             let col = |i: usize| batch.column(i).as_string::<i32>().clone();

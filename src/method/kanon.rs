@@ -27,8 +27,11 @@ use datafusion::common::{exec_err, internal_err, plan_err, Result};
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::lattice::{node_label, Lattice};
+use crate::privacy::models::{ClassModels, ModelSpec};
+use crate::privacy::risk::release_risk;
 use crate::progress::Progress;
 use crate::release::{ReleasedHistogram, SUPPRESSED};
+use crate::sensitive::SensitiveDomain;
 
 mod cells;
 mod check;
@@ -68,6 +71,8 @@ pub struct KanonParams {
     pub search: SearchStrategy,
     /// Importance of each quasi-identifier, in quasi-identifier order (empty: all equal).
     pub weights: Vec<f64>,
+    /// ℓ-diversity and t-closeness every released class must meet besides `k`.
+    pub models: ModelSpec,
 }
 
 impl Default for KanonParams {
@@ -79,6 +84,7 @@ impl Default for KanonParams {
             suppression: SuppressionMode::Record,
             search: SearchStrategy::Pruned,
             weights: Vec::new(),
+            models: ModelSpec::default(),
         }
     }
 }
@@ -107,7 +113,7 @@ impl KanonParams {
         if let Some(w) = self.weights.iter().find(|w| !(w.is_finite() && **w >= 0.0)) {
             return plan_err!("qi_weights: weights must be finite and non-negative, got {w}");
         }
-        Ok(())
+        self.models.validate()
     }
 
     /// Largest number of records that may be suppressed out of `total`.
@@ -115,9 +121,9 @@ impl KanonParams {
         (self.suppression_limit * total as f64).floor() as u64
     }
 
-    /// The per-class privacy test.
-    pub fn rule(&self) -> ClassRule {
-        ClassRule { k: self.k }
+    /// The per-class privacy test: `k` and the models checked by `models`.
+    pub fn rule(&self, models: &ClassModels) -> ClassRule {
+        ClassRule::new(self.k, models.clone())
     }
 
     /// The weight of every one of `attrs` quasi-identifiers.
@@ -147,13 +153,15 @@ pub struct KanonResult {
     pub metric: Metric,
 }
 
-/// Runs optimal k-anonymization.
+/// Runs optimal k-anonymization; with `models`, a class must also meet every privacy model
+/// to be released.
 pub fn run_kanon(
     base: &GroupedHistogram,
     hierarchies: &[&Hierarchy],
     lattice: &Lattice,
     value_domain: usize,
     params: &KanonParams,
+    models: &ClassModels,
     progress: &Progress,
 ) -> Result<KanonResult> {
     params.validate()?;
@@ -169,7 +177,7 @@ pub fn run_kanon(
         hierarchies,
         value_domain,
         metric.clone(),
-        params.rule(),
+        params.rule(models),
         params.suppression,
         weights.clone(),
         max_suppressed,
@@ -182,8 +190,17 @@ pub fn run_kanon(
         progress,
     )?;
     let Some(chosen) = found.chosen else {
+        let described = params.models.describe(&[]);
+        let (with, lower) = if described.is_empty() {
+            (String::new(), "lower k")
+        } else {
+            (
+                format!(" and {}", described.join(" and ")),
+                "lower k or l, raise t",
+            )
+        };
         return exec_err!(
-            "kanon: no generalization satisfies k = {} with suppression_limit = {} ({} of {total} records may be suppressed); lower k or raise suppression_limit",
+            "kanon: no generalization satisfies k = {}{with} with suppression_limit = {} ({} of {total} records may be suppressed); {lower} or raise suppression_limit",
             params.k,
             params.suppression_limit,
             max_suppressed
@@ -196,7 +213,7 @@ pub fn run_kanon(
         hierarchies,
         value_domain,
         metric.clone(),
-        params.rule(),
+        params.rule(models),
         params.suppression,
         weights,
         max_suppressed,
@@ -278,12 +295,26 @@ fn release_at(
     Ok((release, plan))
 }
 
-/// The method's public metadata entries.
+/// The method's public metadata entries, with the risk figures of the release.
 pub fn kanon_metadata(
     params: &KanonParams,
     lattice: &Lattice,
+    sensitive: &SensitiveDomain,
     result: &KanonResult,
 ) -> Vec<(String, String)> {
+    let columns: Vec<String> = sensitive.columns.iter().map(|c| c.name.clone()).collect();
+    let described = params.models.describe(&columns);
+    let disclosure = if described.is_empty() {
+        "k-anonymity does not prevent attribute disclosure (a class whose records share one \
+         sensitive value reveals it)"
+            .to_string()
+    } else {
+        format!(
+            "every released class also satisfies {}, which limits attribute disclosure as far as \
+             these models go (they compare with the distribution of the whole input table)",
+            described.join(" and ")
+        )
+    };
     let suppressed = match params.suppression {
         SuppressionMode::Record => "the suppressed class '*' (every quasi-identifier '*') holds the records of classes smaller than k".to_string(),
         SuppressionMode::Cell => "records of classes smaller than k first lose single quasi-identifier values (shown as '*', which counts as a value: every released combination, '*' included, other than the fully suppressed class occurs at least k times); what cannot be fixed that way is suppressed as a record".to_string(),
@@ -293,8 +324,7 @@ pub fn kanon_metadata(
          fully suppressed class is shared by at least {k} records; {suppressed}; the fully suppressed class \
          may be smaller than k, and at most a fraction {limit} of the records are in classes smaller than k. \
          No differential privacy: the generalization is chosen deterministically from the data, every real \
-         record is published with its true informative value, and k-anonymity does not prevent attribute \
-         disclosure (a class whose records share one informative value reveals it).",
+         record is published with its true sensitive value, and {disclosure}.",
         k = params.k,
         limit = params.suppression_limit
     );
@@ -308,9 +338,12 @@ pub fn kanon_metadata(
             .collect::<Vec<_>>()
             .join(", ")
     };
-    vec![
+    let mut models = vec![format!("k-anonymity (k = {})", params.k)];
+    models.extend(described);
+    let mut out: Vec<(String, String)> = vec![
         ("k".into(), params.k.to_string()),
         ("suppression_limit".into(), params.suppression_limit.to_string()),
+        ("privacy_models".into(), models.join("; ")),
         ("suppression".into(), params.suppression.name().into()),
         ("metric".into(), params.metric.name().into()),
         (
@@ -333,7 +366,9 @@ pub fn kanon_metadata(
             result.plan.suppressed_cells.to_string(),
         ),
         ("guarantee".into(), guarantee),
-    ]
+    ];
+    out.extend(release_risk(&result.release));
+    out
 }
 
 /// Schema of the method's diagnostics: one row per checked node.

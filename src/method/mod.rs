@@ -19,6 +19,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::Result;
 
 use crate::budget::Cost;
+use crate::engine::SensitiveSpec;
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::lattice::{parse_level_list, Lattice, LevelBounds, Node, NO_LEVEL_BOUNDS};
@@ -26,6 +27,7 @@ use crate::mechanism::rng::AnonRng;
 use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
 use crate::progress::Progress;
 use crate::release::{ReleaseSize, ReleasedHistogram};
+use crate::sensitive::SensitiveDomain;
 
 /// What every method receives.
 pub struct MethodInput<'a> {
@@ -33,8 +35,10 @@ pub struct MethodInput<'a> {
     pub histogram: &'a GroupedHistogram,
     /// Hierarchies in quasi-identifier order.
     pub hierarchies: &'a [&'a Hierarchy],
-    /// Number of distinct informative values.
+    /// Number of distinct informative values (tuple codes of the sensitive columns).
     pub value_domain: usize,
+    /// The sensitive columns and how value codes decode into them.
+    pub sensitive: &'a SensitiveDomain,
     /// The generalization lattice.
     pub lattice: &'a Lattice,
     /// Where long loops report progress; its `report` and `check` return an error once
@@ -93,6 +97,19 @@ pub trait Method: Debug + Send + Sync {
     /// Runs the method: the released histogram, the chosen node, public metadata (including
     /// the guarantee text) and diagnostics.
     fn run(&self, input: &MethodInput<'_>, rng: &mut AnonRng) -> Result<MethodOutput>;
+
+    /// How many sensitive columns the method can release (`sensitive => 'a, b'`); one
+    /// unless the method says otherwise.
+    fn max_sensitive_columns(&self) -> usize {
+        1
+    }
+
+    /// Checks the configured method against the sensitive columns named, at planning time
+    /// (e.g. a privacy model that needs an ordered column). Errors carry no function-name
+    /// prefix.
+    fn check_sensitive(&self, _columns: &[SensitiveSpec]) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// What a method's validation sees at planning time, before any data is read.

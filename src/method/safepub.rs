@@ -339,6 +339,8 @@ pub fn safepub_metadata(
         ("lattice_nodes".into(), lattice.len().to_string()),
         ("guarantee".into(), guarantee),
     ];
+    // Computed from the released rows alone (post-processing: no privacy cost).
+    out.extend(crate::privacy::risk::release_risk(&result.release));
     if result.mostly_suppressed() {
         out.push((
             "warning".into(),

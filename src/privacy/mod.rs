@@ -1,7 +1,10 @@
 //! Privacy-parameter calculations that must hold exactly: SafePub's sampling probability,
-//! suppression threshold k and the δ they deliver, on reliable interval arithmetic; and
-//! warnings about privacy parameters that depend on the data.
+//! suppression threshold k and the δ they deliver, on reliable interval arithmetic; the
+//! privacy models of syntactic releases (ℓ-diversity, t-closeness); re-identification risk
+//! from class sizes; and warnings about privacy parameters that depend on the data.
 
 pub mod interval;
+pub mod models;
+pub mod risk;
 pub mod safepub_params;
 pub mod warnings;

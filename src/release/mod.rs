@@ -81,12 +81,15 @@ impl ReleasedHistogram {
         self.counts.iter().sum()
     }
 
-    /// Expands the histogram into rows, all at once (see [`ReleasedRows`] for the
-    /// streaming form, which every query uses).
+    /// Expands the histogram into rows: one Utf8 column per quasi-identifier (its label at
+    /// the released level, `*` when suppressed), then — when `schema` has a field for each —
+    /// the sensitive columns, each taken from its array in `values` (one entry per value
+    /// code of the histogram). All at once: see [`ReleasedRows`] for the streaming form,
+    /// which every query uses.
     pub fn expand(
         &self,
         hierarchies: &[&Hierarchy],
-        values: &ArrayRef,
+        values: &[ArrayRef],
         schema: &SchemaRef,
     ) -> Result<Vec<RecordBatch>> {
         ReleasedRows::new(Arc::new(self.clone()), hierarchies, values, schema)?.collect()
@@ -118,7 +121,9 @@ mod tests {
             Field::new("x", DataType::Utf8, false),
             Field::new("inf", DataType::Utf8, false),
         ]));
-        let batches = release.expand(&[&h], &values, &schema).unwrap();
+        let batches = release
+            .expand(&[&h], std::slice::from_ref(&values), &schema)
+            .unwrap();
         let rows: Vec<(String, String)> = batches
             .iter()
             .flat_map(|b| {
@@ -143,7 +148,7 @@ mod tests {
         assert_eq!(rows, expected);
         // Without the informative field only the quasi-identifiers are released.
         let qi_only = Arc::new(Schema::new(vec![Field::new("x", DataType::Utf8, false)]));
-        let batches = release.expand(&[&h], &values, &qi_only).unwrap();
+        let batches = release.expand(&[&h], &[values], &qi_only).unwrap();
         assert_eq!(batches[0].num_columns(), 1);
         assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 8);
     }

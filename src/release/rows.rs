@@ -14,8 +14,8 @@ use crate::hierarchy::{Hierarchy, STAR};
 
 /// A released histogram ready to be expanded into rows: one Utf8 column per
 /// quasi-identifier (its label at the released level, `*` when suppressed), then — when the
-/// schema has one more field — the informative column taken from `values` (one entry per
-/// value code).
+/// schema has a field for each — the sensitive columns, each taken from its array in
+/// `values` (one entry per value code).
 ///
 /// Holding it costs memory proportional to the released *histogram* (classes × values),
 /// never to the released row count: [`ReleasedRows::batches`] produces the rows batch by
@@ -27,27 +27,28 @@ pub struct ReleasedRows {
     labels: Vec<ArrayRef>,
     /// Per quasi-identifier, the index of `*` in `labels`.
     star_index: Vec<u32>,
-    values: Option<ArrayRef>,
+    /// The sensitive columns' arrays (empty when the schema has none).
+    values: Vec<ArrayRef>,
     schema: SchemaRef,
 }
 
 impl ReleasedRows {
     /// Prepares the expansion of `histogram` under `schema` (the quasi-identifiers, then
-    /// optionally the informative column).
+    /// optionally the sensitive columns).
     pub fn new(
         histogram: Arc<ReleasedHistogram>,
         hierarchies: &[&Hierarchy],
-        values: &ArrayRef,
+        values: &[ArrayRef],
         schema: &SchemaRef,
     ) -> Result<Self> {
         let attrs = hierarchies.len();
         let with_values = match schema.fields().len() {
-            n if n == attrs + 1 => true,
+            n if n == attrs + values.len() => true,
             n if n == attrs => false,
             n => {
                 return internal_err!(
                     "release schema has {n} fields, expected {attrs} or {}",
-                    attrs + 1
+                    attrs + values.len()
                 )
             }
         };
@@ -72,7 +73,7 @@ impl ReleasedRows {
             histogram,
             labels,
             star_index,
-            values: with_values.then(|| values.clone()),
+            values: if with_values { values.to_vec() } else { Vec::new() },
             schema: schema.clone(),
         })
     }
@@ -109,12 +110,15 @@ impl ReleasedRows {
     }
 
     fn batch(&self, qi_idx: Vec<Vec<u32>>, val_idx: Vec<u32>) -> Result<RecordBatch> {
-        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.labels.len() + 1);
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.labels.len() + self.values.len());
         for (labels, idx) in self.labels.iter().zip(qi_idx) {
             columns.push(take(labels.as_ref(), &UInt32Array::from(idx), None)?);
         }
-        if let Some(values) = &self.values {
-            columns.push(take(values.as_ref(), &UInt32Array::from(val_idx), None)?);
+        if !self.values.is_empty() {
+            let idx = UInt32Array::from(val_idx);
+            for values in &self.values {
+                columns.push(take(values.as_ref(), &idx, None)?);
+            }
         }
         let options =
             RecordBatchOptions::new().with_row_count(Some(columns.first().map_or(0, |c| c.len())));

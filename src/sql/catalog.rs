@@ -12,6 +12,7 @@ use std::sync::Arc;
 use datafusion::logical_expr::ScalarUDF;
 
 use super::anonymize::{AnonymizeFunction, ReleaseCache, ReleaseView};
+use super::assess::{AssessFunction, ClassSizesFunction};
 use super::budget_fn::PrivacyBudgetFunction;
 use super::demo_fns::NpsDemoFunction;
 use super::generalized_udfs::generalized_udfs;
@@ -56,7 +57,9 @@ impl FunctionCatalog {
             })
             .collect();
         table_functions.extend([
-            Arc::new(PrivacyBudgetFunction::new(ledger)) as Arc<dyn SqlTableFunction>,
+            Arc::new(AssessFunction) as Arc<dyn SqlTableFunction>,
+            Arc::new(ClassSizesFunction),
+            Arc::new(PrivacyBudgetFunction::new(ledger)),
             Arc::new(IntervalHierarchyFunction),
             Arc::new(MaskHierarchyFunction),
             Arc::new(NpsDemoFunction::default()),
@@ -410,6 +413,8 @@ mod tests {
             .map(|f| f.name().to_string())
             .collect();
         for name in [
+            "anonymize_assess",
+            "anonymize_class_sizes",
             "anonymize_diagnostics",
             "anonymize_information_loss",
             "anonymize_warnings",

@@ -3,6 +3,7 @@
 
 pub mod anonymize;
 pub mod args;
+pub mod assess;
 pub mod budget_fn;
 pub mod catalog;
 pub mod demo_fns;

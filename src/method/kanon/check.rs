@@ -1,6 +1,7 @@
 //! Checking one lattice node: its classes (rolled up from an already computed finer node),
 //! which classes fail the privacy model, whether the node is feasible, and its score.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -11,30 +12,73 @@ use super::metric::{Metric, Score, Suppression};
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::lattice::Node;
+use crate::privacy::models::{ClassModels, ModelScratch};
 
-/// The privacy model's test of one equivalence class.
+/// The privacy model's test of one equivalence class: at least `k` records and, when
+/// `models` is not empty, every ℓ-diversity / t-closeness check.
 ///
-/// The search relies on one property of this test: a class formed by merging classes of
-/// which at least one passes also passes (true of "at least k records"; further per-class
-/// predicates such as l-diversity belong here when they keep it). Then generalizing a node
-/// never makes more records fail, so feasibility is monotone along the lattice.
-#[derive(Debug, Clone, PartialEq)]
+/// The pruned search infers feasibility along the lattice only when the test is
+/// [`ClassRule::monotone`]: a class formed by merging classes of which at least one passes
+/// also passes (true of "at least k records" and of distinct ℓ-diversity). Then
+/// generalizing a node never makes more records fail. Entropy and recursive ℓ-diversity
+/// and t-closeness lack the property, and the search checks every node it visits instead.
+#[derive(Debug)]
 pub struct ClassRule {
     /// Smallest size of a released class.
     pub k: u64,
+    /// The ℓ-diversity and t-closeness checks (empty: k alone).
+    pub models: ClassModels,
+    scratch: RefCell<(ModelScratch, Vec<u32>, Vec<u64>)>,
+}
+
+impl Clone for ClassRule {
+    fn clone(&self) -> Self {
+        Self::new(self.k, self.models.clone())
+    }
 }
 
 impl ClassRule {
-    /// Whether the test reads the informative values of a class (otherwise the search
-    /// works on class sizes only, which is faster).
-    pub fn needs_values(&self) -> bool {
-        false
+    /// The test of `k` and `models`.
+    pub fn new(k: u64, models: ClassModels) -> Self {
+        Self {
+            k,
+            models,
+            scratch: RefCell::default(),
+        }
     }
 
-    /// Whether a class of `size` records with informative-value counts `values` (ascending
+    /// The test of `k` alone.
+    pub fn k_only(k: u64) -> Self {
+        Self::new(k, ClassModels::default())
+    }
+
+    /// Whether the test reads the sensitive values of a class (otherwise the search
+    /// works on class sizes only, which is faster).
+    pub fn needs_values(&self) -> bool {
+        !self.models.is_empty()
+    }
+
+    /// Whether a class that merges classes of which one passes always passes.
+    pub fn monotone(&self) -> bool {
+        self.models.is_monotone()
+    }
+
+    /// Whether a class of `size` records with sensitive-value counts `values` (ascending
     /// by value; only meaningful when [`ClassRule::needs_values`]) may be released.
-    pub fn releasable(&self, size: u64, _values: &[(u32, u64)]) -> bool {
-        size >= self.k
+    pub fn releasable(&self, size: u64, values: &[(u32, u64)]) -> bool {
+        if size < self.k {
+            return false;
+        }
+        if self.models.is_empty() {
+            return true;
+        }
+        let mut guard = self.scratch.borrow_mut();
+        let (scratch, codes, counts) = &mut *guard;
+        codes.clear();
+        counts.clear();
+        codes.extend(values.iter().map(|v| v.0));
+        counts.extend(values.iter().map(|v| v.1));
+        self.models.accepts(codes, counts, scratch)
     }
 }
 
@@ -127,6 +171,11 @@ impl<'a> Evaluator<'a> {
     /// The metric.
     pub fn metric(&self) -> &Metric {
         &self.metric
+    }
+
+    /// Whether feasibility is monotone along the lattice (see [`ClassRule::monotone`]).
+    pub fn monotone(&self) -> bool {
+        self.rule.monotone()
     }
 
     /// Number of nodes checked so far.

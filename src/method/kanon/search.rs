@@ -78,7 +78,9 @@ pub fn search(
 ) -> Result<SearchOutcome> {
     let mut found = match strategy {
         SearchStrategy::Exhaustive => exhaustive(evaluator, lattice, progress)?,
-        SearchStrategy::Pruned => Pruned::new(lattice, all_feasible).run(evaluator, progress)?,
+        SearchStrategy::Pruned => {
+            Pruned::new(lattice, all_feasible, evaluator.monotone()).run(evaluator, progress)?
+        }
     };
     progress.report(lattice.len(), lattice.len())?;
     let chosen_node = found.chosen.map(|i| found.outcomes[i].node.clone());
@@ -164,33 +166,46 @@ struct Pruned<'l> {
     lattice: &'l Lattice,
     /// Position stride of each attribute.
     strides: Vec<usize>,
+    /// Number of levels of each attribute within the lattice's bounds.
+    widths: Vec<usize>,
     state: Vec<u8>,
     all_feasible: bool,
+    /// Whether feasibility is monotone (see [`super::ClassRule::monotone`]); otherwise
+    /// nothing is inferred about unchecked nodes.
+    monotone: bool,
     outcomes: Vec<KanonNodeOutcome>,
     checked: HashMap<usize, usize>,
     best: Best,
 }
 
 impl<'l> Pruned<'l> {
-    fn new(lattice: &'l Lattice, all_feasible: bool) -> Self {
-        let heights = lattice.heights();
-        let mut strides = vec![1usize; heights.len()];
-        for a in (0..heights.len().saturating_sub(1)).rev() {
-            strides[a] = strides[a + 1] * (heights[a + 1] + 1);
+    fn new(lattice: &'l Lattice, all_feasible: bool, monotone: bool) -> Self {
+        let widths: Vec<usize> = lattice
+            .min_levels()
+            .iter()
+            .zip(lattice.max_levels())
+            .map(|(lo, hi)| hi - lo + 1)
+            .collect();
+        let mut strides = vec![1usize; widths.len()];
+        for a in (0..widths.len().saturating_sub(1)).rev() {
+            strides[a] = strides[a + 1] * widths[a + 1];
         }
         Self {
             lattice,
             strides,
+            widths,
             state: vec![0u8; lattice.len()],
             all_feasible,
+            monotone,
             outcomes: Vec::new(),
             checked: HashMap::new(),
             best: None,
         }
     }
 
+    /// Level of attribute `a` at `position`, counted from the lattice's lowest level.
     fn level(&self, position: usize, a: usize) -> usize {
-        (position / self.strides[a]) % (self.lattice.heights()[a] + 1)
+        (position / self.strides[a]) % self.widths[a]
     }
 
     /// Sets `flag` on `position` and on every node below it (`down`) or above it: the
@@ -211,7 +226,7 @@ impl<'l> Pruned<'l> {
                     }
                     p - self.strides[a]
                 } else {
-                    if level == self.lattice.heights()[a] {
+                    if level + 1 == self.widths[a] {
                         continue;
                     }
                     p + self.strides[a]
@@ -229,13 +244,15 @@ impl<'l> Pruned<'l> {
         let outcome = evaluator.evaluate(node)?;
         self.state[position] |= CHECKED;
         if outcome.feasible {
-            if self.all_feasible {
+            if self.all_feasible || !self.monotone {
                 self.state[position] |= FEASIBLE;
             } else {
                 self.tag(position, FEASIBLE, false);
             }
-        } else {
+        } else if self.monotone {
             self.tag(position, INFEASIBLE, true);
+        } else {
+            self.state[position] |= INFEASIBLE;
         }
         track(&mut self.best, &outcome, position, self.outcomes.len());
         self.checked.insert(position, self.outcomes.len());
@@ -319,7 +336,7 @@ impl<'l> Pruned<'l> {
             };
             if self.state[position] & (INFEASIBLE | CHECKED) == 0 {
                 let before = evaluator.checks();
-                if !self.all_feasible && self.state[position] & FEASIBLE == 0 {
+                if self.monotone && !self.all_feasible && self.state[position] & FEASIBLE == 0 {
                     self.climb(evaluator, &node)?;
                 }
                 if self.state[position] & (INFEASIBLE | CHECKED) == 0 {

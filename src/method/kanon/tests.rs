@@ -4,6 +4,7 @@ use proptest::prelude::*;
 
 use super::check::Evaluator;
 use super::*;
+use crate::privacy::models::{ClassModels, LDiversity, LModel, ModelSpec, TModel};
 
 use crate::lattice::Node;
 use crate::testing::{
@@ -106,7 +107,7 @@ proptest! {
         let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 10_000).unwrap();
         let params = KanonParams::new(k, limit);
         let expected = brute_force(&hs, &records, k, limit);
-        match run_kanon(&base, &hs, &lattice, 4, &params, &Progress::silent()) {
+        match run_kanon(&base, &hs, &lattice, 4, &params, &ClassModels::default(), &Progress::silent()) {
             Ok(result) => {
                 let (node, suppressed) = expected.expect("brute force finds a feasible node too");
                 prop_assert_eq!(&result.outcomes[result.chosen].node, &node);
@@ -135,9 +136,9 @@ fn paper_example() {
     let cancel = crate::progress::Cancel::new();
     cancel.cancel();
     let stopped = Progress::new("kanon", None, cancel);
-    let err = run_kanon(&base, &hs, &lattice, 5, &params, &stopped).unwrap_err();
+    let err = run_kanon(&base, &hs, &lattice, 5, &params, &ClassModels::default(), &stopped).unwrap_err();
     assert!(err.to_string().contains("cancelled"), "{err}");
-    let result = run_kanon(&base, &hs, &lattice, 5, &params, &Progress::silent()).unwrap();
+    let result = run_kanon(&base, &hs, &lattice, 5, &params, &ClassModels::default(), &Progress::silent()).unwrap();
     let chosen = &result.outcomes[result.chosen];
     assert_eq!(chosen.node, vec![1, 0, 1]);
     assert_eq!(chosen.suppressed_records, 1);
@@ -154,7 +155,7 @@ fn paper_example() {
     // Without suppression the 67-year-old must share a class: age '*' and zip '*' leave
     // the classes M (4) and F (3).
     let strict = KanonParams::new(3, 0.0);
-    let result = run_kanon(&base, &hs, &lattice, 5, &strict, &Progress::silent()).unwrap();
+    let result = run_kanon(&base, &hs, &lattice, 5, &strict, &ClassModels::default(), &Progress::silent()).unwrap();
     assert_eq!(result.outcomes[result.chosen].suppressed_records, 0);
     assert_eq!(result.outcomes[result.chosen].node, vec![2, 0, 2]);
     // k larger than the table: nothing is feasible.
@@ -164,6 +165,7 @@ fn paper_example() {
         &lattice,
         5,
         &KanonParams::new(8, 0.5),
+        &ClassModels::default(),
         &Progress::silent(),
     )
     .unwrap_err()
@@ -194,6 +196,20 @@ fn validates_parameters() {
         .to_string()
         .contains("qi_weights"));
     assert_eq!(KanonParams::default().max_suppressed(1_361_000), 68_050);
+}
+
+/// One sensitive column with the values 0, 1, 2 (tuple codes are value codes, in order).
+fn three_values() -> SensitiveDomain {
+    SensitiveDomain::new(
+        vec![crate::sensitive::SensitiveColumn {
+            name: "s".into(),
+            values: std::sync::Arc::new(datafusion::arrow::array::UInt32Array::from(vec![0, 1, 2])),
+            of_tuple: vec![0, 1, 2],
+            rank: Some(vec![0, 1, 2]),
+            hierarchy: None,
+        }],
+        3,
+    )
 }
 
 /// Hierarchies the random lattices are drawn from (heights 2, 2, 1, 2).
@@ -249,6 +265,8 @@ proptest! {
         metric_index in 0usize..7,
         cell in any::<bool>(),
         weighted in any::<bool>(),
+        bounds in proptest::collection::vec((0usize..3, 0usize..3), 4),
+        model_index in 0usize..5,
     ) {
         let limit = [0.0, 0.02, 0.1, 0.3, 1.0][limit_index];
         let pool = pool();
@@ -262,8 +280,24 @@ proptest! {
             .collect();
         let total: u64 = rows.iter().map(|r| r.2).sum();
         let base = weighted_histogram(&hs, &rows, 3);
-        let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 10_000).unwrap();
+        // Level bounds: each attribute's lattice levels lie in [min, max] within its height.
+        let heights: Vec<usize> = hs.iter().map(|h| h.height()).collect();
+        let (min, max): (Vec<usize>, Vec<usize>) = heights
+            .iter()
+            .zip(&bounds)
+            .map(|(&h, &(x, y))| (x.min(y).min(h), x.max(y).min(h)))
+            .unzip();
+        let lattice = Lattice::bounded(heights, min, max, 10_000).unwrap();
         let mut params = KanonParams::new(k, limit);
+        // Models, monotone (distinct) or not (entropy, recursive, t-closeness).
+        params.models = match model_index {
+            0 => ModelSpec::default(),
+            1 => ModelSpec { l: Some(LDiversity { l: 2, model: LModel::Distinct }), t: None },
+            2 => ModelSpec { l: Some(LDiversity { l: 2, model: LModel::Entropy }), t: None },
+            3 => ModelSpec { l: Some(LDiversity { l: 2, model: LModel::Recursive { c: 2.0 } }), t: None },
+            _ => ModelSpec { l: None, t: Some((0.3, TModel::Equal)) },
+        };
+        let models = ClassModels::new(&params.models, &base, &three_values(), "kanon").unwrap();
         params.metric = MetricKind::parse(METRIC_NAMES[metric_index]).unwrap();
         params.suppression = if cell { SuppressionMode::Cell } else { SuppressionMode::Record };
         if weighted {
@@ -271,8 +305,8 @@ proptest! {
         }
         let mut exhaustive = params.clone();
         exhaustive.search = SearchStrategy::Exhaustive;
-        let all = run_kanon(&base, &hs, &lattice, 3, &exhaustive, &Progress::silent());
-        let pruned = run_kanon(&base, &hs, &lattice, 3, &params, &Progress::silent());
+        let all = run_kanon(&base, &hs, &lattice, 3, &exhaustive, &models, &Progress::silent());
+        let pruned = run_kanon(&base, &hs, &lattice, 3, &params, &models, &Progress::silent());
         match (all, pruned) {
             (Ok(all), Ok(pruned)) => {
                 prop_assert_eq!(all.outcomes.len(), lattice.len());
@@ -372,7 +406,7 @@ fn adult_loss_matches_arx() {
     for (k, limit, node) in expected {
         let mut params = KanonParams::new(k, limit);
         params.metric = MetricKind::Loss;
-        let result = run_kanon(&base, &hs, &lattice, 1, &params, &Progress::silent()).unwrap();
+        let result = run_kanon(&base, &hs, &lattice, 1, &params, &ClassModels::default(), &Progress::silent()).unwrap();
         let chosen = &result.outcomes[result.chosen];
         assert_eq!(chosen.node, node.to_vec(), "k = {k}, limit = {limit}");
         assert!(
@@ -401,7 +435,7 @@ fn adult_cell_suppression_keeps_more_records() {
     let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 1_000_000).unwrap();
     let mut params = KanonParams::new(5, 0.05);
     params.metric = MetricKind::Loss;
-    let record = run_kanon(&base, &hs, &lattice, 1, &params, &Progress::silent()).unwrap();
+    let record = run_kanon(&base, &hs, &lattice, 1, &params, &ClassModels::default(), &Progress::silent()).unwrap();
     let node = record.outcomes[record.chosen].node.clone();
     check_cells(&record, 5, 30_162);
     assert!(record.plan.suppressed_records > 0);
@@ -419,7 +453,7 @@ fn adult_cell_suppression_keeps_more_records() {
         &hs,
         1,
         metric,
-        cell.rule(),
+        cell.rule(&ClassModels::default()),
         SuppressionMode::Cell,
         vec![1.0; 9],
         cell.max_suppressed(30_162),
@@ -446,7 +480,7 @@ fn adult_cell_suppression_keeps_more_records() {
     check_cells(&fake, 5, 30_162);
 
     // Searching in cell mode: a k-anonymous release whose counts match its stars.
-    let searched = run_kanon(&base, &hs, &lattice, 1, &cell, &Progress::silent()).unwrap();
+    let searched = run_kanon(&base, &hs, &lattice, 1, &cell, &ClassModels::default(), &Progress::silent()).unwrap();
     check_cells(&searched, 5, 30_162);
     assert!(
         searched.plan.suppressed_cells <= 9 * searched.outcomes[searched.chosen].failing_records
@@ -480,7 +514,7 @@ fn adult_figures() {
                 let mut last = None;
                 for _ in 0..3 {
                     let start = std::time::Instant::now();
-                    let r = run_kanon(&base, &hs, &lattice, 1, &params, &Progress::silent()).unwrap();
+                    let r = run_kanon(&base, &hs, &lattice, 1, &params, &ClassModels::default(), &Progress::silent()).unwrap();
                     times.push(start.elapsed().as_secs_f64());
                     last = Some(r);
                 }

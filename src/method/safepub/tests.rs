@@ -613,6 +613,7 @@ fn run(f: &Fixture, params: &SafePubParams, seed: u64) -> SafePubResult {
         histogram: &f.base,
         hierarchies: &hs,
         value_domain: 4,
+        sensitive: &crate::sensitive::SensitiveDomain::none(),
         lattice: &lattice,
         progress: &progress,
     };

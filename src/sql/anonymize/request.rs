@@ -11,7 +11,7 @@ use datafusion::common::{plan_err, DataFusionError, Result};
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
 use super::names::{parse_list, ListName};
-use crate::engine::{AnonymizeRequest, QiSpec};
+use crate::engine::{AnonymizeRequest, QiSpec, SensitiveSpec};
 use crate::method::{find_method, Method, MethodArgs, MethodSpec, METHODS};
 use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
 use crate::sql::args::BoundArgs;
@@ -43,7 +43,7 @@ pub const COMMON_PARAMS: &[ParamSpec] = &[
         "sensitive",
         ParamKind::Text,
         ParamDefault::Optional("none: only the quasi-identifiers are released"),
-        "the sensitive (analysed) column, released unchanged; 'informative' is its synonym",
+        "the sensitive (analysed) columns as 'col[:hierarchy_table], ...', released unchanged ('kanon' accepts several, the other methods one); ':table' gives the column's hierarchy or order for t-closeness; 'informative' is its synonym",
     ),
     ParamSpec::new(
         "informative",
@@ -137,42 +137,46 @@ pub fn build_request(
     let source = resolve_table(function, context, &source_name, "source table")?;
     let schema = source.schema();
     let qi = resolve_qi(function, context, &source_name, &schema, common.text("qi")?)?;
-    let informative = match sensitive_text(function, &common)? {
-        None => None,
-        Some((name, text)) => Some(resolve_informative(
-            function,
-            &source_name,
-            &schema,
-            &qi,
+    let (sensitive, sensitive_param) = match sensitive_text(function, &common)? {
+        None => (Vec::new(), "sensitive"),
+        Some((name, text)) => (
+            resolve_sensitive(function, context, &source_name, &schema, &qi, name, text)?,
             name,
-            text,
-        )?),
+        ),
     };
     let qi_columns: Vec<String> = qi.iter().map(|q| q.column.clone()).collect();
     let configured = (method.configure)(&MethodArgs {
         values: &values,
-        has_informative: informative.is_some(),
+        has_informative: !sensitive.is_empty(),
         qi: &qi_columns,
     })
     .map_err(|e| prefix_error(function, e))?;
     check_level_bounds(&*configured, &qi).map_err(|e| prefix_error(function, e))?;
+    if sensitive.len() > configured.max_sensitive_columns() {
+        return plan_err!(
+            "{function}(): '{sensitive_param}' must name exactly one column, got '{}' (method '{}' releases one sensitive column; 'kanon' releases several)",
+            common.opt_text(sensitive_param).unwrap_or_default(),
+            method.name
+        );
+    }
+    configured
+        .check_sensitive(&sensitive)
+        .map_err(|e| prefix_error(function, e))?;
 
     let dropped: Vec<String> = schema
         .fields()
         .iter()
         .map(|f| f.name().clone())
-        .filter(|n| {
-            informative.as_ref().is_none_or(|(i, _)| i != n) && !qi.iter().any(|q| &q.column == n)
-        })
+        .filter(|n| !sensitive.iter().any(|s| &s.column == n) && !qi.iter().any(|q| &q.column == n))
         .collect();
     let seed = values.opt_u64("seed");
-    let canonical_args = canonical_args(&source_name, &qi, &informative, seed, &*configured);
+    let canonical_args = canonical_args(&source_name, &qi, &sensitive, seed, &*configured);
     Ok(AnonymizeRequest {
         canonical_args,
         source_name,
         source,
         qi,
-        informative,
+        sensitive,
         dropped,
         seed,
         method: configured,
@@ -216,7 +220,7 @@ fn check_applicable(function: &str, method: &MethodSpec, args: &BoundArgs) -> Re
 fn canonical_args(
     source_name: &str,
     qi: &[QiSpec],
-    informative: &Option<(String, datafusion::arrow::datatypes::DataType)>,
+    sensitive: &[SensitiveSpec],
     seed: Option<u64>,
     method: &dyn Method,
 ) -> String {
@@ -224,10 +228,17 @@ fn canonical_args(
         .iter()
         .map(|q| format!("{:?}:{:?}", q.column, q.hierarchy_name))
         .collect();
+    let sensitive_text: Vec<String> = sensitive
+        .iter()
+        .map(|s| match &s.hierarchy {
+            None => format!("{:?}", s.column),
+            Some((name, _)) => format!("{:?}:{name:?}", s.column),
+        })
+        .collect();
     format!(
         "source={source_name:?};qi={};informative={:?};seed={seed:?};method={method:?}",
         qi_text.join(","),
-        informative.as_ref().map(|(n, _)| n.as_str()),
+        (!sensitive.is_empty()).then(|| sensitive_text.join(",")),
     )
 }
 
@@ -353,30 +364,67 @@ fn sensitive_text<'a>(
     }
 }
 
-/// Resolves `sensitive => 'col'` (or `informative => 'col'`, named `param`): exactly one
-/// column, not a quasi-identifier.
-fn resolve_informative(
+/// Resolves `sensitive => 'col[:hierarchy], ...'` (or `informative => ...`, named `param`):
+/// at least one column, none of them a quasi-identifier or listed twice; a hierarchy table
+/// only where one is named.
+fn resolve_sensitive(
     function: &str,
+    context: &mut dyn RelationPlannerContext,
     source_name: &str,
     schema: &Schema,
     qi: &[QiSpec],
     param: &str,
     text: &str,
-) -> Result<(String, datafusion::arrow::datatypes::DataType)> {
-    let columns = parse_list(param, text, false).map_err(|e| prefix_error(function, e))?;
-    let name = match columns.as_slice() {
-        [one] => resolve_column(function, schema, source_name, &one.column)?,
-        _ => {
-            return plan_err!("{function}(): '{param}' must name exactly one column, got '{text}'")
+) -> Result<Vec<SensitiveSpec>> {
+    let mut out: Vec<SensitiveSpec> = Vec::new();
+    for item in parse_list(param, text, true).map_err(|e| prefix_error(function, e))? {
+        if item.column.text.is_empty() {
+            return plan_err!(
+                "{function}(): {param} item '{}' names no column before ':'; write {param} => 'column' or 'column:hierarchy_table'",
+                item.written
+            );
         }
-    };
-    if qi.iter().any(|q| q.column == name) {
-        return plan_err!(
-            "{function}(): column '{name}' cannot be both quasi-identifier and {param}"
-        );
+        let name = resolve_column(function, schema, source_name, &item.column)?;
+        let hierarchy_name = match item.table {
+            Some(table) if table.text.is_empty() => {
+                return plan_err!(
+                    "{function}(): {param} item '{}' names no hierarchy table after ':'",
+                    item.written
+                )
+            }
+            Some(table) => Some(table.text),
+            None => None,
+        };
+        if qi.iter().any(|q| q.column == name) {
+            return plan_err!(
+                "{function}(): column '{name}' cannot be both quasi-identifier and {param}"
+            );
+        }
+        if out.iter().any(|s| s.column == name) {
+            return plan_err!("{function}(): column '{name}' is listed twice in '{param}'");
+        }
+        let hierarchy = match hierarchy_name {
+            None => None,
+            Some(h) => {
+                let Ok(table) = resolve_table(function, context, &h, "hierarchy table") else {
+                    return plan_err!(
+                        "{function}(): hierarchy table '{h}' for sensitive column '{name}' not found"
+                    );
+                };
+                Some((h, table))
+            }
+        };
+        let data_type = schema.field_with_name(&name)?.data_type().clone();
+        out.push(SensitiveSpec {
+            column: name,
+            data_type,
+            hierarchy,
+        });
     }
-    let data_type = schema.field_with_name(&name)?.data_type().clone();
-    Ok((name, data_type))
+    if out.is_empty() {
+        return plan_err!("{function}(): '{param}' names no column, got '{text}'");
+    }
+    Ok(out)
 }
 
 /// Checks the columns named inside method arguments (`qi_weights`, `min_levels`,

@@ -1,0 +1,691 @@
+//! `anonymize_assess(...)` and `anonymize_class_sizes(...)`: how risky a table is, before or
+//! after anonymizing, without releasing anything.
+//!
+//! Both read any registered table: a raw source (then the figures are exact facts about
+//! the data: owner-only) or a published release, whose `*` values are ordinary labels and
+//! whose suppressed rows (every quasi-identifier `*`) are excluded from the classes and
+//! counted as `suppressed`. Each runs DataFusion aggregates only (GROUP BY the
+//! quasi-identifiers and the sensitive columns); Rust sees one row per (class, value)
+//! combination, never the raw rows. Formulas: docs/METHODS.md §7.5.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, Float64Array, RecordBatch, StringArray, UInt32Array,
+};
+use datafusion::arrow::compute::{cast, concat, sort_to_indices, take};
+use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
+use datafusion::arrow::row::{OwnedRow, RowConverter, SortField};
+use datafusion::catalog::TableProvider;
+use datafusion::common::{exec_err, plan_err, Column, Result, ScalarValue};
+use datafusion::execution::SessionState;
+use datafusion::functions_aggregate::expr_fn::{count, sum};
+use datafusion::logical_expr::planner::RelationPlannerContext;
+use datafusion::logical_expr::{cast as cast_expr, lit, Expr};
+use datafusion::prelude::{DataFrame, SessionContext};
+use tokio::sync::OnceCell;
+
+use super::args::{bind, CallArgs, ParamSpec};
+use super::lazy::{BatchProducer, LazyTable};
+use super::planner::SqlTableFunction;
+use crate::hierarchy::STAR;
+use crate::params::{ParamDefault, ParamKind, ParamValues};
+use crate::privacy::models::fib_map::FibMap;
+use crate::privacy::models::l_diversity::entropy_l;
+use crate::privacy::models::ordered_distance::OrderedDistance;
+use crate::privacy::models::t_closeness::EqualDistance;
+use crate::privacy::risk::{ClassRisk, PopulationRisk};
+use crate::sensitive::has_natural_order;
+
+/// Default `risk_threshold` of `records_at_risk`.
+pub const DEFAULT_RISK_THRESHOLD: f64 = 0.2;
+
+const SOURCE: ParamSpec = ParamSpec::new(
+    "source",
+    ParamKind::Text,
+    ParamDefault::Required,
+    "table to assess: a raw source (owner-only) or a published release (first positional argument)",
+);
+const QI: ParamSpec = ParamSpec::new(
+    "qi",
+    ParamKind::Text,
+    ParamDefault::Required,
+    "quasi-identifiers as 'col, ...' (':hierarchy' suffixes, as anonymize takes them, are ignored)",
+);
+
+/// Parameters of `anonymize_assess`.
+pub const ASSESS_PARAMS: &[ParamSpec] = &[
+    SOURCE,
+    QI,
+    ParamSpec::new(
+        "sensitive",
+        ParamKind::Text,
+        ParamDefault::Optional("none: no l-diversity or t-closeness figures"),
+        "sensitive columns as 'col, ...': l-diversity and t-closeness figures for each",
+    ),
+    ParamSpec::new(
+        "population",
+        ParamKind::Text,
+        ParamDefault::Optional("none: the table is its own population"),
+        "the population the table was drawn from: its number of records (an integer) or a table holding it (with the same quasi-identifier columns); adds journalist_risk_max",
+    ),
+    ParamSpec::new(
+        "risk_threshold",
+        ParamKind::Number,
+        ParamDefault::Number(DEFAULT_RISK_THRESHOLD),
+        "records_at_risk counts the records whose prosecutor risk 1/(class size) exceeds this, in (0, 1]",
+    ),
+];
+
+/// Parameters of `anonymize_class_sizes`.
+pub const CLASS_SIZES_PARAMS: &[ParamSpec] = &[SOURCE, QI];
+
+/// Schema of `anonymize_assess`.
+pub fn assess_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("key", DataType::Utf8, false),
+        Field::new("sensitive", DataType::Utf8, true),
+        Field::new("value", DataType::Float64, false),
+    ]))
+}
+
+/// Schema of `anonymize_class_sizes`.
+pub fn class_sizes_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("size", DataType::Int64, false),
+        Field::new("classes", DataType::Int64, false),
+        Field::new("records", DataType::Int64, false),
+    ]))
+}
+
+/// How the population is given.
+#[derive(Debug, Clone)]
+enum Population {
+    None,
+    Rows(u64),
+    Table(String, Arc<dyn TableProvider>),
+}
+
+/// A validated call of either function.
+#[derive(Debug, Clone)]
+struct AssessRequest {
+    source_name: String,
+    source: Arc<dyn TableProvider>,
+    qi: Vec<String>,
+    sensitive: Vec<(String, DataType)>,
+    population: Population,
+    risk_threshold: f64,
+}
+
+/// Column names of `text` ('a, b:h' → a, b), resolved against `schema` (exact name, else a
+/// unique case-insensitive match).
+fn columns(
+    function: &str,
+    param: &str,
+    text: &str,
+    table: &str,
+    schema: &Schema,
+) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let wanted = item.split_once(':').map_or(item, |(c, _)| c.trim());
+        let name = if schema.field_with_name(wanted).is_ok() {
+            wanted.to_string()
+        } else {
+            let matches: Vec<&String> = schema
+                .fields()
+                .iter()
+                .map(|f| f.name())
+                .filter(|n| n.eq_ignore_ascii_case(wanted))
+                .collect();
+            match matches.as_slice() {
+                [one] => one.to_string(),
+                _ => {
+                    let names: Vec<&str> =
+                        schema.fields().iter().map(|f| f.name().as_str()).collect();
+                    return plan_err!(
+                        "{function}(): table '{table}' has no column '{wanted}'; its columns are: {}",
+                        names.join(", ")
+                    );
+                }
+            }
+        };
+        if out.contains(&name) {
+            return plan_err!("{function}(): column '{name}' is listed twice in '{param}'");
+        }
+        out.push(name);
+    }
+    if out.is_empty() {
+        return plan_err!("{function}(): argument '{param}' names no columns");
+    }
+    Ok(out)
+}
+
+fn table(
+    function: &str,
+    context: &mut dyn RelationPlannerContext,
+    name: &str,
+    what: &str,
+) -> Result<Arc<dyn TableProvider>> {
+    match crate::sql::resolve::resolve_table(context, name)? {
+        Some(t) => Ok(t),
+        None => plan_err!("{function}(): {what} '{name}' not found"),
+    }
+}
+
+fn build_request(
+    function: &str,
+    params: &[ParamSpec],
+    args: CallArgs,
+    context: &mut dyn RelationPlannerContext,
+) -> Result<AssessRequest> {
+    let bound = bind(function, params, &["source"], args)?;
+    let mut given = bound.values().clone();
+    let population_arg = given.remove("population");
+    let values = ParamValues::parse(function, function, params, &given)?;
+    let source_name = values.text("source")?.to_string();
+    let source = table(function, context, &source_name, "table")?;
+    let schema = source.schema();
+    let qi = columns(function, "qi", values.text("qi")?, &source_name, &schema)?;
+    let sensitive = match values.opt_text("sensitive") {
+        None => Vec::new(),
+        Some(text) => columns(function, "sensitive", text, &source_name, &schema)?,
+    };
+    if let Some(both) = sensitive.iter().find(|s| qi.contains(s)) {
+        return plan_err!(
+            "{function}(): column '{both}' cannot be both quasi-identifier and sensitive"
+        );
+    }
+    let sensitive = sensitive
+        .into_iter()
+        .map(|name| {
+            let data_type = schema.field_with_name(&name)?.data_type().clone();
+            Ok((name, data_type))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let population = match population_arg {
+        None => Population::None,
+        Some(value) => population(function, context, &value, &qi)?,
+    };
+    let risk_threshold = values
+        .opt_f64("risk_threshold")
+        .unwrap_or(DEFAULT_RISK_THRESHOLD);
+    if !(risk_threshold > 0.0 && risk_threshold <= 1.0) {
+        return plan_err!("{function}(): risk_threshold must be in (0, 1], got {risk_threshold}");
+    }
+    Ok(AssessRequest {
+        source_name,
+        source,
+        qi,
+        sensitive,
+        population,
+        risk_threshold,
+    })
+}
+
+/// `population => 1000`, `population => '1000'` or `population => 'table'`.
+fn population(
+    function: &str,
+    context: &mut dyn RelationPlannerContext,
+    value: &ScalarValue,
+    qi: &[String],
+) -> Result<Population> {
+    let text = match value {
+        ScalarValue::Utf8(Some(s))
+        | ScalarValue::Utf8View(Some(s))
+        | ScalarValue::LargeUtf8(Some(s)) => s.trim().to_string(),
+        other => other.to_string(),
+    };
+    if let Ok(rows) = text.parse::<u64>() {
+        if rows == 0 {
+            return plan_err!("{function}(): population must be at least 1 record");
+        }
+        return Ok(Population::Rows(rows));
+    }
+    if text.parse::<f64>().is_ok() {
+        return plan_err!(
+            "{function}(): population must be a whole number of records or a table name, got {text}"
+        );
+    }
+    let provider = table(function, context, &text, "population table")?;
+    let schema = provider.schema();
+    for q in qi {
+        if schema.field_with_name(q).is_err() {
+            return plan_err!(
+                "{function}(): population table '{text}' has no quasi-identifier column '{q}'"
+            );
+        }
+    }
+    Ok(Population::Table(text, provider))
+}
+
+fn column(name: &str) -> Expr {
+    Expr::Column(Column::new_unqualified(name))
+}
+
+/// Whether every quasi-identifier of a row is `*` (never NULL).
+fn suppressed_flag(qi: &[String]) -> Expr {
+    let mut flag: Option<Expr> = None;
+    for q in qi {
+        let is_star = cast_expr(column(q), DataType::Utf8).eq(lit(STAR));
+        flag = Some(match flag {
+            None => is_star,
+            Some(f) => f.and(is_star),
+        });
+    }
+    flag.unwrap_or(lit(false)).is_true()
+}
+
+/// Quasi-identifiers as text (so that a release's labels and a source's values compare).
+fn qi_text(qi: &[String]) -> Vec<Expr> {
+    qi.iter()
+        .map(|q| cast_expr(column(q), DataType::Utf8).alias(q))
+        .collect()
+}
+
+async fn grouped(df: DataFrame, group: Vec<Expr>) -> Result<Vec<RecordBatch>> {
+    df.aggregate(group, vec![count(lit(1)).alias("__assess_count")])?
+        .collect()
+        .await
+}
+
+fn counts_of(batches: &[RecordBatch], column: usize) -> Result<Vec<u64>> {
+    let mut out = Vec::new();
+    for b in batches {
+        let c = cast(b.column(column), &DataType::Int64)?;
+        out.extend(
+            c.as_primitive::<Int64Type>()
+                .values()
+                .iter()
+                .map(|&v| v.max(0) as u64),
+        );
+    }
+    Ok(out)
+}
+
+/// Dense ids of the rows of `arrays` (equal rows, equal ids) and the number of ids.
+fn row_ids(arrays: &[ArrayRef]) -> Result<(Vec<u32>, Vec<OwnedRow>)> {
+    let converter = RowConverter::new(
+        arrays
+            .iter()
+            .map(|a| SortField::new(a.data_type().clone()))
+            .collect(),
+    )?;
+    let rows = converter.convert_columns(arrays)?;
+    let mut index: HashMap<OwnedRow, u32> = HashMap::new();
+    let mut keys = Vec::new();
+    let mut ids = Vec::with_capacity(rows.num_rows());
+    for row in rows.iter() {
+        let next = index.len() as u32;
+        let id = *index.entry(row.owned()).or_insert_with(|| {
+            keys.push(row.owned());
+            next
+        });
+        ids.push(id);
+    }
+    Ok((ids, keys))
+}
+
+fn concat_column(batches: &[RecordBatch], i: usize, schema: &SchemaRef) -> Result<ArrayRef> {
+    if batches.is_empty() {
+        return Ok(datafusion::arrow::array::new_empty_array(
+            schema.field(i).data_type(),
+        ));
+    }
+    let arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(i).as_ref()).collect();
+    Ok(concat(&arrays)?)
+}
+
+/// One output row of `anonymize_assess`.
+type Entry = (String, Option<String>, f64);
+
+async fn assess(request: &AssessRequest, state: &SessionState) -> Result<Vec<Entry>> {
+    let ctx = SessionContext::new_with_state(state.clone());
+    let q = request.qi.len();
+    let mut group = vec![suppressed_flag(&request.qi).alias("__assess_suppressed")];
+    group.extend(qi_text(&request.qi));
+    group.extend(request.sensitive.iter().map(|(s, _)| column(s)));
+    let batches = grouped(ctx.read_table(request.source.clone())?, group).await?;
+    let Some(first) = batches.first() else {
+        return exec_err!(
+            "anonymize_assess(): table '{}' is empty",
+            request.source_name
+        );
+    };
+    let schema = first.schema();
+    let flags = concat_column(&batches, 0, &schema)?;
+    let flags = flags.as_boolean();
+    let counts = counts_of(&batches, 1 + q + request.sensitive.len())?;
+    let qi_arrays: Vec<ArrayRef> = (0..q)
+        .map(|a| concat_column(&batches, 1 + a, &schema))
+        .collect::<Result<_>>()?;
+    let (class_of, class_keys) = row_ids(&qi_arrays)?;
+
+    let total: u64 = counts.iter().sum();
+    let mut suppressed = 0u64;
+    let mut class_size = vec![0u64; class_keys.len()];
+    for (r, &n) in counts.iter().enumerate() {
+        if flags.value(r) {
+            suppressed += n;
+        } else {
+            class_size[class_of[r] as usize] += n;
+        }
+    }
+    // Classes that only hold suppressed rows are not classes.
+    let sizes: Vec<(usize, u64)> = class_size
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    let risk = ClassRisk::from_sizes(sizes.iter().map(|s| s.1), request.risk_threshold);
+    let mut out: Vec<Entry> = Vec::new();
+    let mut put = |key: &str, sensitive: Option<&str>, value: f64| {
+        out.push((key.to_string(), sensitive.map(str::to_string), value))
+    };
+    put("rows", None, total as f64);
+    put("suppressed", None, suppressed as f64);
+    put("classes", None, risk.classes as f64);
+    put("min_class_size", None, risk.min_class_size as f64);
+    put("avg_class_size", None, risk.avg_class_size);
+    put("sample_uniques", None, risk.sample_uniques as f64);
+    put("prosecutor_risk_max", None, risk.prosecutor_risk_max);
+    put("prosecutor_risk_avg", None, risk.prosecutor_risk_avg);
+    put("risk_threshold", None, request.risk_threshold);
+    put("records_at_risk", None, risk.records_at_risk);
+    match &request.population {
+        Population::None => put("marketer_risk", None, risk.prosecutor_risk_avg),
+        Population::Rows(rows) => {
+            if *rows < total {
+                return exec_err!(
+                    "anonymize_assess(): population = {rows} is smaller than table '{}' ({total} rows)",
+                    request.source_name
+                );
+            }
+            // Uniform sampling: a class of f sampled records stands for f · N / n.
+            let scale = *rows as f64 / total as f64;
+            let pop = PopulationRisk::from_pairs(sizes.iter().map(|&(_, f)| (f, f as f64 * scale)));
+            put("population", None, *rows as f64);
+            put("journalist_risk_max", None, pop.journalist_risk_max);
+            put("marketer_risk", None, pop.marketer_risk);
+        }
+        Population::Table(name, provider) => {
+            let pop_batches =
+                grouped(ctx.read_table(provider.clone())?, qi_text(&request.qi)).await?;
+            let mut pop_size: HashMap<OwnedRow, u64> = HashMap::new();
+            let mut pop_total = 0u64;
+            if let Some(pfirst) = pop_batches.first() {
+                let pschema = pfirst.schema();
+                let arrays: Vec<ArrayRef> = (0..q)
+                    .map(|a| concat_column(&pop_batches, a, &pschema))
+                    .collect::<Result<_>>()?;
+                let (ids, keys) = row_ids(&arrays)?;
+                let pcounts = counts_of(&pop_batches, q)?;
+                let mut by_id = vec![0u64; keys.len()];
+                for (r, &n) in pcounts.iter().enumerate() {
+                    by_id[ids[r] as usize] += n;
+                    pop_total += n;
+                }
+                pop_size = keys.into_iter().zip(by_id).collect();
+            }
+            let mut pairs = Vec::with_capacity(sizes.len());
+            for &(c, f) in &sizes {
+                let big = pop_size.get(&class_keys[c]).copied().unwrap_or(0);
+                if big < f {
+                    return exec_err!(
+                        "anonymize_assess(): population table '{name}' holds {big} record(s) with quasi-identifier values that {f} record(s) of '{}' have; the population must contain the table",
+                        request.source_name
+                    );
+                }
+                pairs.push((f, big as f64));
+            }
+            let pop = PopulationRisk::from_pairs(pairs);
+            put("population", None, pop_total as f64);
+            put("journalist_risk_max", None, pop.journalist_risk_max);
+            put("marketer_risk", None, pop.marketer_risk);
+        }
+    }
+
+    for (j, (name, data_type)) in request.sensitive.iter().enumerate() {
+        let values = concat_column(&batches, 1 + q + j, &schema)?;
+        if values.null_count() > 0 {
+            return exec_err!(
+                "anonymize_assess(): sensitive column '{name}' of table '{}' contains NULL values; filter or impute them first",
+                request.source_name
+            );
+        }
+        let (value_of, value_keys) = row_ids(std::slice::from_ref(&values))?;
+        let m = value_keys.len();
+        // Reference: every record of the table, suppressed ones included.
+        let mut reference = vec![0u64; m];
+        for (r, &n) in counts.iter().enumerate() {
+            reference[value_of[r] as usize] += n;
+        }
+        // Rank of each value id in the column's natural order, when it has one.
+        let rank: Option<Vec<u32>> = if has_natural_order(data_type) {
+            let mut first_row = vec![0u32; m];
+            let mut seen = vec![false; m];
+            for (r, &v) in value_of.iter().enumerate() {
+                if !seen[v as usize] {
+                    seen[v as usize] = true;
+                    first_row[v as usize] = r as u32;
+                }
+            }
+            let distinct = take(values.as_ref(), &UInt32Array::from(first_row), None)?;
+            let order = sort_to_indices(distinct.as_ref(), None, None)?;
+            let mut rank = vec![0u32; m];
+            for (position, &v) in order.values().iter().enumerate() {
+                rank[v as usize] = position as u32;
+            }
+            Some(rank)
+        } else {
+            None
+        };
+        let equal = EqualDistance::new(&reference, 1.0);
+        let ordered = rank.as_ref().map(|rank| {
+            let mut by_rank = vec![0u64; m];
+            for (v, &c) in reference.iter().enumerate() {
+                by_rank[rank[v] as usize] = c;
+            }
+            OrderedDistance::new(&by_rank, 1.0)
+        });
+        // Per class: its values (several rows may share one value of this column).
+        let mut rows_of_class: Vec<Vec<u32>> = vec![Vec::new(); class_keys.len()];
+        for r in 0..counts.len() {
+            if !flags.value(r) {
+                rows_of_class[class_of[r] as usize].push(r as u32);
+            }
+        }
+        let mut map = FibMap::default();
+        let (mut l_distinct, mut l_entropy) = (u64::MAX, f64::INFINITY);
+        let (mut t_equal, mut t_ordered) = (0.0f64, 0.0f64);
+        let mut pairs: Vec<(u32, u64)> = Vec::new();
+        for rows in rows_of_class.iter().filter(|r| !r.is_empty()) {
+            map.clear();
+            for &r in rows {
+                map.add(value_of[r as usize], counts[r as usize]);
+            }
+            pairs.clear();
+            pairs.extend(map.entries());
+            let class_counts: Vec<u64> = pairs.iter().map(|p| p.1).collect();
+            l_distinct = l_distinct.min(pairs.len() as u64);
+            l_entropy = l_entropy.min(entropy_l(&class_counts));
+            t_equal = t_equal.max(equal.distance(&pairs));
+            if let (Some(check), Some(rank)) = (&ordered, &rank) {
+                let ranked: Vec<(u32, u64)> =
+                    pairs.iter().map(|&(v, c)| (rank[v as usize], c)).collect();
+                t_ordered = t_ordered.max(check.distance(&ranked));
+            }
+        }
+        if l_distinct == u64::MAX {
+            (l_distinct, l_entropy) = (0, 0.0);
+        }
+        put("l_distinct_min", Some(name), l_distinct as f64);
+        put("l_entropy_min", Some(name), l_entropy);
+        put("t_equal_max", Some(name), t_equal);
+        if ordered.is_some() {
+            put("t_ordered_max", Some(name), t_ordered);
+        }
+    }
+    Ok(out)
+}
+
+fn entries_batch(entries: &[Entry]) -> Result<RecordBatch> {
+    Ok(RecordBatch::try_new(
+        assess_schema(),
+        vec![
+            Arc::new(StringArray::from_iter_values(
+                entries.iter().map(|e| e.0.as_str()),
+            )),
+            Arc::new(StringArray::from_iter(
+                entries.iter().map(|e| e.1.as_deref()),
+            )),
+            Arc::new(Float64Array::from_iter_values(entries.iter().map(|e| e.2))),
+        ],
+    )?)
+}
+
+/// The class-size distribution as one DataFusion plan: sizes of the non-suppressed
+/// classes, then how many classes and records have each size.
+async fn class_sizes(request: &AssessRequest, state: &SessionState) -> Result<Vec<RecordBatch>> {
+    let ctx = SessionContext::new_with_state(state.clone());
+    let df = ctx
+        .read_table(request.source.clone())?
+        .filter(suppressed_flag(&request.qi).is_not_true())?
+        .aggregate(qi_text(&request.qi), vec![count(lit(1)).alias("size")])?
+        .aggregate(
+            vec![column("size")],
+            vec![
+                count(lit(1)).alias("classes"),
+                sum(column("size")).alias("records"),
+            ],
+        )?
+        .select(vec![
+            cast_expr(column("size"), DataType::Int64).alias("size"),
+            cast_expr(column("classes"), DataType::Int64).alias("classes"),
+            cast_expr(column("records"), DataType::Int64).alias("records"),
+        ])?
+        .sort(vec![column("size").sort(true, false)])?;
+    let batches = df.collect().await?;
+    // Re-stamp with the declared (non-nullable) schema.
+    batches
+        .into_iter()
+        .map(|b| {
+            Ok(RecordBatch::try_new(
+                class_sizes_schema(),
+                b.columns().to_vec(),
+            )?)
+        })
+        .collect()
+}
+
+/// Which of the two functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Assess,
+    ClassSizes,
+}
+
+#[derive(Debug)]
+struct AssessProducer {
+    kind: Kind,
+    request: AssessRequest,
+    cell: OnceCell<Arc<Vec<RecordBatch>>>,
+}
+
+#[async_trait]
+impl BatchProducer for AssessProducer {
+    async fn batches(&self, state: &SessionState) -> Result<Arc<Vec<RecordBatch>>> {
+        let batches = self
+            .cell
+            .get_or_try_init(|| async {
+                let batches = match self.kind {
+                    Kind::Assess => vec![entries_batch(&assess(&self.request, state).await?)?],
+                    Kind::ClassSizes => class_sizes(&self.request, state).await?,
+                };
+                Ok::<_, datafusion::error::DataFusionError>(Arc::new(batches))
+            })
+            .await?;
+        Ok(batches.clone())
+    }
+}
+
+/// `anonymize_assess(...)`.
+#[derive(Debug, Default)]
+pub struct AssessFunction;
+
+impl SqlTableFunction for AssessFunction {
+    fn name(&self) -> &'static str {
+        "anonymize_assess"
+    }
+
+    fn owner_only(&self) -> bool {
+        // On a raw source the figures are exact facts about the data.
+        true
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        ASSESS_PARAMS
+    }
+
+    fn about(&self) -> &'static str {
+        "Re-identification and attribute-disclosure risk of any table, without releasing anything: rows (key, sensitive, value) with rows, suppressed, classes, min_class_size, avg_class_size, sample_uniques, prosecutor_risk_max, prosecutor_risk_avg, records_at_risk (at risk_threshold), marketer_risk, journalist_risk_max (with a population), and per sensitive column l_distinct_min, l_entropy_min, t_equal_max and t_ordered_max (numeric or date columns). On a published release '*' is an ordinary label and rows whose every quasi-identifier is '*' count as suppressed. Owner-only: on a raw source the figures are exact facts about the data."
+    }
+
+    fn create(
+        &self,
+        args: CallArgs,
+        context: &mut dyn RelationPlannerContext,
+    ) -> Result<Arc<dyn TableProvider>> {
+        let request = build_request(self.name(), ASSESS_PARAMS, args, context)?;
+        Ok(Arc::new(LazyTable::new(
+            assess_schema(),
+            Arc::new(AssessProducer {
+                kind: Kind::Assess,
+                request,
+                cell: OnceCell::new(),
+            }),
+        )))
+    }
+}
+
+/// `anonymize_class_sizes(...)`.
+#[derive(Debug, Default)]
+pub struct ClassSizesFunction;
+
+impl SqlTableFunction for ClassSizesFunction {
+    fn name(&self) -> &'static str {
+        "anonymize_class_sizes"
+    }
+
+    fn owner_only(&self) -> bool {
+        // On a raw source the figures are exact facts about the data.
+        true
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        CLASS_SIZES_PARAMS
+    }
+
+    fn about(&self) -> &'static str {
+        "Class-size distribution of any table for plotting: one row per class size with the number of classes of that size and the records in them, by size. Rows whose every quasi-identifier is '*' (a release's suppressed rows) are left out. Owner-only: on a raw source the figures are exact facts about the data."
+    }
+
+    fn create(
+        &self,
+        args: CallArgs,
+        context: &mut dyn RelationPlannerContext,
+    ) -> Result<Arc<dyn TableProvider>> {
+        let request = build_request(self.name(), CLASS_SIZES_PARAMS, args, context)?;
+        Ok(Arc::new(LazyTable::new(
+            class_sizes_schema(),
+            Arc::new(AssessProducer {
+                kind: Kind::ClassSizes,
+                request,
+                cell: OnceCell::new(),
+            }),
+        )))
+    }
+}
