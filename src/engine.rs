@@ -14,6 +14,7 @@ use datafusion::functions_aggregate::expr_fn::count;
 use datafusion::logical_expr::{lit, Expr};
 use datafusion::prelude::SessionContext;
 
+use crate::counterfeit_catalog::CounterfeitCatalog;
 use crate::hierarchy::load::hierarchy_from_batches;
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
@@ -89,6 +90,17 @@ impl AnonymizeRequest {
         }
         Arc::new(Schema::new(fields))
     }
+
+    /// Schema of the release's counterfeit catalog (`anonymize_catalog`), when the method
+    /// publishes one and the release has a sensitive column.
+    pub fn catalog_schema(&self) -> Option<SchemaRef> {
+        if !self.method.publishes_catalog() {
+            return None;
+        }
+        let (name, data_type) = self.informative.as_ref()?;
+        let qi: Vec<String> = self.qi.iter().map(|q| q.column.clone()).collect();
+        Some(CounterfeitCatalog::schema(&qi, (name, data_type)))
+    }
 }
 
 /// Everything a release produces.
@@ -98,6 +110,8 @@ pub struct ReleaseOutput {
     pub rows: Arc<Vec<RecordBatch>>,
     /// Public metadata.
     pub metadata: Vec<(String, String)>,
+    /// The published catalog of counterfeit rows (empty for methods without one).
+    pub catalog: Arc<Vec<RecordBatch>>,
     /// Owner-only diagnostics (one row per lattice node).
     pub diagnostics: Arc<Vec<RecordBatch>>,
     /// Owner-only information loss of the release against the source.
@@ -333,11 +347,23 @@ fn run_method(
         );
     }
     let metadata = common_metadata(request, &output, released);
-    let information_loss =
-        information_loss(&base.histogram, &refs, base.values.len(), &output.release)?;
+    let information_loss = information_loss(
+        &base.histogram,
+        &refs,
+        base.values.len(),
+        &output.release,
+        output.catalog.as_ref(),
+    )?;
+    let catalog = match (&output.catalog, request.catalog_schema()) {
+        (Some(catalog), Some(schema)) => {
+            vec![catalog.to_batch(&output.release, &refs, &base.values, &schema)?]
+        }
+        _ => Vec::new(),
+    };
     Ok(ReleaseOutput {
         rows: Arc::new(rows),
         metadata,
+        catalog: Arc::new(catalog),
         diagnostics: Arc::new(vec![output.diagnostics]),
         information_loss,
         warnings,

@@ -106,6 +106,64 @@ impl Lattice {
     }
 }
 
+/// Parses `levels => 'age=1, sex=0'` into `(column, level)` pairs (columns not listed stay
+/// at level 0).
+pub fn parse_levels(text: &str) -> Result<Vec<(String, usize)>> {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let Some((name, level)) = item.split_once('=') else {
+            return plan_err!(
+                "levels: '{item}' is not 'column=level'; write e.g. levels => 'age=1, sex=0'"
+            );
+        };
+        let name = name.trim().to_string();
+        let Ok(level) = level.trim().parse::<usize>() else {
+            return plan_err!(
+                "levels: level of '{name}' must be a non-negative integer, got '{}'",
+                level.trim()
+            );
+        };
+        if out.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+            return plan_err!("levels: column '{name}' is listed twice");
+        }
+        out.push((name, level));
+    }
+    if out.is_empty() {
+        return plan_err!("levels: no 'column=level' pairs in '{text}'");
+    }
+    Ok(out)
+}
+
+/// The node that puts each named attribute at its level and the others at level 0;
+/// errors name an unknown attribute or a level above its hierarchy's height.
+pub fn node_from_levels(
+    hierarchies: &[&crate::hierarchy::Hierarchy],
+    levels: &[(String, usize)],
+) -> Result<Node> {
+    let mut node = vec![0usize; hierarchies.len()];
+    for (name, level) in levels {
+        let Some(a) = hierarchies
+            .iter()
+            .position(|h| h.attribute().eq_ignore_ascii_case(name))
+        else {
+            let names: Vec<&str> = hierarchies.iter().map(|h| h.attribute()).collect();
+            return plan_err!(
+                "levels: '{name}' is not a quasi-identifier; the quasi-identifiers are: {}",
+                names.join(", ")
+            );
+        };
+        if *level > hierarchies[a].height() {
+            return plan_err!(
+                "levels: level {level} of '{}' exceeds its hierarchy's height {}",
+                hierarchies[a].attribute(),
+                hierarchies[a].height()
+            );
+        }
+        node[a] = *level;
+    }
+    Ok(node)
+}
+
 /// Formats a node as its level digits, e.g. `[1, 0, 2]` → `"1,0,2"`.
 pub fn node_label(node: &[usize]) -> String {
     node.iter()

@@ -49,31 +49,9 @@ pub struct DpHistogramParams {
 }
 
 impl DpHistogramParams {
-    /// Parses `levels => 'age=1, sex=0'`.
+    /// Parses `levels => 'age=1, sex=0'` ([`crate::lattice::parse_levels`]).
     pub fn parse_levels(text: &str) -> Result<Vec<(String, usize)>> {
-        let mut out: Vec<(String, usize)> = Vec::new();
-        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let Some((name, level)) = item.split_once('=') else {
-                return plan_err!(
-                    "levels: '{item}' is not 'column=level'; write e.g. levels => 'age=1, sex=0'"
-                );
-            };
-            let name = name.trim().to_string();
-            let Ok(level) = level.trim().parse::<usize>() else {
-                return plan_err!(
-                    "levels: level of '{name}' must be a non-negative integer, got '{}'",
-                    level.trim()
-                );
-            };
-            if out.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
-                return plan_err!("levels: column '{name}' is listed twice");
-            }
-            out.push((name, level));
-        }
-        if out.is_empty() {
-            return plan_err!("levels: no 'column=level' pairs in '{text}'");
-        }
-        Ok(out)
+        crate::lattice::parse_levels(text)
     }
 }
 
@@ -146,27 +124,7 @@ pub fn resolve_node(
             ),
         };
     };
-    let mut node = vec![0usize; hierarchies.len()];
-    for (name, level) in levels {
-        let Some(a) = hierarchies
-            .iter()
-            .position(|h| h.attribute().eq_ignore_ascii_case(name))
-        else {
-            let names: Vec<&str> = hierarchies.iter().map(|h| h.attribute()).collect();
-            return plan_err!(
-                "levels: '{name}' is not a quasi-identifier; the quasi-identifiers are: {}",
-                names.join(", ")
-            );
-        };
-        if *level > hierarchies[a].height() {
-            return plan_err!(
-                "levels: level {level} of '{}' exceeds its hierarchy's height {}",
-                hierarchies[a].attribute(),
-                hierarchies[a].height()
-            );
-        }
-        node[a] = *level;
-    }
+    let node = crate::lattice::node_from_levels(hierarchies, levels)?;
     match cell_count(hierarchies, &node, value_domain) {
         Some(c) if c <= params.max_cells => Ok(node),
         cells => {

@@ -18,12 +18,14 @@ use super::generalized_udfs::generalized_udfs;
 use super::help_fn::HelpFunction;
 use super::hierarchy_fns::{IntervalHierarchyFunction, MaskHierarchyFunction};
 use super::planner::SqlTableFunction;
+use super::upa_truthful::UpaTruthfulFunction;
 use crate::RegisterOptions;
 
 /// Every view of a release, one `anonymize*` table function each.
-const RELEASE_VIEWS: [ReleaseView; 5] = [
+const RELEASE_VIEWS: [ReleaseView; 6] = [
     ReleaseView::Rows,
     ReleaseView::Metadata,
+    ReleaseView::Catalog,
     ReleaseView::Diagnostics,
     ReleaseView::InformationLoss,
     ReleaseView::Warnings,
@@ -53,7 +55,8 @@ impl FunctionCatalog {
             })
             .collect();
         table_functions.extend([
-            Arc::new(PrivacyBudgetFunction::new(ledger)) as Arc<dyn SqlTableFunction>,
+            Arc::new(UpaTruthfulFunction) as Arc<dyn SqlTableFunction>,
+            Arc::new(PrivacyBudgetFunction::new(ledger)),
             Arc::new(IntervalHierarchyFunction),
             Arc::new(MaskHierarchyFunction),
             Arc::new(NpsDemoFunction::default()),

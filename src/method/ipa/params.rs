@@ -148,6 +148,7 @@ impl Method for Ipa {
             metadata: ipa_metadata(&self.params, input.lattice),
             diagnostics: ipa_diagnostics_batch(&result.outcomes, result.chosen)?,
             release: result.release,
+            catalog: None,
         })
     }
 }

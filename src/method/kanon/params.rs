@@ -99,6 +99,7 @@ impl Method for Kanon {
             metadata: kanon_metadata(&self.params, input.lattice),
             diagnostics: kanon_diagnostics_batch(&result.outcomes, result.chosen)?,
             release: result.release,
+            catalog: None,
         })
     }
 }
