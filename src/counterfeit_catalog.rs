@@ -90,7 +90,11 @@ impl CounterfeitCatalog {
         let mut counts = Vec::new();
         for entry in &self.entries {
             let Some(classes) = self.groups.get(entry.group) else {
-                return internal_err!("catalog entry names group {} of {}", entry.group, self.groups.len());
+                return internal_err!(
+                    "catalog entry names group {} of {}",
+                    entry.group,
+                    self.groups.len()
+                );
             };
             for &c in classes {
                 if c >= release.class_count() {

@@ -164,11 +164,7 @@ pub struct UpaResult {
 /// The node feasibility check that precedes counterfeits: every class's record degree is
 /// within the ceiling. Returns the node's largest degree and whether it passes. Further
 /// per-class predicates of a node (e.g. diversity of the sensitive values) belong here.
-pub fn node_feasibility(
-    hist: &GroupedHistogram,
-    degrees: &Degrees,
-    h: Option<f64>,
-) -> (f64, bool) {
+pub fn node_feasibility(hist: &GroupedHistogram, degrees: &Degrees, h: Option<f64>) -> (f64, bool) {
     let max_degree = (0..hist.class_count())
         .map(|c| degrees.record_degree(&hist.levels, |a| hist.class_codes[a][c]))
         .fold(0.0, f64::max);
@@ -208,22 +204,17 @@ fn evaluate_node(
             release: None,
         });
     }
-    let fakes = match counterfeits::draw_counterfeits(
-        hist,
-        params.k,
-        params.counterfeit_sa,
-        totals,
-        rng,
-    ) {
-        Ok(f) => f,
-        Err(counterfeits::DrawFailure::TooMany) => {
-            outcome.status = NodeStatus::TooManyCounterfeits;
-            return Ok(NodeRelease {
-                outcome,
-                release: None,
-            });
-        }
-    };
+    let fakes =
+        match counterfeits::draw_counterfeits(hist, params.k, params.counterfeit_sa, totals, rng) {
+            Ok(f) => f,
+            Err(counterfeits::DrawFailure::TooMany) => {
+                outcome.status = NodeStatus::TooManyCounterfeits;
+                return Ok(NodeRelease {
+                    outcome,
+                    release: None,
+                });
+            }
+        };
     outcome.counterfeits = fakes.total();
     let Some(catalog) = group_classes(hist, &fakes, totals) else {
         outcome.status = NodeStatus::NotConcealable;
@@ -467,7 +458,10 @@ pub fn run_upa(
 }
 
 /// The error when no node can be released: names k and h and what to relax.
-fn no_feasible_node(params: &UpaParams, outcomes: &[NodeOutcome]) -> datafusion::error::DataFusionError {
+fn no_feasible_node(
+    params: &UpaParams,
+    outcomes: &[NodeOutcome],
+) -> datafusion::error::DataFusionError {
     let count = |s: NodeStatus| outcomes.iter().filter(|o| o.status == s).count();
     let over = count(NodeStatus::OverCeiling) + count(NodeStatus::Pruned);
     let hidden = count(NodeStatus::NotConcealable) + count(NodeStatus::TooManyCounterfeits);

@@ -126,7 +126,10 @@ impl Degrees {
     /// The degree tables of `hierarchies`.
     pub fn new(hierarchies: &[&Hierarchy]) -> Self {
         Self {
-            attributes: hierarchies.iter().map(|h| AttributeDegrees::new(h)).collect(),
+            attributes: hierarchies
+                .iter()
+                .map(|h| AttributeDegrees::new(h))
+                .collect(),
         }
     }
 

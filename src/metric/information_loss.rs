@@ -150,32 +150,30 @@ pub fn information_loss(
     let mut rce = 0.0;
     // RCE of one released class (index `class`, or None for the merged suppressed class)
     // against its original records.
-    let mut class_rce = |class: Option<usize>,
-                         original: &[(u32, u64)],
-                         released: &[(u32, u64)],
-                         volume: f64| {
-        let mut j = 0;
-        for &(v, n) in released {
-            while j < original.len() && original[j].0 < v {
-                rce += original[j].1 as f64;
-                j += 1;
-            }
-            let o = match original.get(j) {
-                Some(&(ov, on)) if ov == v => {
+    let mut class_rce =
+        |class: Option<usize>, original: &[(u32, u64)], released: &[(u32, u64)], volume: f64| {
+            let mut j = 0;
+            for &(v, n) in released {
+                while j < original.len() && original[j].0 < v {
+                    rce += original[j].1 as f64;
                     j += 1;
-                    on
                 }
-                _ => 0,
-            };
-            let real = o.min(n);
-            rce += (o - real) as f64;
-            let w = class.map_or(1.0, |c| weights.weight(c, v));
-            rce += cell_rce(real, n, w, volume);
-        }
-        for &(_, on) in &original[j..] {
-            rce += on as f64;
-        }
-    };
+                let o = match original.get(j) {
+                    Some(&(ov, on)) if ov == v => {
+                        j += 1;
+                        on
+                    }
+                    _ => 0,
+                };
+                let real = o.min(n);
+                rce += (o - real) as f64;
+                let w = class.map_or(1.0, |c| weights.weight(c, v));
+                rce += cell_rce(real, n, w, volume);
+            }
+            for &(_, on) in &original[j..] {
+                rce += on as f64;
+            }
+        };
     let mut add = |original: &[(u32, u64)], released: &[(u32, u64)], ncp_per_row: f64| {
         let size: u64 = released.iter().map(|p| p.1).sum();
         if size == 0 {

@@ -31,7 +31,11 @@ use crate::hierarchy::Hierarchy;
 use crate::release::{ReleasedHistogram, SUPPRESSED};
 
 /// Number of leaf combinations `V` a class's generalized box covers.
-pub fn class_volume(hierarchies: &[&Hierarchy], levels: &[usize], codes: impl Fn(usize) -> u32) -> f64 {
+pub fn class_volume(
+    hierarchies: &[&Hierarchy],
+    levels: &[usize],
+    codes: impl Fn(usize) -> u32,
+) -> f64 {
     hierarchies
         .iter()
         .enumerate()
@@ -71,7 +75,11 @@ pub fn public_rce(
     for c in 0..release.class_count() {
         let volume = class_volume(hierarchies, &release.levels, |a| release.class_codes[a][c]);
         for e in release.class_offsets[c]..release.class_offsets[c + 1] {
-            total += expected_cell_rce(release.counts[e], weights.weight(c, release.values[e]), volume);
+            total += expected_cell_rce(
+                release.counts[e],
+                weights.weight(c, release.values[e]),
+                volume,
+            );
         }
     }
     total

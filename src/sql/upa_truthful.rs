@@ -226,7 +226,10 @@ fn texts(array: &ArrayRef, column: &str, table: &str) -> Result<Vec<String>> {
     if text.null_count() > 0 {
         return exec_err!("{NAME}(): column '{column}' of '{table}' contains NULL values");
     }
-    Ok(text.iter().map(|v| v.unwrap_or_default().to_string()).collect())
+    Ok(text
+        .iter()
+        .map(|v| v.unwrap_or_default().to_string())
+        .collect())
 }
 
 /// One catalogued class: its group and labels.

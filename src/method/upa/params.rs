@@ -7,8 +7,8 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{plan_err, Result};
 
 use super::{
-    run_upa, upa_diagnostics_batch, upa_diagnostics_schema, upa_metadata, CounterfeitSa,
-    UpaParams, DEFAULT_K,
+    run_upa, upa_diagnostics_batch, upa_diagnostics_schema, upa_metadata, CounterfeitSa, UpaParams,
+    DEFAULT_K,
 };
 use crate::budget::Cost;
 use crate::mechanism::rng::AnonRng;

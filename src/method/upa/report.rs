@@ -97,7 +97,9 @@ pub fn upa_diagnostics_batch(outcomes: &[NodeOutcome], chosen: usize) -> Result<
         Arc::new(StringArray::from_iter_values(
             outcomes.iter().map(|o| o.status.as_str()),
         )),
-        Arc::new(Float64Array::from_iter(outcomes.iter().map(|o| o.max_degree))),
+        Arc::new(Float64Array::from_iter(
+            outcomes.iter().map(|o| o.max_degree),
+        )),
         Arc::new(UInt64Array::from_iter_values(
             outcomes.iter().map(|o| o.classes as u64),
         )),

@@ -10,7 +10,13 @@ use crate::release::SUPPRESSED;
 use crate::testing::{histogram, ladder, rows, Record};
 
 /// The diseases of the paper's example (Lee et al. 2017, Tables 1, 5-9), in code order.
-pub const EXAMPLE_DISEASES: [&str; 5] = ["Anemia", "Diabetes", "Gastritis", "Hypertension", "Pneumonia"];
+pub const EXAMPLE_DISEASES: [&str; 5] = [
+    "Anemia",
+    "Diabetes",
+    "Gastritis",
+    "Hypertension",
+    "Pneumonia",
+];
 
 /// Hierarchies of the paper's example: ages over the domain [0-99], sex, zip codes over
 /// [0-99999]; level 1 is Table 6's generalization ([35-37], [60-66]; [22071-23061],
@@ -91,7 +97,15 @@ fn run(
     seed: u64,
 ) -> Result<UpaResult> {
     let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 100_000).unwrap();
-    run_upa(base, hs, &lattice, domain, p, &mut rng_from_seed(seed), &|_, _| {})
+    run_upa(
+        base,
+        hs,
+        &lattice,
+        domain,
+        p,
+        &mut rng_from_seed(seed),
+        &|_, _| {},
+    )
 }
 
 /// The paper's worked example: the 0.02-ceiled Table 6 has class 1 of three records; one
@@ -109,7 +123,12 @@ fn paper_worked_example() {
     assert!((d1 - (2.0 / 99.0 + 990.0 / 99999.0) / 3.0).abs() < 1e-15);
     assert!((d2 - (6.0 / 99.0 + 222.0 / 99999.0) / 3.0).abs() < 1e-15);
     assert_eq!(((d1 * 100.0).round(), (d2 * 100.0).round()), (1.0, 2.0));
-    let p = params(4, Some(0.021), CounterfeitSa::Constrained, Some("age=1, zip=1"));
+    let p = params(
+        4,
+        Some(0.021),
+        CounterfeitSa::Constrained,
+        Some("age=1, zip=1"),
+    );
     let mut diabetes_seeds = 0;
     for seed in 0..20 {
         let result = run(&hs, &base, 5, &p, seed).unwrap();
@@ -153,7 +172,9 @@ fn lemma1_rejects_a_catalog_that_pins_the_counterfeit() {
             count: 1,
         }],
     };
-    let err = check_lemma1(&hist, &fakes, &pinned).unwrap_err().to_string();
+    let err = check_lemma1(&hist, &fakes, &pinned)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("violates Lemma 1"), "{err}");
     let grouped = group_classes(&hist, &fakes, &[1, 3, 1, 1, 1]).unwrap();
     assert_eq!(grouped.groups, vec![vec![0, 1]]);
@@ -202,7 +223,10 @@ fn counterfeit_values_are_uniform() {
             })
             .sum();
         let critical = crate::testing::stats::chi_square_critical_1e6(allowed.len() - 1);
-        assert!(chi < critical, "{mode:?}: chi² {chi} ≥ {critical}: {counts:?}");
+        assert!(
+            chi < critical,
+            "{mode:?}: chi² {chi} ≥ {critical}: {counts:?}"
+        );
     };
     check(CounterfeitSa::Uniform, &[0, 1, 2, 3]);
     // Value 0 has no real record outside class 0: never a constrained counterfeit there.
@@ -210,10 +234,22 @@ fn counterfeit_values_are_uniform() {
     // Constrained draws stop at what the rest of the table can conceal.
     let few = crate::testing::weighted_histogram(
         &hs,
-        &[(vec![0], 0, 1), (vec![0], 1, 1), (vec![3], 2, 1), (vec![3], 3, 1)],
+        &[
+            (vec![0], 0, 1),
+            (vec![0], 1, 1),
+            (vec![3], 2, 1),
+            (vec![3], 3, 1),
+        ],
         4,
     );
-    let fakes = draw_counterfeits(&few, 4, CounterfeitSa::Constrained, &[1, 1, 1, 1], &mut rng_from_seed(3)).unwrap();
+    let fakes = draw_counterfeits(
+        &few,
+        4,
+        CounterfeitSa::Constrained,
+        &[1, 1, 1, 1],
+        &mut rng_from_seed(3),
+    )
+    .unwrap();
     assert_eq!(fakes.class(0).collect::<Vec<_>>(), vec![(2, 1), (3, 1)]);
 }
 
@@ -230,7 +266,12 @@ fn node_rce_is_the_metric_rce() {
         };
         let il = information_loss(&base, &hs, 5, &result.release, Some(&result.catalog)).unwrap();
         let chosen = &result.outcomes[result.chosen];
-        assert!((il.rce - chosen.rce.unwrap()).abs() < 1e-9, "{} vs {:?}", il.rce, chosen.rce);
+        assert!(
+            (il.rce - chosen.rce.unwrap()).abs() < 1e-9,
+            "{} vs {:?}",
+            il.rce,
+            chosen.rce
+        );
         assert!((il.lm - chosen.lm.unwrap()).abs() < 1e-12);
         // Without h, h is the chosen node's largest degree.
         assert_eq!(Some(result.h), chosen.max_degree);
@@ -244,7 +285,9 @@ fn bad_parameters() {
     for h in [0.0, -0.1, 1.5, f64::NAN] {
         assert!(err(params(5, Some(h), CounterfeitSa::Uniform, None)).contains("h must be"));
     }
-    params(2, Some(1.0), CounterfeitSa::Uniform, None).validate().unwrap();
+    params(2, Some(1.0), CounterfeitSa::Uniform, None)
+        .validate()
+        .unwrap();
 }
 
 /// No node within the ceiling: the error names k and h and what to relax.
@@ -260,9 +303,15 @@ fn no_catalog_error_names_k_and_h() {
     assert!(e.contains("k = 7") && e.contains("h = 0.000001"), "{e}");
     assert!(e.contains("raise h, lower k"), "{e}");
     // k above the number of records.
-    let e = run(&hs, &base, 5, &params(8, None, CounterfeitSa::Constrained, None), 1)
-        .unwrap_err()
-        .to_string();
+    let e = run(
+        &hs,
+        &base,
+        5,
+        &params(8, None, CounterfeitSa::Constrained, None),
+        1,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("exceeds the number of records"), "{e}");
 }
 
@@ -317,7 +366,10 @@ fn check_release(hs: &[&Hierarchy], records: &[Record], k: u64, h: Option<f64>, 
                     .filter(|&&m| m != e)
                     .map(|&m| real.get(&(m, v)).copied().unwrap_or(0))
                     .sum();
-                assert!(others >= p, "Lemma 1: group {g}, class {e}, value {v}: {p} > {others}");
+                assert!(
+                    others >= p,
+                    "Lemma 1: group {g}, class {e}, value {v}: {p} > {others}"
+                );
             }
             let counted: u64 = r
                 .catalog
@@ -373,9 +425,18 @@ fn pruning_follows_the_ceiling() {
     let age = ladder("age", "0..19", &["5", "10"]);
     let loc = ladder("loc", "0..7", &["4"]);
     let hs = [&age, &loc];
-    let records: Vec<Record> = (0..60u32).map(|i| (vec![(i * 7) % 20, (i * 3) % 8], i % 3)).collect();
+    let records: Vec<Record> = (0..60u32)
+        .map(|i| (vec![(i * 7) % 20, (i * 3) % 8], i % 3))
+        .collect();
     let base = histogram(&hs, &records, 3);
-    let result = run(&hs, &base, 3, &params(3, Some(0.3), CounterfeitSa::Constrained, None), 4).unwrap();
+    let result = run(
+        &hs,
+        &base,
+        3,
+        &params(3, Some(0.3), CounterfeitSa::Constrained, None),
+        4,
+    )
+    .unwrap();
     let lattice = Lattice::new(vec![3, 2], 100).unwrap();
     let degrees = Degrees::new(&hs);
     for o in &result.outcomes {
@@ -393,7 +454,10 @@ fn pruning_follows_the_ceiling() {
             _ => assert!(within),
         }
     }
-    assert!(result.outcomes.iter().any(|o| o.status == NodeStatus::Pruned));
+    assert!(result
+        .outcomes
+        .iter()
+        .any(|o| o.status == NodeStatus::Pruned));
     // Real counts are looked up exactly.
     let hist = base.roll_up(&hs, &[0, 0], 3).unwrap();
     assert_eq!(real_count(&hist, 0, 0), hist.pair_counts[0]);

@@ -226,4 +226,3 @@ impl BatchProducer for ReleaseProducer {
         })
     }
 }
-
