@@ -358,8 +358,8 @@ impl TruthfulProducer {
         let mut rows_of: HashMap<(ClassKey, String), Vec<usize>> = HashMap::new();
         let mut class: ClassKey = vec![String::new(); attrs];
         for row in 0..rows {
-            for a in 0..attrs {
-                class[a].clone_from(&labels[a][row]);
+            for (slot, label) in class.iter_mut().zip(&labels) {
+                slot.clone_from(&label[row]);
             }
             if !class_group.contains_key(&class) {
                 continue;

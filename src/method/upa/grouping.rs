@@ -15,10 +15,12 @@
 //! class order). For each such class `E` and each of its counterfeit values `s` still not
 //! concealed by its group, the group absorbs the not-yet-grouped class with the most real
 //! records of `s` (ties: class order) — the paper's "most appropriate equivalent class" by
-//! matched count — until `s` is concealed. When no ungrouped class holds `s`, the group is
-//! merged with every group holding `s` (done once per value; later needs merge with that
-//! group). Each class is absorbed at most once and each value's candidate list is walked
-//! once, so the work is `O(pairs · log pairs)`, not quadratic in the number of classes.
+//! matched count — until `s` is concealed. When no ungrouped class holds `s`, it merges with
+//! the group of the next class holding `s` (by count) outside its own group; when that list
+//! is exhausted too, with every group holding `s` (done once per value; later needs merge
+//! with that group). Each class is absorbed at most once and each value's candidate lists are
+//! walked once, so the work is `O(pairs · log pairs)`, not quadratic in the number of
+//! classes.
 
 use std::collections::HashMap;
 
@@ -116,6 +118,7 @@ pub fn group_classes(
         list.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     }
     let mut cursor = vec![0usize; totals.len()];
+    let mut second = vec![0usize; totals.len()];
     let mut everyone: Vec<Option<usize>> = vec![None; totals.len()];
     let mut groups = Groups {
         parent: (0..classes).collect(),
@@ -147,6 +150,20 @@ pub fn group_classes(
                 }
                 if let Some(j) = candidate {
                     groups.open(hist, &interesting, j);
+                    groups.union(e, j);
+                    continue;
+                }
+                // Else the next other group holding v, by its holders' counts.
+                let mut other = None;
+                while second[v as usize] < list.len() {
+                    let j = list[second[v as usize]].1;
+                    second[v as usize] += 1;
+                    if groups.find(j) != groups.find(e) {
+                        other = Some(j);
+                        break;
+                    }
+                }
+                if let Some(j) = other {
                     groups.union(e, j);
                     continue;
                 }

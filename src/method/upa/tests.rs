@@ -118,8 +118,9 @@ fn paper_worked_example() {
     let hs = [&age, &sex, &zip];
     let base = histogram(&hs, &example_records(&age, &sex, &zip), 5);
     let degrees = Degrees::new(&hs);
-    let d1 = degrees.record_degree(&[1, 0, 1], |a| [0, 0, 0][a]);
-    let d2 = degrees.record_degree(&[1, 0, 1], |a| [1, 1, 1][a]);
+    // Level-1 codes follow the hierarchy rows: [0-34] = 0, [35-37] = 1, [60-66] = 2.
+    let d1 = degrees.record_degree(&[1, 0, 1], |a| [1, 0, 1][a]);
+    let d2 = degrees.record_degree(&[1, 0, 1], |a| [2, 1, 2][a]);
     assert!((d1 - (2.0 / 99.0 + 990.0 / 99999.0) / 3.0).abs() < 1e-15);
     assert!((d2 - (6.0 / 99.0 + 222.0 / 99999.0) / 3.0).abs() < 1e-15);
     assert_eq!(((d1 * 100.0).round(), (d2 * 100.0).round()), (1.0, 2.0));
