@@ -14,6 +14,7 @@ use datafusion::functions_aggregate::expr_fn::count;
 use datafusion::logical_expr::{lit, Expr};
 use datafusion::prelude::SessionContext;
 
+use crate::counterfeit_catalog::CounterfeitCatalog;
 use crate::hierarchy::load::hierarchy_from_batches;
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
@@ -108,6 +109,20 @@ impl AnonymizeRequest {
         }
         Arc::new(Schema::new(fields))
     }
+
+    /// Schema of the release's counterfeit catalog (`anonymize_catalog`), when the method
+    /// publishes one and the release has a sensitive column.
+    pub fn catalog_schema(&self) -> Option<SchemaRef> {
+        if !self.method.publishes_catalog() {
+            return None;
+        }
+        let sensitive = self.sensitive.first()?;
+        let qi: Vec<String> = self.qi.iter().map(|q| q.column.clone()).collect();
+        Some(CounterfeitCatalog::schema(
+            &qi,
+            (&sensitive.column, &sensitive.data_type),
+        ))
+    }
 }
 
 /// Everything a release produces.
@@ -117,6 +132,8 @@ pub struct ReleaseOutput {
     pub rows: ReleasedRows,
     /// Public metadata.
     pub metadata: Vec<(String, String)>,
+    /// The published catalog of counterfeit rows (empty for methods without one).
+    pub catalog: Arc<Vec<RecordBatch>>,
     /// Owner-only diagnostics (one row per lattice node).
     pub diagnostics: Arc<Vec<RecordBatch>>,
     /// Owner-only information loss of the release against the source.
@@ -475,17 +492,21 @@ fn run_method(
         &refs,
         base.sensitive.tuples(),
         &output.release,
+        output.catalog.as_ref(),
     )?;
     let metadata = common_metadata(request, &output, output.release.row_count());
-    let rows = ReleasedRows::new(
-        Arc::new(output.release),
-        &refs,
-        &base.sensitive.tuple_arrays()?,
-        &schema,
-    )?;
+    let values = base.sensitive.tuple_arrays()?;
+    let catalog = match (&output.catalog, request.catalog_schema(), values.first()) {
+        (Some(catalog), Some(schema), Some(values)) => {
+            vec![catalog.to_batch(&output.release, &refs, values, &schema)?]
+        }
+        _ => Vec::new(),
+    };
+    let rows = ReleasedRows::new(Arc::new(output.release), &refs, &values, &schema)?;
     Ok(ReleaseOutput {
         rows,
         metadata,
+        catalog: Arc::new(catalog),
         diagnostics: Arc::new(vec![output.diagnostics]),
         information_loss,
         warnings,

@@ -289,6 +289,49 @@ impl LevelBounds {
     }
 }
 
+/// The node of `levels => 'age=1, sex=0'`: each named attribute at its level, the others at
+/// level 0; errors name an unknown attribute, a level above its hierarchy's height, or a
+/// node outside the lattice's `min_levels` / `max_levels`.
+pub fn node_from_levels(
+    hierarchies: &[&crate::hierarchy::Hierarchy],
+    lattice: &Lattice,
+    levels: &[(String, usize)],
+) -> Result<Node> {
+    let mut node = vec![0usize; hierarchies.len()];
+    for (name, level) in levels {
+        let Some(a) = hierarchies
+            .iter()
+            .position(|h| h.attribute().eq_ignore_ascii_case(name))
+        else {
+            let names: Vec<&str> = hierarchies.iter().map(|h| h.attribute()).collect();
+            return plan_err!(
+                "levels: '{name}' is not a quasi-identifier; the quasi-identifiers are: {}",
+                names.join(", ")
+            );
+        };
+        if *level > hierarchies[a].height() {
+            return plan_err!(
+                "levels: level {level} of '{}' exceeds its hierarchy's height {}",
+                hierarchies[a].attribute(),
+                hierarchies[a].height()
+            );
+        }
+        node[a] = *level;
+    }
+    if !lattice.contains(&node) {
+        let described: Vec<String> = hierarchies
+            .iter()
+            .zip(&node)
+            .map(|(h, l)| format!("{}={l}", h.attribute()))
+            .collect();
+        return plan_err!(
+            "levels: the node '{}' lies outside min_levels / max_levels",
+            described.join(", ")
+        );
+    }
+    Ok(node)
+}
+
 /// Formats a node as its level digits, e.g. `[1, 0, 2]` → `"1,0,2"`.
 pub fn node_label(node: &[usize]) -> String {
     node.iter()

@@ -19,6 +19,7 @@
 
 pub mod analysis;
 pub mod budget;
+pub mod counterfeit_catalog;
 pub mod demo;
 pub mod engine;
 pub mod hierarchy;

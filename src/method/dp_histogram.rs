@@ -25,7 +25,7 @@ use datafusion::common::{internal_err, plan_err, Result};
 
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
-use crate::lattice::{node_label, parse_level_list, Lattice, Node};
+use crate::lattice::{node_from_levels, node_label, parse_level_list, Lattice, Node};
 use crate::mechanism::noise::{sample_discrete_laplace, ExactScale};
 use crate::mechanism::rng::AnonRng;
 use crate::progress::Progress;
@@ -50,7 +50,7 @@ pub struct DpHistogramParams {
 }
 
 impl DpHistogramParams {
-    /// Parses `levels => 'age=1, sex=0'`.
+    /// Parses `levels => 'age=1, sex=0'` ([`crate::lattice::parse_level_list`]).
     pub fn parse_levels(text: &str) -> Result<Vec<(String, usize)>> {
         parse_level_list("levels", text)
     }
@@ -129,33 +129,7 @@ pub fn resolve_node(
             ),
         };
     };
-    let mut node = vec![0usize; hierarchies.len()];
-    for (name, level) in levels {
-        let Some(a) = hierarchies
-            .iter()
-            .position(|h| h.attribute().eq_ignore_ascii_case(name))
-        else {
-            let names: Vec<&str> = hierarchies.iter().map(|h| h.attribute()).collect();
-            return plan_err!(
-                "levels: '{name}' is not a quasi-identifier; the quasi-identifiers are: {}",
-                names.join(", ")
-            );
-        };
-        if *level > hierarchies[a].height() {
-            return plan_err!(
-                "levels: level {level} of '{}' exceeds its hierarchy's height {}",
-                hierarchies[a].attribute(),
-                hierarchies[a].height()
-            );
-        }
-        node[a] = *level;
-    }
-    if !lattice.contains(&node) {
-        return plan_err!(
-            "levels: the node '{}' lies outside min_levels / max_levels",
-            describe(hierarchies, &node)
-        );
-    }
+    let node = node_from_levels(hierarchies, lattice, levels)?;
     match cell_count(hierarchies, &node, value_domain) {
         Some(c) if c <= params.max_cells => Ok(node),
         cells => {

@@ -10,6 +10,7 @@ pub mod dp_histogram;
 pub mod ipa;
 pub mod kanon;
 pub mod safepub;
+pub mod upa;
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::Result;
 
 use crate::budget::Cost;
+use crate::counterfeit_catalog::CounterfeitCatalog;
 use crate::engine::SensitiveSpec;
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
@@ -56,6 +58,9 @@ pub struct MethodOutput {
     pub metadata: Vec<(String, String)>,
     /// Owner-only diagnostics, in the method's diagnostics schema.
     pub diagnostics: RecordBatch,
+    /// The catalog of counterfeit rows, published with the release by the methods that
+    /// have one ([`Method::publishes_catalog`]).
+    pub catalog: Option<CounterfeitCatalog>,
 }
 
 /// A method with validated parameters, ready to run.
@@ -92,6 +97,12 @@ pub trait Method: Debug + Send + Sync {
     /// suppression, sampling); methods adding counterfeit or noise rows override it.
     fn release_size(&self, input: &MethodInput<'_>) -> Result<ReleaseSize> {
         Ok(ReleaseSize::at_most(input.histogram.total()))
+    }
+
+    /// Whether the release comes with a catalog of its counterfeit rows
+    /// (`anonymize_catalog(...)`).
+    fn publishes_catalog(&self) -> bool {
+        false
     }
 
     /// Runs the method: the released histogram, the chosen node, public metadata (including
@@ -143,6 +154,7 @@ pub const METHODS: &[&MethodSpec] = &[
     &safepub::METHOD,
     &kanon::METHOD,
     &dp_histogram::METHOD,
+    &upa::METHOD,
 ];
 
 /// The method called `name` (case-insensitive).

@@ -21,7 +21,12 @@
 //!   released classes.
 //!
 //! `IL = NCP + EMD + Rate` (Eq. 10, in `[0, 3]`); the paper's reported numbers are on the
-//! averaged scale `(NCP + EMD + Rate) / 3` of its reference implementation. On an IPA release
+//! averaged scale `(NCP + EMD + Rate) / 3` of its reference implementation.
+//!
+//! Two metrics of the UPA paper are reported next to them for every method: **LM**, the
+//! mean generalization degree of the released rows ([`super::degree`]), and **RCE**, the
+//! reconstruction error over every original record ([`super::rce`]), weighted by the
+//! release's counterfeit catalog when it has one. On an IPA release
 //! these are exactly the scores IPA itself computes for the chosen node (Algorithm 1 keeps
 //! every real record and only adds counterfeits); a k-anonymous release has EMD = Rate = 0.
 
@@ -29,6 +34,9 @@ use std::collections::HashMap;
 
 use datafusion::common::{plan_err, Result};
 
+use super::degree::{loss_metric, Degrees};
+use super::rce::{cell_rce, class_volume};
+use crate::counterfeit_catalog::{CatalogWeights, CounterfeitCatalog};
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::release::{ReleasedHistogram, SUPPRESSED};
@@ -42,6 +50,10 @@ pub struct InformationLoss {
     pub emd: f64,
     /// Mean per-class share of rows not backed by an original record.
     pub rate: f64,
+    /// LM: mean generalization degree of the released rows (UPA paper).
+    pub lm: f64,
+    /// RCE: reconstruction error summed over the original records (UPA paper), exact.
+    pub rce: f64,
 }
 
 impl InformationLoss {
@@ -94,12 +106,14 @@ pub fn class_scores(original: &[(u32, u64)], released: &[(u32, u64)]) -> (f64, u
     (tv, fabricated)
 }
 
-/// Information loss of `release` against the leaf-level histogram `base` of its original.
+/// Information loss of `release` against the leaf-level histogram `base` of its original;
+/// `catalog` is the release's counterfeit catalog, if it publishes one (it weights RCE).
 pub fn information_loss(
     base: &GroupedHistogram,
     hierarchies: &[&Hierarchy],
     value_domain: usize,
     release: &ReleasedHistogram,
+    catalog: Option<&CounterfeitCatalog>,
 ) -> Result<InformationLoss> {
     let attrs = hierarchies.len();
     if release.levels.len() != attrs || release.class_codes.len() != attrs {
@@ -137,6 +151,34 @@ pub fn information_loss(
     let mut partial: Vec<Partial> = Vec::new();
     let (mut ncp_sum, mut emd_sum, mut rate_sum) = (0.0, 0.0, 0.0);
     let (mut rows, mut classes) = (0u64, 0usize);
+    let weights = CatalogWeights::new(release, catalog);
+    let mut rce = 0.0;
+    // RCE of one released class (index `class`, or None for the merged suppressed class)
+    // against its original records.
+    let mut class_rce =
+        |class: Option<usize>, original: &[(u32, u64)], released: &[(u32, u64)], volume: f64| {
+            let mut j = 0;
+            for &(v, n) in released {
+                while j < original.len() && original[j].0 < v {
+                    rce += original[j].1 as f64;
+                    j += 1;
+                }
+                let o = match original.get(j) {
+                    Some(&(ov, on)) if ov == v => {
+                        j += 1;
+                        on
+                    }
+                    _ => 0,
+                };
+                let real = o.min(n);
+                rce += (o - real) as f64;
+                let w = class.map_or(1.0, |c| weights.weight(c, v));
+                rce += cell_rce(real, n, w, volume);
+            }
+            for &(_, on) in &original[j..] {
+                rce += on as f64;
+            }
+        };
     let mut add = |original: &[(u32, u64)], released: &[(u32, u64)], ncp_per_row: f64| {
         let size: u64 = released.iter().map(|p| p.1).sum();
         if size == 0 {
@@ -185,6 +227,8 @@ pub fn information_loss(
             }
             None => Vec::new(),
         };
+        let volume = class_volume(hierarchies, &release.levels, |a| codes[a]);
+        class_rce(Some(c), &original_pairs, &released, volume);
         add(&original_pairs, &released, ncp_per_row);
     }
     // Partially suppressed classes (cell suppression), fewest '*' first: each stands for
@@ -263,7 +307,14 @@ pub fn information_loss(
             .filter(|(_, n)| **n > 0)
             .map(|(v, n)| (v as u32, *n))
             .collect();
+        let volume = class_volume(hierarchies, &release.levels, |_| SUPPRESSED);
+        class_rce(None, &original_pairs, &released, volume);
         add(&original_pairs, &released, attrs as f64);
+    } else {
+        // Original records of classes that are not released at all.
+        for (o, _) in matched.iter().enumerate().filter(|(_, m)| !**m) {
+            rce += pairs(o).iter().map(|p| p.1 as f64).sum::<f64>();
+        }
     }
     let q = attrs.max(1) as f64;
     Ok(InformationLoss {
@@ -282,6 +333,8 @@ pub fn information_loss(
         } else {
             rate_sum / classes as f64
         },
+        lm: loss_metric(&Degrees::new(hierarchies), release),
+        rce,
     })
 }
 
@@ -347,7 +400,7 @@ mod tests {
             .map(|p| (orig.pair_values[p], orig.pair_counts[p]))
             .collect();
         release.push_class(&[SUPPRESSED, SUPPRESSED], &pairs, &[]);
-        let il = information_loss(&base, &refs, 4, &release).unwrap();
+        let il = information_loss(&base, &refs, 4, &release, None).unwrap();
 
         let classes = orig.class_count() as f64;
         let first: Vec<(u32, u64)> = (orig.class_offsets[0]..orig.class_offsets[1])
@@ -403,7 +456,7 @@ mod tests {
             )
             .unwrap();
             let chosen = &result.outcomes[result.chosen];
-            let il = information_loss(&base, &refs, 4, &result.release).unwrap();
+            let il = information_loss(&base, &refs, 4, &result.release, None).unwrap();
             with_suppression += usize::from(chosen.suppressed_records > 0);
             with_counterfeits += usize::from(chosen.counterfeits > 0);
             assert!(
@@ -437,11 +490,11 @@ mod tests {
         let (hs, base) = small();
         let refs: Vec<&Hierarchy> = hs.iter().collect();
         let release = ReleasedHistogram::new(vec![5, 0], 2);
-        let err = information_loss(&base, &refs, 4, &release)
+        let err = information_loss(&base, &refs, 4, &release, None)
             .unwrap_err()
             .to_string();
         assert!(err.contains("exceeds its hierarchy's height"), "{err}");
         let release = ReleasedHistogram::new(vec![0], 1);
-        assert!(information_loss(&base, &refs, 4, &release).is_err());
+        assert!(information_loss(&base, &refs, 4, &release, None).is_err());
     }
 }

@@ -1,3 +1,5 @@
 //! Quality metrics of a release measured against its original data.
 
+pub mod degree;
 pub mod information_loss;
+pub mod rce;

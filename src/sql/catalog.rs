@@ -19,12 +19,14 @@ use super::generalized_udfs::generalized_udfs;
 use super::help_fn::HelpFunction;
 use super::hierarchy_fns::{IntervalHierarchyFunction, MaskHierarchyFunction};
 use super::planner::SqlTableFunction;
+use super::upa_truthful::UpaTruthfulFunction;
 use crate::{Access, RegisterOptions};
 
 /// Every view of a release, one `anonymize*` table function each.
-const RELEASE_VIEWS: [ReleaseView; 5] = [
+const RELEASE_VIEWS: [ReleaseView; 6] = [
     ReleaseView::Rows,
     ReleaseView::Metadata,
+    ReleaseView::Catalog,
     ReleaseView::Diagnostics,
     ReleaseView::InformationLoss,
     ReleaseView::Warnings,
@@ -59,6 +61,7 @@ impl FunctionCatalog {
         table_functions.extend([
             Arc::new(AssessFunction) as Arc<dyn SqlTableFunction>,
             Arc::new(ClassSizesFunction),
+            Arc::new(UpaTruthfulFunction),
             Arc::new(PrivacyBudgetFunction::new(ledger)),
             Arc::new(IntervalHierarchyFunction),
             Arc::new(MaskHierarchyFunction),

@@ -13,3 +13,4 @@ pub mod hierarchy_fns;
 pub mod lazy;
 pub mod planner;
 pub mod resolve;
+pub mod upa_truthful;

@@ -189,6 +189,7 @@ impl Method for DpHistogram {
             ),
             diagnostics: dp_histogram_diagnostics_batch(&result.stats)?,
             release: result.release,
+            catalog: None,
         })
     }
 }

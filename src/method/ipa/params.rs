@@ -279,6 +279,7 @@ impl Method for Ipa {
             metadata: ipa_metadata(&self.params, input.lattice, result.score_sensitivity),
             diagnostics: ipa_diagnostics_batch(&result, input.lattice)?,
             release: result.release,
+            catalog: None,
         })
     }
 }

@@ -230,6 +230,7 @@ impl Method for Kanon {
             metadata: kanon_metadata(&self.params, input.lattice, input.sensitive, &result),
             diagnostics: kanon_diagnostics_batch(&result.outcomes, result.chosen, &display)?,
             release: result.release,
+            catalog: None,
         })
     }
 

@@ -146,6 +146,7 @@ impl Method for SafePub {
             metadata: safepub_metadata(&self.params, &result, input.lattice),
             diagnostics: safepub_diagnostics_batch(&result)?,
             release: result.release,
+            catalog: None,
         })
     }
 }

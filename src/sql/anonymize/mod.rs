@@ -1,5 +1,5 @@
-//! `anonymize(...)` and its views: `anonymize_metadata`, `anonymize_diagnostics`,
-//! `anonymize_information_loss` and `anonymize_warnings`.
+//! `anonymize(...)` and its views: `anonymize_metadata`, `anonymize_catalog`,
+//! `anonymize_diagnostics`, `anonymize_information_loss` and `anonymize_warnings`.
 //!
 //! All of them share one cache keyed by the canonical arguments (validated, every default
 //! filled in; see the `request` module) and the identity of the
@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use datafusion::catalog::TableProvider;
-use datafusion::common::Result;
+use datafusion::common::{plan_err, Result};
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 use tokio::sync::OnceCell;
@@ -44,6 +44,8 @@ pub enum ReleaseView {
     Rows,
     /// Public metadata `(key, value)`.
     Metadata,
+    /// The public catalog of counterfeit rows (methods that publish one).
+    Catalog,
     /// Owner-only diagnostics; never publish.
     Diagnostics,
     /// Owner-only information loss of the release against its original; never publish.
@@ -141,6 +143,7 @@ impl SqlTableFunction for AnonymizeFunction {
         match self.view {
             ReleaseView::Rows => "anonymize",
             ReleaseView::Metadata => "anonymize_metadata",
+            ReleaseView::Catalog => "anonymize_catalog",
             ReleaseView::Diagnostics => "anonymize_diagnostics",
             ReleaseView::InformationLoss => "anonymize_information_loss",
             ReleaseView::Warnings => "anonymize_warnings",
@@ -162,11 +165,14 @@ impl SqlTableFunction for AnonymizeFunction {
         match self.view {
             ReleaseView::Rows => "Releases anonymized microdata rows of a table.",
             ReleaseView::Metadata => "Public metadata (key, value) of the release anonymize() with the same arguments returns.",
+            ReleaseView::Catalog => {
+                "Public catalog of the counterfeit rows of the same release (method 'upa'): one row per (group_id, class, sensitive value) with the class's quasi-identifier labels as they appear in the release and count, the group's number of counterfeit rows of that value. Publish it with the release; upa_truthful() rebuilds the real records from both."
+            }
             ReleaseView::Diagnostics => {
                 "Owner-only diagnostics of the same release (scores of every lattice node, suppressed and counterfeit counts). Never publish this: it carries exact counts."
             }
             ReleaseView::InformationLoss => {
-                "Owner-only information loss of the same release against its original (IPA paper Eq. 5-10, one definition for every method): NCP, EMD, Rate, their sum and mean. Never publish this: it is computed from the exact data."
+                "Owner-only information loss of the same release against its original, one definition for every method: NCP, EMD, Rate, their sum and mean (IPA paper Eq. 5-10), LM and the exact RCE (UPA paper). Never publish this: it is computed from the exact data."
             }
             ReleaseView::Warnings => {
                 "Owner-only warnings (topic, message) about the same release, e.g. delta not below 1/n. Never publish this: a warning may name exact counts."
@@ -204,6 +210,15 @@ impl SqlTableFunction for AnonymizeFunction {
         let schema = match self.view {
             ReleaseView::Rows => entry.request.release_schema(),
             ReleaseView::Metadata => metadata_schema(),
+            ReleaseView::Catalog => match entry.request.catalog_schema() {
+                Some(schema) => schema,
+                None => {
+                    return plan_err!(
+                        "anonymize_catalog(): method '{}' publishes no catalog of counterfeit rows; a catalog comes with methods that insert counterfeits and publish where they are (method 'upa')",
+                        entry.request.method.name()
+                    )
+                }
+            },
             ReleaseView::Diagnostics => entry.request.method.diagnostics_schema(),
             ReleaseView::InformationLoss => information_loss_schema(),
             ReleaseView::Warnings => metadata_schema(),
@@ -258,6 +273,7 @@ impl BatchProducer for ReleaseProducer {
         Ok(match self.view {
             ReleaseView::Rows => Arc::new(output.rows.clone()) as Arc<dyn BatchSource>,
             ReleaseView::Metadata => Arc::new(vec![metadata_batch(&output.metadata)?]),
+            ReleaseView::Catalog => output.catalog.clone(),
             ReleaseView::Diagnostics => output.diagnostics.clone(),
             ReleaseView::InformationLoss => Arc::new(vec![information_loss_batch(
                 self.entry.request.method.name(),

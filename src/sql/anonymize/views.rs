@@ -26,6 +26,8 @@ pub fn information_loss_schema() -> SchemaRef {
         Field::new("rate", DataType::Float64, false),
         Field::new("il_sum", DataType::Float64, false),
         Field::new("il_mean", DataType::Float64, false),
+        Field::new("lm", DataType::Float64, false),
+        Field::new("rce", DataType::Float64, false),
     ]))
 }
 
@@ -41,6 +43,8 @@ pub fn information_loss_batch(method: &str, il: &InformationLoss) -> Result<Reco
             f(il.rate),
             f(il.sum()),
             f(il.mean()),
+            f(il.lm),
+            f(il.rce),
         ],
     )?)
 }
