@@ -27,6 +27,7 @@ use crate::lattice::{node_label, Lattice, Node};
 use crate::mechanism::rng::{derive_child, AnonRng};
 use crate::metric::degree::{loss_metric, Degrees, DEGREE_TOLERANCE};
 use crate::metric::rce::{cell_rce, class_volume};
+use crate::progress::Progress;
 use crate::release::ReleasedHistogram;
 
 mod counterfeits;
@@ -278,7 +279,7 @@ pub fn run_upa(
     value_domain: usize,
     params: &UpaParams,
     rng: &mut AnonRng,
-    progress: &(dyn Fn(usize, usize) + Sync),
+    progress: &Progress,
 ) -> Result<UpaResult> {
     params.validate()?;
     let total = base.total();
@@ -344,7 +345,7 @@ pub fn run_upa(
                     rce: None,
                 });
                 let finished = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                progress(finished, node_count);
+                progress.report(finished, node_count)?;
             } else {
                 evaluate.push(i);
             }
@@ -371,7 +372,7 @@ pub fn run_upa(
                     evaluate_node(&hist, hierarchies, &degrees, params, &totals, &mut stream)?;
                 out.push((i, hist, evaluated.outcome));
                 let finished = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                progress(finished, node_count);
+                progress.report(finished, node_count)?;
             }
             Ok(out)
         };

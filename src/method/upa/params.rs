@@ -11,11 +11,14 @@ use super::{
     DEFAULT_K,
 };
 use crate::budget::Cost;
+use crate::lattice::LevelBounds;
 use crate::mechanism::rng::AnonRng;
 use crate::method::{
-    max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, MAX_NODES, SEED,
+    level_bounds, max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec,
+    MAX_LEVELS, MAX_NODES, MIN_LEVELS, SEED,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
+use crate::release::ReleaseSize;
 
 /// UPA in the method registry.
 pub const METHOD: MethodSpec = MethodSpec {
@@ -23,6 +26,8 @@ pub const METHOD: MethodSpec = MethodSpec {
     about: "UPA (Lee et al. 2017): k-anonymity under an h-ceiling on every record's generalization degree, counterfeit records and a published catalog of them (anonymize_catalog, upa_truthful); syntactic, no differential privacy",
     params: &[
         MAX_NODES,
+        MIN_LEVELS,
+        MAX_LEVELS,
         SEED,
         ParamSpec::new(
             "k",
@@ -80,6 +85,7 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
     Ok(Arc::new(Upa {
         params,
         max_nodes: max_nodes(values)?,
+        level_bounds: level_bounds(values)?,
     }))
 }
 
@@ -90,6 +96,8 @@ pub struct Upa {
     pub params: UpaParams,
     /// Largest lattice to search.
     pub max_nodes: usize,
+    /// `min_levels` / `max_levels`.
+    pub level_bounds: LevelBounds,
 }
 
 impl Method for Upa {
@@ -106,6 +114,37 @@ impl Method for Upa {
 
     fn max_nodes(&self) -> usize {
         self.max_nodes
+    }
+
+    fn level_bounds(&self) -> &LevelBounds {
+        &self.level_bounds
+    }
+
+    fn named_columns(&self) -> Vec<(&'static str, &str)> {
+        self.params
+            .levels
+            .iter()
+            .flatten()
+            .map(|(name, _)| ("levels", name.as_str()))
+            .collect()
+    }
+
+    /// A class of `n < k` records at any node gets `k − n` counterfeits. Merging classes
+    /// never raises the total (`max(0, k − a − b) ≤ max(0, k − a) + max(0, k − b)`), so the
+    /// leaf-level classes' shortfall bounds every node's: the bound holds with certainty.
+    fn release_size(&self, input: &MethodInput<'_>) -> Result<ReleaseSize> {
+        let histogram = input.histogram;
+        let rows = histogram.total();
+        let k = self.params.k;
+        let added: u64 = (0..histogram.class_count())
+            .map(|c| k.saturating_sub(histogram.class_size(c)))
+            .sum();
+        let upper = rows.saturating_add(added) as f64;
+        Ok(ReleaseSize {
+            expected: upper,
+            upper,
+            cause: format!("k = {k} adds at most {added} counterfeit rows to classes under k"),
+        })
     }
 
     fn diagnostics_schema(&self) -> SchemaRef {

@@ -104,7 +104,7 @@ fn run(
         domain,
         p,
         &mut rng_from_seed(seed),
-        &|_, _| {},
+        &crate::progress::Progress::silent(),
     )
 }
 
