@@ -428,39 +428,14 @@ pub fn kanon_diagnostics_batch(
 /// one weight per quasi-identifier, 1 for those not named.
 pub fn parse_qi_weights(text: &str, qi: &[String]) -> Result<Vec<f64>> {
     let mut weights = vec![1.0; qi.len()];
-    let mut named = vec![false; qi.len()];
-    let mut any = false;
-    for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        any = true;
-        let Some((name, weight)) = item.split_once('=') else {
-            return plan_err!(
-                "qi_weights: '{item}' is not 'column=weight'; write e.g. qi_weights => 'age=2, sex=0.5'"
-            );
-        };
-        let name = name.trim();
-        let Some(a) = qi.iter().position(|q| q.eq_ignore_ascii_case(name)) else {
+    for (name, weight) in crate::method::parse_qi_weights(text)? {
+        let Some(a) = qi.iter().position(|q| q.eq_ignore_ascii_case(&name)) else {
             return plan_err!(
                 "qi_weights: '{name}' is not a quasi-identifier; the quasi-identifiers are: {}",
                 qi.join(", ")
             );
         };
-        if named[a] {
-            return plan_err!("qi_weights: column '{name}' is listed twice");
-        }
-        let weight: f64 = match weight.trim().parse() {
-            Ok(w) if f64::is_finite(w) && w >= 0.0 => w,
-            _ => {
-                return plan_err!(
-                    "qi_weights: weight of '{name}' must be a non-negative number, got '{}'",
-                    weight.trim()
-                )
-            }
-        };
-        named[a] = true;
         weights[a] = weight;
-    }
-    if !any {
-        return plan_err!("qi_weights: no 'column=weight' pairs in '{text}'");
     }
     Ok(weights)
 }

@@ -221,6 +221,37 @@ pub fn level_bounds(values: &ParamValues) -> Result<LevelBounds> {
     })
 }
 
+/// Parses `qi_weights => 'age=3, los=2'` into `(column, weight)` pairs as written:
+/// non-negative finite weights, no column twice, at least one pair.
+pub fn parse_qi_weights(text: &str) -> Result<Vec<(String, f64)>> {
+    let mut out: Vec<(String, f64)> = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let Some((name, weight)) = item.split_once('=') else {
+            return plan_err!(
+                "qi_weights: '{item}' is not 'column=weight'; write e.g. qi_weights => 'age=3, los=2'"
+            );
+        };
+        let name = name.trim().to_string();
+        let weight = match weight.trim().parse::<f64>() {
+            Ok(w) if w.is_finite() && w >= 0.0 => w,
+            _ => {
+                return plan_err!(
+                    "qi_weights: weight of '{name}' must be a non-negative number, got '{}'",
+                    weight.trim()
+                )
+            }
+        };
+        if out.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+            return plan_err!("qi_weights: column '{name}' is listed twice");
+        }
+        out.push((name, weight));
+    }
+    if out.is_empty() {
+        return plan_err!("qi_weights: no 'column=weight' pairs in '{text}'");
+    }
+    Ok(out)
+}
+
 /// Reads the `max_nodes` argument as a lattice size limit.
 pub fn max_nodes(values: &ParamValues) -> Result<usize> {
     Ok(usize::try_from(values.u64("max_nodes")?).unwrap_or(usize::MAX))

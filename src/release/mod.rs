@@ -54,19 +54,34 @@ impl ReleasedHistogram {
 
     /// Appends a class from its real `(value, count)` pairs (ascending) and extra values.
     pub fn push_class(&mut self, codes: &[u32], real: &[(u32, u64)], extra: &[u32]) {
-        let mut merged: Vec<(u32, u64)> = real.to_vec();
-        for &v in extra {
-            match merged.binary_search_by_key(&v, |&(value, _)| value) {
-                Ok(i) => merged[i].1 += 1,
-                Err(i) => merged.insert(i, (v, 1)),
-            }
-        }
         for (a, &code) in codes.iter().enumerate() {
             self.class_codes[a].push(code);
         }
-        for (v, c) in merged {
-            self.values.push(v);
-            self.counts.push(c);
+        // Merge the ascending `real` pairs with the sorted extra values, O((r + e) log e).
+        let mut extra = extra.to_vec();
+        extra.sort_unstable();
+        let mut real = real.iter().copied().peekable();
+        let mut extra = extra.into_iter().peekable();
+        loop {
+            let next = match (real.peek(), extra.peek()) {
+                (None, None) => break,
+                (Some(&(v, _)), Some(&e)) if e < v => None,
+                (Some(_), _) => real.next(),
+                (None, Some(_)) => None,
+            };
+            let (value, mut count) = match next {
+                Some(pair) => pair,
+                None => match extra.next() {
+                    Some(e) => (e, 1),
+                    None => break,
+                },
+            };
+            while extra.peek() == Some(&value) {
+                extra.next();
+                count += 1;
+            }
+            self.values.push(value);
+            self.counts.push(count);
         }
         self.class_offsets.push(self.values.len());
     }
@@ -106,6 +121,19 @@ mod tests {
     fn hierarchy() -> Hierarchy {
         let rows = rows(&[&["a", "ab", "*"], &["b", "ab", "*"], &["c", "c", "*"]]);
         Hierarchy::from_rows("x", &rows).unwrap()
+    }
+
+    #[test]
+    fn push_class_merges_extra_values_into_the_real_pairs() {
+        let mut release = ReleasedHistogram::new(vec![0], 1);
+        release.push_class(&[0], &[(1, 2), (4, 1), (7, 3)], &[9, 4, 0, 4, 1, 5, 0]);
+        assert_eq!(release.values, vec![0, 1, 4, 5, 7, 9]);
+        assert_eq!(release.counts, vec![2, 3, 3, 1, 3, 1]);
+        release.push_class(&[1], &[], &[3, 3]);
+        release.push_class(&[2], &[(2, 5)], &[]);
+        assert_eq!(release.class_offsets, vec![0, 6, 7, 8]);
+        assert_eq!(&release.values[6..], &[3, 2]);
+        assert_eq!(&release.counts[6..], &[2, 5]);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::lattice::LevelBounds;
 use crate::mechanism::noise::{ExactScale, PositiveNoise, EPSILON_GRID_BITS};
 use crate::mechanism::rng::AnonRng;
 use crate::method::{
-    level_bounds, max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON,
+    level_bounds, max_nodes, parse_qi_weights, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON,
     MAX_LEVELS, MAX_NODES, MIN_LEVELS, SEED,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
@@ -147,37 +147,6 @@ fn check_noise_budgets(params: &IpaParams, epsilon: f64, split: Option<&str>) ->
 /// Largest `suppression_threshold` whose noise scale `(t − 1)/ε_sup` is representable for
 /// every ε_sup on the samplers' grid: the numerator `(t − 1) · 2^30` must fit 64 bits.
 pub const MAX_SUPPRESSION_THRESHOLD: u64 = 1 << (64 - EPSILON_GRID_BITS);
-
-/// Parses `qi_weights => 'age=3, los=2'`: non-negative finite weights, no column twice,
-/// a positive weight somewhere.
-fn parse_qi_weights(text: &str) -> Result<Vec<(String, f64)>> {
-    let mut out: Vec<(String, f64)> = Vec::new();
-    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let Some((name, weight)) = item.split_once('=') else {
-            return plan_err!(
-                "qi_weights: '{item}' is not 'column=weight'; write e.g. qi_weights => 'age=3, los=2'"
-            );
-        };
-        let name = name.trim().to_string();
-        let weight = match weight.trim().parse::<f64>() {
-            Ok(w) if w.is_finite() && w >= 0.0 => w,
-            _ => {
-                return plan_err!(
-                    "qi_weights: weight of '{name}' must be a non-negative number, got '{}'",
-                    weight.trim()
-                )
-            }
-        };
-        if out.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
-            return plan_err!("qi_weights: column '{name}' is listed twice");
-        }
-        out.push((name, weight));
-    }
-    if out.is_empty() {
-        return plan_err!("qi_weights: no 'column=weight' pairs in '{text}'");
-    }
-    Ok(out)
-}
 
 /// Parses `budget_split => 'sup,ins,val,cand'`: four positive fractions summing to at
 /// most 1.
