@@ -38,7 +38,25 @@ async fn spent(ctx: &SessionContext) -> Result<f64> {
 }
 
 async fn session() -> Result<SessionContext> {
-    let ctx = SessionContext::new();
+    session_with(SessionContext::new()).await
+}
+
+/// A session whose listing tables list their directory on every scan: DataFusion's list-files
+/// cache (on by default, without expiry) is turned off.
+async fn uncached_listing_session() -> Result<SessionContext> {
+    use datafusion::execution::cache::cache_manager::CacheManagerConfig;
+    use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+    let runtime = RuntimeEnvBuilder::new()
+        .with_cache_manager(CacheManagerConfig::default().with_list_files_cache_limit(0))
+        .build_arc()?;
+    session_with(SessionContext::new_with_config_rt(
+        datafusion::prelude::SessionConfig::new(),
+        runtime,
+    ))
+    .await
+}
+
+async fn session_with(ctx: SessionContext) -> Result<SessionContext> {
     datafusion_anonymize::register(&ctx)?;
     run(
         &ctx,
@@ -52,7 +70,7 @@ async fn session() -> Result<SessionContext> {
 async fn files_changed_under_an_external_table() -> Result<()> {
     let dir = tempfile::tempdir()?;
     std::fs::write(dir.path().join("part-1.csv"), "age,disease\n30,A\n40,B\n")?;
-    let ctx = session().await?;
+    let ctx = uncached_listing_session().await?;
     run(
         &ctx,
         &format!(
@@ -105,5 +123,30 @@ async fn rows_inserted_into_a_memory_table() -> Result<()> {
     run(&ctx, "INSERT INTO src VALUES (50, 'A')").await?;
     assert_eq!(released_input(&ctx).await?, 3);
     assert_eq!(spent(&ctx).await?, 2.0, "inserted rows: a new release");
+    Ok(())
+}
+
+/// With DataFusion's default list-files cache a session keeps the first listing of a
+/// directory: a file added later is seen by no query of the session, so the cached release
+/// (of the table as the session sees it) is served again and nothing more is charged.
+#[tokio::test]
+async fn a_cached_listing_serves_the_release_of_the_table_the_session_sees() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    std::fs::write(dir.path().join("part-1.csv"), "age,disease\n30,A\n40,B\n")?;
+    let ctx = session().await?;
+    run(
+        &ctx,
+        &format!(
+            "CREATE EXTERNAL TABLE src STORED AS CSV LOCATION '{}/' OPTIONS ('format.has_header' 'true')",
+            dir.path().display()
+        ),
+    )
+    .await?;
+    assert_eq!(released_input(&ctx).await?, 2);
+    std::fs::write(dir.path().join("part-2.csv"), "age,disease\n50,A\n")?;
+    let plain = ctx.sql("SELECT COUNT(*) FROM src").await?.collect().await?;
+    assert_eq!(plain[0].column(0).as_primitive::<Int64Type>().value(0), 2);
+    assert_eq!(released_input(&ctx).await?, 2);
+    assert_eq!(spent(&ctx).await?, 1.0);
     Ok(())
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::common::Result;
+use datafusion::common::{plan_err, Result};
 
 use crate::budget::Cost;
 use crate::counterfeit_catalog::CounterfeitCatalog;

@@ -298,7 +298,11 @@ pub fn run_upa(
     }
     let degrees = Degrees::new(hierarchies);
     let requested = match &params.levels {
-        Some(levels) => Some(crate::lattice::node_from_levels(hierarchies, lattice, levels)?),
+        Some(levels) => Some(crate::lattice::node_from_levels(
+            hierarchies,
+            lattice,
+            levels,
+        )?),
         None => None,
     };
     let nodes = lattice.nodes();

@@ -73,7 +73,11 @@ impl ReleasedRows {
             histogram,
             labels,
             star_index,
-            values: if with_values { values.to_vec() } else { Vec::new() },
+            values: if with_values {
+                values.to_vec()
+            } else {
+                Vec::new()
+            },
             schema: schema.clone(),
         })
     }

@@ -597,7 +597,7 @@ struct AssessProducer {
 
 #[async_trait]
 impl BatchProducer for AssessProducer {
-    async fn batches(&self, state: &SessionState) -> Result<Arc<Vec<RecordBatch>>> {
+    async fn batches(&self, state: &SessionState) -> Result<Arc<dyn super::lazy::BatchSource>> {
         let batches = self
             .cell
             .get_or_try_init(|| async {
@@ -608,7 +608,7 @@ impl BatchProducer for AssessProducer {
                 Ok::<_, datafusion::error::DataFusionError>(Arc::new(batches))
             })
             .await?;
-        Ok(batches.clone())
+        Ok(batches.clone() as Arc<dyn super::lazy::BatchSource>)
     }
 }
 

@@ -237,11 +237,11 @@ type ClassKey = Vec<String>;
 
 #[async_trait]
 impl BatchProducer for TruthfulProducer {
-    async fn batches(&self, state: &SessionState) -> Result<Arc<Vec<RecordBatch>>> {
+    async fn batches(&self, state: &SessionState) -> Result<Arc<dyn super::lazy::BatchSource>> {
         self.cell
             .get_or_try_init(|| async { self.compute(state).await.map(Arc::new) })
             .await
-            .cloned()
+            .map(|batches| batches.clone() as Arc<dyn super::lazy::BatchSource>)
     }
 }
 

@@ -157,10 +157,11 @@ fn audit_ipa_node_choice() {
     assert_violated(&audit(&d, &d2, 1.5, 0.0, ALPHA), "node choice power check");
 }
 
-/// A one-attribute hierarchy of height 0 (a one-node lattice) over values `x` and `y`.
+/// A one-attribute hierarchy over values `x` and `y` (root `*`) and the one-node lattice
+/// that keeps them at level 0 (`max_levels => 'q=0'`).
 fn singleton_setup() -> (Hierarchy, Lattice) {
-    let h = Hierarchy::from_rows("q", &rows(&[&["x"], &["y"]])).expect("valid hierarchy");
-    let lattice = Lattice::new(vec![0], 1).expect("one node");
+    let h = Hierarchy::from_rows("q", &rows(&[&["x", "*"], &["y", "*"]])).expect("valid hierarchy");
+    let lattice = Lattice::bounded(vec![1], vec![0], vec![0], 1).expect("one node");
     (h, lattice)
 }
 

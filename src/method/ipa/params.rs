@@ -12,8 +12,8 @@ use crate::lattice::LevelBounds;
 use crate::mechanism::noise::{ExactScale, PositiveNoise, EPSILON_GRID_BITS};
 use crate::mechanism::rng::AnonRng;
 use crate::method::{
-    level_bounds, max_nodes, parse_qi_weights, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON,
-    MAX_LEVELS, MAX_NODES, MIN_LEVELS, SEED,
+    level_bounds, max_nodes, parse_qi_weights, Method, MethodArgs, MethodInput, MethodOutput,
+    MethodSpec, EPSILON, MAX_LEVELS, MAX_NODES, MIN_LEVELS, SEED,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
 use crate::release::{ReleaseSize, SIZE_FAILURE};
@@ -125,9 +125,17 @@ fn check_noise_budgets(params: &IpaParams, epsilon: f64, split: Option<&str>) ->
     ] {
         if value < smallest {
             let fraction = value / epsilon;
+            let fraction_text = if fraction >= 1e-4 {
+                format!("{fraction}")
+            } else {
+                short(fraction)
+            };
             return plan_err!(
-                "{name} = {value:e} (the {position} fraction {fraction} of {source} times epsilon = {epsilon:e}) is below the smallest noise budget the exact samplers support, 2^-{EPSILON_GRID_BITS} = {smallest:e}; use epsilon >= {:e} or a larger {position} fraction",
-                smallest / fraction
+                "{name} = {} (the {position} fraction {fraction_text} of {source} times epsilon = {}) is below the smallest noise budget the exact samplers support, 2^-{EPSILON_GRID_BITS} = {}; use epsilon >= {} or a larger {position} fraction",
+                short(value),
+                short(epsilon),
+                short(smallest),
+                short(smallest / fraction)
             );
         }
     }
@@ -147,6 +155,19 @@ fn check_noise_budgets(params: &IpaParams, epsilon: f64, split: Option<&str>) ->
 /// Largest `suppression_threshold` whose noise scale `(t − 1)/ε_sup` is representable for
 /// every ε_sup on the samplers' grid: the numerator `(t − 1) · 2^30` must fit 64 bits.
 pub const MAX_SUPPRESSION_THRESHOLD: u64 = 1 << (64 - EPSILON_GRID_BITS);
+
+/// `x` in scientific notation with at most seven significant digits, trailing zeros dropped
+/// (`1.0000000000000002e-10` → `1e-10`).
+fn short(x: f64) -> String {
+    let text = format!("{x:.6e}");
+    match text.split_once('e') {
+        Some((mantissa, exponent)) => {
+            let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+            format!("{mantissa}e{exponent}")
+        }
+        None => text,
+    }
+}
 
 /// Parses `budget_split => 'sup,ins,val,cand'`: four positive fractions summing to at
 /// most 1.

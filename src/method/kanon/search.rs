@@ -299,11 +299,7 @@ impl<'l> Pruned<'l> {
         Ok(())
     }
 
-    fn run(
-        mut self,
-        evaluator: &mut Evaluator<'_>,
-        progress: &Progress,
-    ) -> Result<SearchOutcome> {
+    fn run(mut self, evaluator: &mut Evaluator<'_>, progress: &Progress) -> Result<SearchOutcome> {
         let total = self.lattice.len();
         let mut queue: BinaryHeap<Reverse<Entry>> = BinaryHeap::new();
         let mut keys: HashMap<usize, Score> = HashMap::new();

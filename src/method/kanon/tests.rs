@@ -136,9 +136,27 @@ fn paper_example() {
     let cancel = crate::progress::Cancel::new();
     cancel.cancel();
     let stopped = Progress::new("kanon", None, cancel);
-    let err = run_kanon(&base, &hs, &lattice, 5, &params, &ClassModels::default(), &stopped).unwrap_err();
+    let err = run_kanon(
+        &base,
+        &hs,
+        &lattice,
+        5,
+        &params,
+        &ClassModels::default(),
+        &stopped,
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("cancelled"), "{err}");
-    let result = run_kanon(&base, &hs, &lattice, 5, &params, &ClassModels::default(), &Progress::silent()).unwrap();
+    let result = run_kanon(
+        &base,
+        &hs,
+        &lattice,
+        5,
+        &params,
+        &ClassModels::default(),
+        &Progress::silent(),
+    )
+    .unwrap();
     let chosen = &result.outcomes[result.chosen];
     assert_eq!(chosen.node, vec![1, 0, 1]);
     assert_eq!(chosen.suppressed_records, 1);
@@ -155,7 +173,16 @@ fn paper_example() {
     // Without suppression the 67-year-old must share a class: age '*' and zip '*' leave
     // the classes M (4) and F (3).
     let strict = KanonParams::new(3, 0.0);
-    let result = run_kanon(&base, &hs, &lattice, 5, &strict, &ClassModels::default(), &Progress::silent()).unwrap();
+    let result = run_kanon(
+        &base,
+        &hs,
+        &lattice,
+        5,
+        &strict,
+        &ClassModels::default(),
+        &Progress::silent(),
+    )
+    .unwrap();
     assert_eq!(result.outcomes[result.chosen].suppressed_records, 0);
     assert_eq!(result.outcomes[result.chosen].node, vec![2, 0, 2]);
     // k larger than the table: nothing is feasible.
@@ -330,7 +357,7 @@ proptest! {
                 check_cells(&pruned, k, total);
                 // A k-anonymous release, cell-suppressed or not, is truthful: EMD = Rate = 0,
                 // and its NCP is the metric's.
-                let il = crate::metric::information_loss::information_loss(&base, &hs, 3, &pruned.release).unwrap();
+                let il = crate::metric::information_loss::information_loss(&base, &hs, 3, &pruned.release, None).unwrap();
                 prop_assert_eq!(il.emd, 0.0);
                 prop_assert_eq!(il.rate, 0.0);
                 if params.metric == MetricKind::Ncp {
@@ -406,7 +433,16 @@ fn adult_loss_matches_arx() {
     for (k, limit, node) in expected {
         let mut params = KanonParams::new(k, limit);
         params.metric = MetricKind::Loss;
-        let result = run_kanon(&base, &hs, &lattice, 1, &params, &ClassModels::default(), &Progress::silent()).unwrap();
+        let result = run_kanon(
+            &base,
+            &hs,
+            &lattice,
+            1,
+            &params,
+            &ClassModels::default(),
+            &Progress::silent(),
+        )
+        .unwrap();
         let chosen = &result.outcomes[result.chosen];
         assert_eq!(chosen.node, node.to_vec(), "k = {k}, limit = {limit}");
         assert!(
@@ -435,7 +471,16 @@ fn adult_cell_suppression_keeps_more_records() {
     let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 1_000_000).unwrap();
     let mut params = KanonParams::new(5, 0.05);
     params.metric = MetricKind::Loss;
-    let record = run_kanon(&base, &hs, &lattice, 1, &params, &ClassModels::default(), &Progress::silent()).unwrap();
+    let record = run_kanon(
+        &base,
+        &hs,
+        &lattice,
+        1,
+        &params,
+        &ClassModels::default(),
+        &Progress::silent(),
+    )
+    .unwrap();
     let node = record.outcomes[record.chosen].node.clone();
     check_cells(&record, 5, 30_162);
     assert!(record.plan.suppressed_records > 0);
@@ -480,7 +525,16 @@ fn adult_cell_suppression_keeps_more_records() {
     check_cells(&fake, 5, 30_162);
 
     // Searching in cell mode: a k-anonymous release whose counts match its stars.
-    let searched = run_kanon(&base, &hs, &lattice, 1, &cell, &ClassModels::default(), &Progress::silent()).unwrap();
+    let searched = run_kanon(
+        &base,
+        &hs,
+        &lattice,
+        1,
+        &cell,
+        &ClassModels::default(),
+        &Progress::silent(),
+    )
+    .unwrap();
     check_cells(&searched, 5, 30_162);
     assert!(
         searched.plan.suppressed_cells <= 9 * searched.outcomes[searched.chosen].failing_records
@@ -514,7 +568,16 @@ fn adult_figures() {
                 let mut last = None;
                 for _ in 0..3 {
                     let start = std::time::Instant::now();
-                    let r = run_kanon(&base, &hs, &lattice, 1, &params, &ClassModels::default(), &Progress::silent()).unwrap();
+                    let r = run_kanon(
+                        &base,
+                        &hs,
+                        &lattice,
+                        1,
+                        &params,
+                        &ClassModels::default(),
+                        &Progress::silent(),
+                    )
+                    .unwrap();
                     times.push(start.elapsed().as_secs_f64());
                     last = Some(r);
                 }

@@ -14,8 +14,8 @@ use crate::budget::Cost;
 use crate::lattice::LevelBounds;
 use crate::mechanism::rng::AnonRng;
 use crate::method::{
-    level_bounds, max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec,
-    MAX_LEVELS, MAX_NODES, MIN_LEVELS, SEED,
+    level_bounds, max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, MAX_LEVELS,
+    MAX_NODES, MIN_LEVELS, SEED,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
 use crate::release::ReleaseSize;

@@ -40,7 +40,7 @@ pub fn upa_metadata(
          exact data. upa_truthful(release, catalog, ...) rebuilds the real records (some suppressed) from the \
          two published tables."
     );
-    vec![
+    let mut out: Vec<(String, String)> = vec![
         ("k".into(), k.to_string()),
         ("h".into(), h.to_string()),
         (
@@ -67,7 +67,11 @@ pub fn upa_metadata(
         ),
         ("lattice_nodes".into(), lattice.len().to_string()),
         ("guarantee".into(), guarantee),
-    ]
+    ];
+    // Computed on the release as published, counterfeit rows included (every class has at
+    // least k rows, so the prosecutor risk is at most 1/k).
+    out.extend(crate::privacy::risk::release_risk(&result.release));
+    out
 }
 
 /// Schema of the method's diagnostics: one row per lattice node.
