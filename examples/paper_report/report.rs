@@ -305,12 +305,15 @@ fn query_errors(ctx: &Ctx, md: &mut String, lines: &mut Vec<String>) {
     }
 }
 
+/// Median estimate per (query, age group).
+type Estimates = BTreeMap<(String, i64), f64>;
+
 /// Tables 9-12 at ε = 1 and their plot.
 fn tables(ctx: &Ctx, md: &mut String) -> std::io::Result<()> {
     let (args, outcomes, groups, eps1) = (ctx.args, ctx.outcomes, &ctx.groups, &ctx.eps1);
     // Tables 9-12.
     // Median estimates of every method at ε = 1 (kanon: its one deterministic release).
-    let estimates: Vec<(&str, BTreeMap<(String, i64), f64>)> = METHOD_ORDER
+    let estimates: Vec<(&str, Estimates)> = METHOD_ORDER
         .iter()
         .filter_map(|&m| {
             let eps = if m.starts_with("kanon") {

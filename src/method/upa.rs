@@ -27,6 +27,7 @@ use crate::lattice::{node_label, Lattice, Node};
 use crate::mechanism::rng::{derive_child, AnonRng};
 use crate::metric::degree::{loss_metric, Degrees, DEGREE_TOLERANCE};
 use crate::metric::rce::{cell_rce, class_volume};
+use crate::privacy::models::{ClassModels, ModelScratch, ModelSpec};
 use crate::progress::Progress;
 use crate::release::ReleasedHistogram;
 
@@ -73,6 +74,8 @@ pub struct UpaParams {
     pub counterfeit_sa: CounterfeitSa,
     /// Only this node (`column=level` pairs, others at 0) is evaluated; `None`: the lattice.
     pub levels: Option<Vec<(String, usize)>>,
+    /// ℓ-diversity and t-closeness every class's real records must meet.
+    pub models: ModelSpec,
 }
 
 impl UpaParams {
@@ -91,7 +94,7 @@ impl UpaParams {
                 );
             }
         }
-        Ok(())
+        self.models.validate()
     }
 }
 
@@ -110,6 +113,8 @@ pub enum NodeStatus {
     TooManyCounterfeits,
     /// Not the node requested by `levels`: not evaluated.
     NotRequested,
+    /// Some class's real records fail ℓ-diversity or t-closeness.
+    FailsModels,
 }
 
 impl NodeStatus {
@@ -122,6 +127,7 @@ impl NodeStatus {
             Self::NotConcealable => "not_concealable",
             Self::TooManyCounterfeits => "too_many_counterfeits",
             Self::NotRequested => "not_requested",
+            Self::FailsModels => "fails_l_or_t",
         }
     }
 }
@@ -184,6 +190,7 @@ fn evaluate_node(
     hierarchies: &[&Hierarchy],
     degrees: &Degrees,
     params: &UpaParams,
+    models: &ClassModels,
     totals: &[u64],
     rng: &mut AnonRng,
 ) -> Result<NodeRelease> {
@@ -204,6 +211,25 @@ fn evaluate_node(
             outcome,
             release: None,
         });
+    }
+    // UPA suppresses nothing: every class's real records must meet the models.
+    if !models.is_empty() {
+        let mut scratch = ModelScratch::default();
+        let fails = (0..hist.class_count()).any(|c| {
+            let range = hist.class_offsets[c]..hist.class_offsets[c + 1];
+            !models.accepts(
+                &hist.pair_values[range.clone()],
+                &hist.pair_counts[range],
+                &mut scratch,
+            )
+        });
+        if fails {
+            outcome.status = NodeStatus::FailsModels;
+            return Ok(NodeRelease {
+                outcome,
+                release: None,
+            });
+        }
     }
     let fakes =
         match counterfeits::draw_counterfeits(hist, params.k, params.counterfeit_sa, totals, rng) {
@@ -272,12 +298,14 @@ fn node_rce(
 }
 
 /// Runs UPA over the lattice.
+#[allow(clippy::too_many_arguments)]
 pub fn run_upa(
     base: &GroupedHistogram,
     hierarchies: &[&Hierarchy],
     lattice: &Lattice,
     value_domain: usize,
     params: &UpaParams,
+    models: &ClassModels,
     rng: &mut AnonRng,
     progress: &Progress,
 ) -> Result<UpaResult> {
@@ -372,8 +400,15 @@ pub fn run_upa(
                     }
                 };
                 let mut stream = streams[i].clone();
-                let evaluated =
-                    evaluate_node(&hist, hierarchies, &degrees, params, &totals, &mut stream)?;
+                let evaluated = evaluate_node(
+                    &hist,
+                    hierarchies,
+                    &degrees,
+                    params,
+                    models,
+                    &totals,
+                    &mut stream,
+                )?;
                 out.push((i, hist, evaluated.outcome));
                 let finished = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                 progress.report(finished, node_count)?;
@@ -436,7 +471,15 @@ pub fn run_upa(
     let node = &nodes[chosen];
     let hist = base.roll_up(hierarchies, node, value_domain)?;
     let mut stream = streams[chosen].clone();
-    let replay = evaluate_node(&hist, hierarchies, &degrees, params, &totals, &mut stream)?;
+    let replay = evaluate_node(
+        &hist,
+        hierarchies,
+        &degrees,
+        params,
+        models,
+        &totals,
+        &mut stream,
+    )?;
     if replay.outcome != outcomes[chosen] {
         return internal_err!("UPA replay of node {node:?} differs from the evaluated candidate");
     }
@@ -470,6 +513,16 @@ fn no_feasible_node(
     let count = |s: NodeStatus| outcomes.iter().filter(|o| o.status == s).count();
     let over = count(NodeStatus::OverCeiling) + count(NodeStatus::Pruned);
     let hidden = count(NodeStatus::NotConcealable) + count(NodeStatus::TooManyCounterfeits);
+    let failing = count(NodeStatus::FailsModels);
+    let models = params.models.describe(&[]);
+    let (with, model_part) = if models.is_empty() {
+        (String::new(), String::new())
+    } else {
+        (
+            format!(" and {}", models.join(" and ")),
+            format!(", {failing} have a class whose real records fail them"),
+        )
+    };
     let h = params
         .h
         .map_or_else(|| "none".to_string(), |h| h.to_string());
@@ -495,7 +548,7 @@ fn no_feasible_node(
         format!(" (first: node {lowest})")
     };
     datafusion::error::DataFusionError::Execution(format!(
-        "upa: no generalization{requested} satisfies k = {} under h = {h}: {over} of {} nodes exceed the h-ceiling and the counterfeits of {hidden} others cannot be concealed by any catalog (Lemma 1){example}; {advice}",
+        "upa: no generalization{requested} satisfies k = {}{with} under h = {h}: {over} of {} nodes exceed the h-ceiling{model_part} and the counterfeits of {hidden} others cannot be concealed by any catalog (Lemma 1){example}; {advice}",
         params.k,
         outcomes.len() - count(NodeStatus::NotRequested)
     ))

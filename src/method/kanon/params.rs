@@ -20,7 +20,7 @@ use crate::method::{
     MIN_LEVELS,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
-use crate::privacy::models::{ClassModels, LDiversity, LModel, ModelSpec, TModel};
+use crate::privacy::models::{model_spec, ClassModels, C, L, L_MODEL, T, T_MODEL};
 
 /// Why a deterministic method refuses the randomized methods' arguments.
 const NO_BUDGET: &str = "k-anonymization is deterministic and has no privacy budget";
@@ -74,36 +74,11 @@ pub const METHOD: MethodSpec = MethodSpec {
             ParamDefault::Text("pruned"),
             "pruned best-first search (same optimum) or every node checked",
         ),
-        ParamSpec::new(
-            "l",
-            ParamKind::Count,
-            ParamDefault::Optional("none: no l-diversity"),
-            "l-diversity: every released class holds at least l well-represented values of each sensitive column (see l_model)",
-        ),
-        ParamSpec::new(
-            "l_model",
-            ParamKind::Choice(&["distinct", "entropy", "recursive"]),
-            ParamDefault::Text("distinct"),
-            "reading of l: 'distinct' values, 'entropy' (entropy >= ln l) or 'recursive' (c,l)-diversity (most frequent count < c x the sum of the l-th and rarer counts)",
-        ),
-        ParamSpec::new(
-            "c",
-            ParamKind::Positive,
-            ParamDefault::Optional("required for l_model 'recursive'"),
-            "the constant c of recursive (c,l)-diversity",
-        ),
-        ParamSpec::new(
-            "t",
-            ParamKind::Number,
-            ParamDefault::Optional("none: no t-closeness"),
-            "t-closeness: every released class's distribution of each sensitive column is within earth mover's distance t of the whole table's, t in (0, 1] (see t_model)",
-        ),
-        ParamSpec::new(
-            "t_model",
-            ParamKind::Choice(&["equal", "hierarchical", "ordered"]),
-            ParamDefault::Text("equal"),
-            "ground distance of t: 'equal' (any two values at distance 1), 'hierarchical' (the sensitive column's hierarchy: sensitive => 'col:table'), 'ordered' (numeric or date order, or the rows of sensitive => 'col:table')",
-        ),
+        L,
+        L_MODEL,
+        C,
+        T,
+        T_MODEL,
     ],
     refuses: &[("epsilon", NO_BUDGET), ("seed", NO_BUDGET)],
     configure,
@@ -111,40 +86,7 @@ pub const METHOD: MethodSpec = MethodSpec {
 
 fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
     let values = args.values;
-    let l_model = match values.text("l_model")? {
-        "entropy" => LModel::Entropy,
-        "recursive" => match values.opt_f64("c") {
-            Some(c) => LModel::Recursive { c },
-            None => return plan_err!("l_model 'recursive' needs c (e.g. c => 3)"),
-        },
-        _ => LModel::Distinct,
-    };
-    if values.given("l_model") && !values.given("l") {
-        return plan_err!("l_model needs l (e.g. l => 3)");
-    }
-    if values.given("c") && !matches!(l_model, LModel::Recursive { .. }) {
-        return plan_err!("c applies only to l_model 'recursive'");
-    }
-    if values.given("t_model") && !values.given("t") {
-        return plan_err!("t_model needs t (e.g. t => 0.2)");
-    }
-    let t_model = match values.text("t_model")? {
-        "hierarchical" => TModel::Hierarchical,
-        "ordered" => TModel::Ordered,
-        _ => TModel::Equal,
-    };
-    let models = ModelSpec {
-        l: values
-            .opt_u64("l")
-            .map(|l| LDiversity { l, model: l_model }),
-        t: values.opt_f64("t").map(|t| (t, t_model)),
-    };
-    if !models.is_empty() && !args.has_informative {
-        return plan_err!(
-            "'{}' needs a sensitive column: name it with sensitive => '<column>'",
-            if models.l.is_some() { "l" } else { "t" }
-        );
-    }
+    let models = model_spec(values, args.has_informative)?;
     let metric = MetricKind::parse(values.text("metric")?)?;
     let Some(suppression) = SuppressionMode::parse(values.text("suppression")?) else {
         return plan_err!("suppression must be 'record' or 'cell'");

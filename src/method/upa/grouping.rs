@@ -242,9 +242,9 @@ pub fn check_lemma1(
         catalogued.insert((e.group, e.value), e.count);
     }
     let mut counted: HashMap<(usize, u32), u64> = HashMap::new();
-    for c in 0..classes {
+    for (c, group) in group_of.iter().enumerate() {
         for (v, n) in fakes.class(c) {
-            let Some(g) = group_of[c] else {
+            let Some(g) = *group else {
                 return internal_err!("upa catalog: class {c} has counterfeits but no group");
             };
             *counted.entry((g, v)).or_insert(0) += n;

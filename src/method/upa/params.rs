@@ -11,6 +11,7 @@ use super::{
     DEFAULT_K,
 };
 use crate::budget::Cost;
+use crate::engine::SensitiveSpec;
 use crate::lattice::LevelBounds;
 use crate::mechanism::rng::AnonRng;
 use crate::method::{
@@ -18,6 +19,7 @@ use crate::method::{
     MAX_NODES, MIN_LEVELS, SEED,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
+use crate::privacy::models::{model_spec, ClassModels, C, L, L_MODEL, T, T_MODEL};
 use crate::release::ReleaseSize;
 
 /// UPA in the method registry.
@@ -47,6 +49,11 @@ pub const METHOD: MethodSpec = MethodSpec {
             ParamDefault::Text("uniform"),
             "sensitive value of a counterfeit: 'uniform' over the domain (the paper) or 'constrained' to values real records outside its class can conceal",
         ),
+        L,
+        L_MODEL,
+        C,
+        T,
+        T_MODEL,
         ParamSpec::new(
             "levels",
             ParamKind::Text,
@@ -80,6 +87,7 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
             Some(text) => Some(crate::lattice::parse_level_list("levels", text)?),
             None => None,
         },
+        models: model_spec(values, args.has_informative)?,
     };
     params.validate()?;
     Ok(Arc::new(Upa {
@@ -155,6 +163,10 @@ impl Method for Upa {
         true
     }
 
+    fn check_sensitive(&self, columns: &[SensitiveSpec]) -> Result<()> {
+        self.params.models.check_columns(columns)
+    }
+
     fn run(&self, input: &MethodInput<'_>, rng: &mut AnonRng) -> Result<MethodOutput> {
         let result = run_upa(
             input.histogram,
@@ -162,6 +174,12 @@ impl Method for Upa {
             input.lattice,
             input.value_domain,
             &self.params,
+            &ClassModels::new(
+                &self.params.models,
+                input.histogram,
+                input.sensitive,
+                METHOD.name,
+            )?,
             rng,
             input.progress,
         )?;

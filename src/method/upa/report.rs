@@ -26,6 +26,16 @@ pub fn upa_metadata(
     let h = result.h;
     let lm = loss_metric(&Degrees::new(hierarchies), &result.release);
     let rce = public_rce(hierarchies, &result.release, Some(&result.catalog));
+    let described = params.models.describe(&[]);
+    let disclosure = if described.is_empty() {
+        "so k-anonymity does not prevent attribute disclosure".to_string()
+    } else {
+        format!(
+            "and every class's real rows satisfy {} against the whole table, which limits attribute \
+             disclosure as far as these models go",
+            described.join(" and ")
+        )
+    };
     let guarantee = format!(
         "Syntactic k-anonymity with k = {k} under an h-ceiling h = {h}: every released combination of \
          quasi-identifier values is shared by at least {k} rows, and every row's generalization degree is at \
@@ -35,8 +45,7 @@ pub fn upa_metadata(
          (for each class and value, the real rows of that value in the rest of the group are at least the \
          class's counterfeits of it), which prevents identifying a counterfeit with certainty, not estimating \
          it: a row of value s in a group with n such rows, c of them counterfeit, is counterfeit with \
-         probability c/n. Real rows carry their true sensitive value, so k-anonymity does not prevent \
-         attribute disclosure. No differential privacy: the node and the counterfeits' places follow the \
+         probability c/n. Real rows carry their true sensitive value, {disclosure}. No differential privacy: the node and the counterfeits' places follow the \
          exact data. upa_truthful(release, catalog, ...) rebuilds the real records (some suppressed) from the \
          two published tables."
     );
@@ -52,6 +61,11 @@ pub fn upa_metadata(
             }
             .into(),
         ),
+        ("privacy_models".into(), {
+            let mut models = vec![format!("k-anonymity (k = {k}) under h = {h}")];
+            models.extend(described);
+            models.join("; ")
+        }),
         ("counterfeit_sa".into(), params.counterfeit_sa.as_str().into()),
         ("counterfeits".into(), result.catalog.counterfeits().to_string()),
         ("catalog_groups".into(), result.catalog.groups.len().to_string()),

@@ -86,6 +86,7 @@ fn params(k: u64, h: Option<f64>, mode: CounterfeitSa, levels: Option<&str>) -> 
         h,
         counterfeit_sa: mode,
         levels: levels.map(|l| crate::lattice::parse_level_list("levels", l).unwrap()),
+        models: crate::privacy::models::ModelSpec::default(),
     }
 }
 
@@ -103,6 +104,7 @@ fn run(
         &lattice,
         domain,
         p,
+        &crate::privacy::models::ClassModels::default(),
         &mut rng_from_seed(seed),
         &crate::progress::Progress::silent(),
     )

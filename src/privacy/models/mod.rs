@@ -13,6 +13,7 @@ use datafusion::common::{exec_err, plan_err, Result};
 
 use crate::engine::SensitiveSpec;
 use crate::histogram::GroupedHistogram;
+use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
 use crate::sensitive::{has_natural_order, SensitiveDomain};
 use fib_map::FibMap;
 pub use l_diversity::{LDiversity, LModel};
@@ -145,6 +146,87 @@ impl ModelSpec {
         }
         out
     }
+}
+
+/// `l` of the syntactic methods: ℓ-diversity.
+pub const L: ParamSpec = ParamSpec::new(
+    "l",
+    ParamKind::Count,
+    ParamDefault::Optional("none: no l-diversity"),
+    "l-diversity: every released class holds at least l well-represented values of each sensitive column (see l_model)",
+);
+
+/// `l_model`: the reading of ℓ.
+pub const L_MODEL: ParamSpec = ParamSpec::new(
+    "l_model",
+    ParamKind::Choice(&["distinct", "entropy", "recursive"]),
+    ParamDefault::Text("distinct"),
+    "reading of l: 'distinct' values, 'entropy' (entropy >= ln l) or 'recursive' (c,l)-diversity (most frequent count < c x the sum of the l-th and rarer counts)",
+);
+
+/// `c` of recursive (c, ℓ)-diversity.
+pub const C: ParamSpec = ParamSpec::new(
+    "c",
+    ParamKind::Positive,
+    ParamDefault::Optional("required for l_model 'recursive'"),
+    "the constant c of recursive (c,l)-diversity",
+);
+
+/// `t` of the syntactic methods: t-closeness.
+pub const T: ParamSpec = ParamSpec::new(
+    "t",
+    ParamKind::Number,
+    ParamDefault::Optional("none: no t-closeness"),
+    "t-closeness: every released class's distribution of each sensitive column is within earth mover's distance t of the whole table's, t in (0, 1] (see t_model)",
+);
+
+/// `t_model`: the ground distance of t.
+pub const T_MODEL: ParamSpec = ParamSpec::new(
+    "t_model",
+    ParamKind::Choice(&["equal", "hierarchical", "ordered"]),
+    ParamDefault::Text("equal"),
+    "ground distance of t: 'equal' (any two values at distance 1), 'hierarchical' (the sensitive column's hierarchy: sensitive => 'col:table'), 'ordered' (numeric or date order, or the rows of sensitive => 'col:table')",
+);
+
+/// Reads `l`, `l_model`, `c`, `t` and `t_model` (the table's [`L`], [`L_MODEL`], [`C`],
+/// [`T`], [`T_MODEL`]); a model needs a sensitive column (`has_sensitive`).
+pub fn model_spec(values: &ParamValues, has_sensitive: bool) -> Result<ModelSpec> {
+    let l_model = match values.text("l_model")? {
+        "entropy" => LModel::Entropy,
+        "recursive" => match values.opt_f64("c") {
+            Some(c) => LModel::Recursive { c },
+            None => return plan_err!("l_model 'recursive' needs c (e.g. c => 3)"),
+        },
+        _ => LModel::Distinct,
+    };
+    if values.given("l_model") && !values.given("l") {
+        return plan_err!("l_model needs l (e.g. l => 3)");
+    }
+    if values.given("c") && !matches!(l_model, LModel::Recursive { .. }) {
+        return plan_err!("c applies only to l_model 'recursive'");
+    }
+    if values.given("t_model") && !values.given("t") {
+        return plan_err!("t_model needs t (e.g. t => 0.2)");
+    }
+    let t_model = match values.text("t_model")? {
+        "hierarchical" => TModel::Hierarchical,
+        "ordered" => TModel::Ordered,
+        _ => TModel::Equal,
+    };
+    let models = ModelSpec {
+        l: values
+            .opt_u64("l")
+            .map(|l| LDiversity { l, model: l_model }),
+        t: values.opt_f64("t").map(|t| (t, t_model)),
+    };
+    if !models.is_empty() && !has_sensitive {
+        return plan_err!(
+            "'{}' needs a sensitive column: name it with sensitive => '<column>'",
+            if models.l.is_some() { "l" } else { "t" }
+        );
+    }
+    models.validate()?;
+    Ok(models)
 }
 
 /// How a column's value codes map to what its t-closeness check counts in.

@@ -96,19 +96,22 @@ impl ReleaseCache {
     }
 }
 
+/// The release of one request, computed at most once.
+type ReleaseCell = Arc<OnceCell<Arc<ReleaseOutput>>>;
+
 /// One cached release. Holding the providers keeps their identity (address) stable.
 #[derive(Debug)]
 struct CacheEntry {
     request: AnonymizeRequest,
     /// The release of the tables as they were at one [`TableVersion`]; replaced when a
     /// scan finds the tables changed.
-    current: Mutex<Option<(TableVersion, Arc<OnceCell<Arc<ReleaseOutput>>>)>>,
+    current: Mutex<Option<(TableVersion, ReleaseCell)>>,
 }
 
 impl CacheEntry {
     /// The release cell for the tables at `version`: the cached one if they have not
     /// changed since, else a fresh one (the stale release is never served again).
-    fn cell_for(&self, version: TableVersion) -> Arc<OnceCell<Arc<ReleaseOutput>>> {
+    fn cell_for(&self, version: TableVersion) -> ReleaseCell {
         let mut current = match self.current.lock() {
             Ok(c) => c,
             Err(poisoned) => poisoned.into_inner(),
