@@ -43,6 +43,19 @@ impl GroupedHistogram {
             .sum()
     }
 
+    /// The class-level histogram: the same classes, one pair per class holding its size
+    /// (value 0), for the checks that need class sizes only.
+    pub fn class_sizes(&self) -> GroupedHistogram {
+        let classes = self.class_count();
+        GroupedHistogram {
+            levels: self.levels.clone(),
+            class_codes: self.class_codes.clone(),
+            class_offsets: (0..=classes).collect(),
+            pair_values: vec![0; classes],
+            pair_counts: (0..classes).map(|c| self.class_size(c)).collect(),
+        }
+    }
+
     /// Total number of records.
     pub fn total(&self) -> u64 {
         self.pair_counts.iter().sum()

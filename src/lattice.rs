@@ -180,6 +180,24 @@ impl Lattice {
     }
 }
 
+/// Position of the quasi-identifier `name` (letter case ignored) among `columns`; the
+/// error names the argument `param` and lists the quasi-identifiers.
+pub fn qi_position<S: AsRef<str>>(param: &str, columns: &[S], name: &str) -> Result<usize> {
+    match columns
+        .iter()
+        .position(|c| c.as_ref().eq_ignore_ascii_case(name))
+    {
+        Some(a) => Ok(a),
+        None => {
+            let names: Vec<&str> = columns.iter().map(|c| c.as_ref()).collect();
+            plan_err!(
+                "{param}: '{name}' is not a quasi-identifier; the quasi-identifiers are: {}",
+                names.join(", ")
+            )
+        }
+    }
+}
+
 /// Levels per quasi-identifier, as written in `'age=1, sex=0'` (column names as given).
 pub type LevelList = Vec<(String, usize)>;
 
@@ -250,12 +268,7 @@ impl LevelBounds {
             ("max_levels", &self.max, &mut max),
         ] {
             for (name, level) in list {
-                let Some(a) = columns.iter().position(|c| c.eq_ignore_ascii_case(name)) else {
-                    return plan_err!(
-                        "{param}: '{name}' is not a quasi-identifier; the quasi-identifiers are: {}",
-                        columns.join(", ")
-                    );
-                };
+                let a = qi_position(param, columns, name)?;
                 if *level > height_limits[a] {
                     return plan_err!(
                         "{param}: level {level} of '{}' exceeds its hierarchy's height {}",
@@ -297,18 +310,10 @@ pub fn node_from_levels(
     lattice: &Lattice,
     levels: &[(String, usize)],
 ) -> Result<Node> {
+    let names: Vec<&str> = hierarchies.iter().map(|h| h.attribute()).collect();
     let mut node = vec![0usize; hierarchies.len()];
     for (name, level) in levels {
-        let Some(a) = hierarchies
-            .iter()
-            .position(|h| h.attribute().eq_ignore_ascii_case(name))
-        else {
-            let names: Vec<&str> = hierarchies.iter().map(|h| h.attribute()).collect();
-            return plan_err!(
-                "levels: '{name}' is not a quasi-identifier; the quasi-identifiers are: {}",
-                names.join(", ")
-            );
-        };
+        let a = qi_position("levels", &names, name)?;
         if *level > hierarchies[a].height() {
             return plan_err!(
                 "levels: level {level} of '{}' exceeds its hierarchy's height {}",

@@ -169,22 +169,10 @@ pub fn score_nodes(
     model: &UtilityModel,
     progress: &Progress,
 ) -> Result<Vec<NodeUtility>> {
-    let sizes = class_sizes(base);
+    let sizes = base.class_sizes();
     for_each_node(&sizes, hierarchies, lattice, 1, progress, |_, hist| {
         Ok(node_utility(hist, hierarchies, weights, model))
     })
-}
-
-/// The class-level histogram: one pair per class holding the class size.
-fn class_sizes(base: &GroupedHistogram) -> GroupedHistogram {
-    let classes = base.class_count();
-    GroupedHistogram {
-        levels: base.levels.clone(),
-        class_codes: base.class_codes.clone(),
-        class_offsets: (0..=classes).collect(),
-        pair_values: vec![0; classes],
-        pair_counts: (0..classes).map(|c| base.class_size(c)).collect(),
-    }
 }
 
 /// Evaluates `eval(index, histogram)` on every lattice node, returning the results in

@@ -429,13 +429,7 @@ pub fn kanon_diagnostics_batch(
 pub fn parse_qi_weights(text: &str, qi: &[String]) -> Result<Vec<f64>> {
     let mut weights = vec![1.0; qi.len()];
     for (name, weight) in crate::method::parse_qi_weights(text)? {
-        let Some(a) = qi.iter().position(|q| q.eq_ignore_ascii_case(&name)) else {
-            return plan_err!(
-                "qi_weights: '{name}' is not a quasi-identifier; the quasi-identifiers are: {}",
-                qi.join(", ")
-            );
-        };
-        weights[a] = weight;
+        weights[crate::lattice::qi_position("qi_weights", qi, &name)?] = weight;
     }
     Ok(weights)
 }

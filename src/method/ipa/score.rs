@@ -125,19 +125,10 @@ pub fn attribute_weights(
     hierarchies: &[&Hierarchy],
     qi_weights: &[(String, f64)],
 ) -> Result<Vec<f64>> {
+    let names: Vec<&str> = hierarchies.iter().map(|h| h.attribute()).collect();
     let mut weights = vec![1.0; hierarchies.len()];
     for (name, w) in qi_weights {
-        let Some(a) = hierarchies
-            .iter()
-            .position(|h| h.attribute().eq_ignore_ascii_case(name))
-        else {
-            let names: Vec<&str> = hierarchies.iter().map(|h| h.attribute()).collect();
-            return plan_err!(
-                "qi_weights: '{name}' is not a quasi-identifier; the quasi-identifiers are: {}",
-                names.join(", ")
-            );
-        };
-        weights[a] = *w;
+        weights[crate::lattice::qi_position("qi_weights", &names, name)?] = *w;
     }
     let total: f64 = weights.iter().sum();
     if !(total.is_finite() && total > 0.0) {

@@ -124,18 +124,6 @@ pub struct Evaluator<'a> {
     checks: usize,
 }
 
-/// The class-level histogram: one pair per class holding the class size.
-pub fn class_sizes(base: &GroupedHistogram) -> GroupedHistogram {
-    let classes = base.class_count();
-    GroupedHistogram {
-        levels: base.levels.clone(),
-        class_codes: base.class_codes.clone(),
-        class_offsets: (0..=classes).collect(),
-        pair_values: vec![0; classes],
-        pair_counts: (0..classes).map(|c| base.class_size(c)).collect(),
-    }
-}
-
 impl<'a> Evaluator<'a> {
     /// An evaluator over the leaf-level histogram `base`.
     #[allow(clippy::too_many_arguments)]
@@ -152,7 +140,7 @@ impl<'a> Evaluator<'a> {
         let (base, value_domain) = if rule.needs_values() {
             (base.clone(), value_domain)
         } else {
-            (class_sizes(base), 1)
+            (base.class_sizes(), 1)
         };
         Self {
             hierarchies,

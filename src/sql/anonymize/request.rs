@@ -433,12 +433,7 @@ fn resolve_sensitive(
 fn check_level_bounds(method: &dyn Method, qi: &[QiSpec]) -> Result<()> {
     let columns: Vec<&str> = qi.iter().map(|q| q.column.as_str()).collect();
     for (param, name) in method.named_columns() {
-        if !columns.iter().any(|c| c.eq_ignore_ascii_case(name)) {
-            return plan_err!(
-                "{param}: '{name}' is not a quasi-identifier; the quasi-identifiers are: {}",
-                columns.join(", ")
-            );
-        }
+        crate::lattice::qi_position(param, &columns, name)?;
     }
     let bounds = method.level_bounds();
     if bounds.is_unbounded() {
