@@ -337,6 +337,29 @@ pub fn node_from_levels(
     Ok(node)
 }
 
+/// The histogram at `node`: `base` itself at its own node, else rolled up from the computed
+/// predecessor in `computed` (keyed by lattice index) with the fewest pairs, or from `base`
+/// when none is computed.
+pub fn roll_up_from_nearest(
+    base: &crate::histogram::GroupedHistogram,
+    computed: &std::collections::HashMap<usize, crate::histogram::GroupedHistogram>,
+    lattice: &Lattice,
+    hierarchies: &[&crate::hierarchy::Hierarchy],
+    node: &[usize],
+    value_domain: usize,
+) -> Result<crate::histogram::GroupedHistogram> {
+    if base.levels == node {
+        return Ok(base.clone());
+    }
+    let source = lattice
+        .predecessors(node)
+        .into_iter()
+        .filter_map(|p| computed.get(&lattice.index_of(&p)))
+        .min_by_key(|h| h.pair_count())
+        .unwrap_or(base);
+    source.roll_up(hierarchies, node, value_domain)
+}
+
 /// Formats a node as its level digits, e.g. `[1, 0, 2]` → `"1,0,2"`.
 pub fn node_label(node: &[usize]) -> String {
     node.iter()

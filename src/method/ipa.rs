@@ -18,7 +18,7 @@ use datafusion::common::{exec_err, internal_err, Result};
 
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
-use crate::lattice::{Lattice, Node};
+use crate::lattice::{roll_up_from_nearest, Lattice, Node};
 use crate::mechanism::exponential::{exponential_mechanism, sample_weighted_index};
 use crate::mechanism::noise::{
     sample_discrete_laplace, sample_floor_laplace, sample_uniform_below, ExactScale,
@@ -206,19 +206,14 @@ fn for_each_node<T: Send>(
             let mut out = Vec::with_capacity(indices.len());
             for &i in indices {
                 let node = &nodes[i];
-                let hist = if base.levels == *node {
-                    base.clone()
-                } else {
-                    let source = lattice
-                        .predecessors(node)
-                        .into_iter()
-                        .filter_map(|p| previous.get(&lattice.index_of(&p)))
-                        .min_by_key(|h| h.pair_count());
-                    match source {
-                        Some(src) => src.roll_up(hierarchies, node, value_domain)?,
-                        None => base.roll_up(hierarchies, node, value_domain)?,
-                    }
-                };
+                let hist = roll_up_from_nearest(
+                    base,
+                    &previous,
+                    lattice,
+                    hierarchies,
+                    node,
+                    value_domain,
+                )?;
                 let result = eval(i, &hist)?;
                 out.push((i, hist, result));
                 let finished = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;

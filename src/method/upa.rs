@@ -23,7 +23,7 @@ use datafusion::common::{exec_err, internal_err, plan_err, Result};
 use crate::counterfeit_catalog::{CatalogWeights, CounterfeitCatalog};
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
-use crate::lattice::{node_label, Lattice, Node};
+use crate::lattice::{node_label, roll_up_from_nearest, Lattice, Node};
 use crate::mechanism::rng::{derive_child, AnonRng};
 use crate::metric::degree::{loss_metric, Degrees, DEGREE_TOLERANCE};
 use crate::metric::rce::{cell_rce, class_volume};
@@ -386,19 +386,14 @@ pub fn run_upa(
             let mut out = Vec::with_capacity(indices.len());
             for &i in indices {
                 let node = &nodes[i];
-                let hist = if node.iter().all(|&l| l == 0) {
-                    base.clone()
-                } else {
-                    let source = lattice
-                        .predecessors(node)
-                        .into_iter()
-                        .filter_map(|p| previous.get(&lattice.index_of(&p)))
-                        .min_by_key(|h| h.pair_count());
-                    match source {
-                        Some(src) => src.roll_up(hierarchies, node, value_domain)?,
-                        None => base.roll_up(hierarchies, node, value_domain)?,
-                    }
-                };
+                let hist = roll_up_from_nearest(
+                    base,
+                    &previous,
+                    lattice,
+                    hierarchies,
+                    node,
+                    value_domain,
+                )?;
                 let mut stream = streams[i].clone();
                 let evaluated = evaluate_node(
                     &hist,
