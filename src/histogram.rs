@@ -199,6 +199,102 @@ impl GroupedHistogram {
             pair_counts,
         })
     }
+
+    /// Rolls the class sizes of this histogram up to `target` levels (each `>=` this
+    /// histogram's level), leaving out the informative values: every class of the result
+    /// has one pair, value 0 with the class size. The result equals
+    /// `roll_up(hierarchies, target, 1)` of this histogram's class sizes, but is computed
+    /// without per-value work: the target keys of the source classes are sorted by an LSD
+    /// radix sort (11-bit digits, only as many as the key space needs) and runs of equal
+    /// keys are summed.
+    pub fn roll_up_sizes(&self, hierarchies: &[&Hierarchy], target: &[usize]) -> Self {
+        let attrs = hierarchies.len();
+        let maps: Vec<Vec<u32>> = (0..attrs)
+            .map(|a| hierarchies[a].level_map(self.levels[a], target[a]))
+            .collect();
+        let cards: Vec<u64> = (0..attrs)
+            .map(|a| hierarchies[a].level(target[a]).cardinality() as u64)
+            .collect();
+        let (keys, key_space) = self.class_keys(&maps, &cards);
+        let (sorted, order) = radix_sort(keys, key_space);
+
+        let mut class_codes: Vec<Vec<u32>> = vec![Vec::new(); attrs];
+        let mut pair_counts: Vec<u64> = Vec::new();
+        let mut i = 0;
+        while i < sorted.len() {
+            let key = sorted[i];
+            let first = order[i] as usize;
+            let mut size = 0u64;
+            while i < sorted.len() && sorted[i] == key {
+                let c = order[i] as usize;
+                size += self.pair_counts[self.class_offsets[c]..self.class_offsets[c + 1]]
+                    .iter()
+                    .sum::<u64>();
+                i += 1;
+            }
+            if size > 0 {
+                for (codes, (map, source)) in class_codes
+                    .iter_mut()
+                    .zip(maps.iter().zip(&self.class_codes))
+                {
+                    codes.push(map[source[first] as usize]);
+                }
+                pair_counts.push(size);
+            }
+        }
+        let classes = pair_counts.len();
+        Self {
+            levels: target.to_vec(),
+            class_codes,
+            class_offsets: (0..=classes).collect(),
+            pair_values: vec![0; classes],
+            pair_counts,
+        }
+    }
+}
+
+/// Sorts `keys` (each below `key_space`) ascending by a stable LSD radix sort on 11-bit
+/// digits; returns the sorted keys and, for each, the index it had. Digits above the key
+/// space are skipped, and so is every pass in which all keys share the digit.
+fn radix_sort(mut keys: Vec<u64>, key_space: u64) -> (Vec<u64>, Vec<u32>) {
+    const BITS: u32 = 11;
+    const MASK: u64 = (1 << BITS) - 1;
+    let n = keys.len();
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    if n < 2 {
+        return (keys, order);
+    }
+    let bits = u64::BITS - key_space.saturating_sub(1).leading_zeros();
+    let mut next_keys = vec![0u64; n];
+    let mut next_order = vec![0u32; n];
+    let mut starts = vec![0usize; 1 << BITS];
+    let mut shift = 0;
+    while shift < bits {
+        starts.fill(0);
+        for &k in &keys {
+            starts[((k >> shift) & MASK) as usize] += 1;
+        }
+        if starts.iter().any(|&s| s == n) {
+            shift += BITS;
+            continue;
+        }
+        let mut sum = 0;
+        for s in starts.iter_mut() {
+            let count = *s;
+            *s = sum;
+            sum += count;
+        }
+        for (&k, &c) in keys.iter().zip(&order) {
+            let slot = &mut starts[((k >> shift) & MASK) as usize];
+            next_keys[*slot] = k;
+            next_order[*slot] = c;
+            *slot += 1;
+        }
+        std::mem::swap(&mut keys, &mut next_keys);
+        std::mem::swap(&mut order, &mut next_order);
+        shift += BITS;
+    }
+    (keys, order)
 }
 
 /// Replaces every key by its rank among the distinct keys (order preserved); returns the
@@ -304,6 +400,45 @@ mod tests {
                 tuples.windows(2).all(|w| w[0] < w[1]),
                 "classes in lexicographic code order"
             );
+            assert_eq!(
+                leaf.roll_up_sizes(&hs, &target),
+                sizes_only(&leaf).roll_up(&hs, &target, 1).unwrap()
+            );
+        }
+    }
+
+    /// The class-size histogram of `g`: one pair (value 0, class size) per class.
+    fn sizes_only(g: &GroupedHistogram) -> GroupedHistogram {
+        let classes = g.class_count();
+        GroupedHistogram {
+            levels: g.levels.clone(),
+            class_codes: g.class_codes.clone(),
+            class_offsets: (0..=classes).collect(),
+            pair_values: vec![0; classes],
+            pair_counts: (0..classes).map(|c| g.class_size(c)).collect(),
+        }
+    }
+
+    /// The radix sort is a stable sort, whatever the key space (here every bit of 64).
+    #[test]
+    fn radix_sort_is_a_stable_sort() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for (n, space) in [(0, 1), (1, 1), (5000, 1), (5000, 3000), (5000, u64::MAX)] {
+            // Few distinct keys, so that stability matters.
+            let pool: Vec<u64> = (0..50).map(|_| next() % space).collect();
+            let keys: Vec<u64> = (0..n).map(|_| pool[(next() % 50) as usize]).collect();
+            let mut expected: Vec<u32> = (0..n as u32).collect();
+            expected.sort_by_key(|&i| keys[i as usize]);
+            let (sorted, order) = radix_sort(keys.clone(), space);
+            assert_eq!(order, expected);
+            let by_order: Vec<u64> = order.iter().map(|&i| keys[i as usize]).collect();
+            assert_eq!(sorted, by_order);
         }
     }
 
@@ -327,6 +462,29 @@ mod tests {
             let staged = leaf.roll_up(&hs, &mid, 5).unwrap().roll_up(&hs, &target, 5).unwrap();
             prop_assert_eq!(&staged, &direct);
             prop_assert_eq!(direct.total(), rows.iter().map(|r| r.2).sum::<u64>());
+        }
+
+        /// The size-only roll-up gives exactly the general roll-up of the class sizes, from
+        /// the leaf histogram with its values, from its class sizes, and staged through an
+        /// intermediate node.
+        #[test]
+        fn roll_up_sizes_matches_roll_up(
+            rows in proptest::collection::vec((0u32..40, 0u32..16, 0u32..5, 1u64..4), 0..300),
+            node in (0usize..4, 0usize..3),
+            via in (0usize..4, 0usize..3),
+        ) {
+            let age = ladder("age", "0..39", &["5", "0,10,20,40"]);
+            let loc = ladder("loc", "0..15", &["4"]);
+            let hs = [&age, &loc];
+            let rows: Vec<(Vec<u32>, u32, u64)> = rows.into_iter().map(|(a, l, v, n)| (vec![a, l], v, n)).collect();
+            let leaf = weighted_histogram(&hs, &rows, 5);
+            let target = [node.0.min(3), node.1.min(2)];
+            let expected = sizes_only(&leaf).roll_up(&hs, &target, 1).unwrap();
+            prop_assert_eq!(&leaf.roll_up_sizes(&hs, &target), &expected);
+            prop_assert_eq!(&sizes_only(&leaf).roll_up_sizes(&hs, &target), &expected);
+            let mid = [via.0.min(target[0]), via.1.min(target[1])];
+            let staged = leaf.roll_up_sizes(&hs, &mid).roll_up_sizes(&hs, &target);
+            prop_assert_eq!(&staged, &expected);
         }
     }
 }

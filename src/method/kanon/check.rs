@@ -106,10 +106,18 @@ pub struct KanonNodeOutcome {
     pub bound: Score,
 }
 
-/// How many computed class histograms are kept as roll-up sources.
-const CACHE_SIZE: usize = 16;
+/// How much memory the computed class histograms kept as roll-up sources may hold, in bytes
+/// (about 1.2 million classes of nine quasi-identifiers with class sizes only).
+pub const CACHE_BYTES: usize = 64 << 20;
 
-/// Everything needed to check nodes, plus a small cache of computed class histograms.
+/// Memory held by a histogram, in bytes (approximately).
+fn histogram_bytes(h: &GroupedHistogram) -> usize {
+    h.class_count()
+        * (h.class_codes.len() * std::mem::size_of::<u32>() + std::mem::size_of::<usize>())
+        + h.pair_count() * (std::mem::size_of::<u32>() + std::mem::size_of::<u64>())
+}
+
+/// Everything needed to check nodes, plus a cache of computed class histograms.
 pub struct Evaluator<'a> {
     hierarchies: &'a [&'a Hierarchy],
     /// Leaf-level classes: sizes only, unless the class rule needs values.
@@ -120,7 +128,10 @@ pub struct Evaluator<'a> {
     mode: SuppressionMode,
     weights: Vec<f64>,
     max_suppressed: u64,
+    /// Computed histograms, least recently used first, and the bytes they hold.
     cache: VecDeque<Arc<GroupedHistogram>>,
+    cache_held: usize,
+    cache_bytes: usize,
     checks: usize,
 }
 
@@ -151,7 +162,9 @@ impl<'a> Evaluator<'a> {
             mode,
             weights,
             max_suppressed,
-            cache: VecDeque::with_capacity(CACHE_SIZE),
+            cache: VecDeque::new(),
+            cache_held: 0,
+            cache_bytes: CACHE_BYTES,
             checks: 0,
         }
     }
@@ -171,25 +184,52 @@ impl<'a> Evaluator<'a> {
         self.checks
     }
 
+    /// Sets the memory the cached histograms may hold (default [`CACHE_BYTES`]); results
+    /// do not depend on it.
+    #[cfg(test)]
+    pub fn with_cache_bytes(mut self, bytes: usize) -> Self {
+        self.cache_bytes = bytes;
+        self
+    }
+
     /// The classes at `node`, rolled up from the computed node below it with the fewest
-    /// classes (the leaf level if none is cached).
+    /// classes (the leaf level if none is cached). Without sensitive values the roll-up
+    /// adds up class sizes only ([`GroupedHistogram::roll_up_sizes`]). Computed histograms
+    /// are kept, least recently used dropped first, up to the cache's memory limit: the
+    /// pruned search jumps across the lattice, and a node's predecessors are often checked
+    /// long before it.
     pub fn classes_at(&mut self, node: &[usize]) -> Result<Arc<GroupedHistogram>> {
         let below = |h: &GroupedHistogram| h.levels.iter().zip(node).all(|(l, t)| l <= t);
-        let source = self
+        let found = self
             .cache
             .iter()
-            .filter(|h| below(h))
-            .min_by_key(|h| h.class_count())
-            .cloned()
-            .unwrap_or_else(|| self.base.clone());
+            .enumerate()
+            .filter(|(_, h)| below(h))
+            .min_by_key(|(_, h)| h.class_count())
+            .map(|(i, _)| i);
+        let source = match found.and_then(|i| self.cache.remove(i)) {
+            Some(source) => {
+                self.cache.push_back(source.clone());
+                source
+            }
+            None => self.base.clone(),
+        };
         if source.levels == node {
             return Ok(source);
         }
-        let rolled = Arc::new(source.roll_up(self.hierarchies, node, self.value_domain)?);
-        if self.cache.len() == CACHE_SIZE {
-            self.cache.pop_front();
-        }
+        let rolled = Arc::new(if self.rule.needs_values() {
+            source.roll_up(self.hierarchies, node, self.value_domain)?
+        } else {
+            source.roll_up_sizes(self.hierarchies, node)
+        });
+        self.cache_held += histogram_bytes(&rolled);
         self.cache.push_back(rolled.clone());
+        while self.cache_held > self.cache_bytes {
+            let Some(dropped) = self.cache.pop_front() else {
+                break;
+            };
+            self.cache_held -= histogram_bytes(&dropped);
+        }
         Ok(rolled)
     }
 
