@@ -267,7 +267,11 @@ async fn kanon_adult(
     extra: &[(&str, &str)],
     runs: usize,
 ) -> Result<(u64, usize, usize, f64)> {
-    let mut qi: Vec<String> = ADULT_QI.iter().map(|q| q.to_string()).collect();
+    // The source is the view `adult_qi`, so each hierarchy is named explicitly.
+    let mut qi: Vec<String> = ADULT_QI
+        .iter()
+        .map(|q| format!("\"{q}\":adult_hierarchy_{q}"))
+        .collect();
     for (copy, column) in extra {
         qi.push(format!("{copy}:adult_hierarchy_{column}"));
     }
