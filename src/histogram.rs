@@ -215,8 +215,85 @@ impl GroupedHistogram {
         let cards: Vec<u64> = (0..attrs)
             .map(|a| hierarchies[a].level(target[a]).cardinality() as u64)
             .collect();
-        let (keys, key_space) = self.class_keys(&maps, &cards);
-        let (sorted, order) = radix_sort(keys, key_space);
+        // Bits of each target code, and their sum: the packed key's width.
+        let widths: Vec<u32> = cards
+            .iter()
+            .map(|&c| u64::BITS - c.max(1).saturating_sub(1).leading_zeros())
+            .collect();
+        let key_bits: u32 = widths.iter().sum();
+        if key_bits > u64::BITS {
+            return self.roll_up_sizes_ranked(&maps, &cards, target);
+        }
+        // Each class's target code tuple packed into one number, first attribute in the
+        // highest bits: the numbers sort like the tuples, and a tuple is read back from its
+        // number by shifts, so the sort moves (key, size) pairs and nothing is gathered
+        // from the source classes afterwards.
+        let mut shifts = vec![0u32; attrs];
+        let mut shift = key_bits;
+        for a in 0..attrs {
+            shift -= widths[a];
+            shifts[a] = shift;
+        }
+        let classes = self.class_count();
+        let mut keys = vec![0u64; classes];
+        for a in 0..attrs {
+            let (map, sh) = (&maps[a], shifts[a]);
+            for (key, &code) in keys.iter_mut().zip(&self.class_codes[a]) {
+                *key |= (map[code as usize] as u64) << sh;
+            }
+        }
+        let sizes: Vec<u64> = if self.pair_count() == classes {
+            // One pair per class (a size-only histogram): the pair counts are the sizes.
+            self.pair_counts.clone()
+        } else {
+            (0..classes).map(|c| self.class_size(c)).collect()
+        };
+        let key_space = if key_bits == u64::BITS {
+            u64::MAX
+        } else {
+            1u64 << key_bits
+        };
+        let (sorted, sizes) = radix_sort_pairs(keys, sizes, key_space);
+
+        let mut out_keys: Vec<u64> = Vec::new();
+        let mut pair_counts: Vec<u64> = Vec::new();
+        let mut i = 0;
+        while i < sorted.len() {
+            let key = sorted[i];
+            let mut size = 0u64;
+            while i < sorted.len() && sorted[i] == key {
+                size += sizes[i];
+                i += 1;
+            }
+            if size > 0 {
+                out_keys.push(key);
+                pair_counts.push(size);
+            }
+        }
+        let class_codes: Vec<Vec<u32>> = (0..attrs)
+            .map(|a| {
+                let (sh, mask) = (shifts[a], (1u64 << widths[a]) - 1);
+                out_keys.iter().map(|&k| ((k >> sh) & mask) as u32).collect()
+            })
+            .collect();
+        let classes = pair_counts.len();
+        Self {
+            levels: target.to_vec(),
+            class_codes,
+            class_offsets: (0..=classes).collect(),
+            pair_values: vec![0; classes],
+            pair_counts,
+        }
+    }
+
+    /// [`Self::roll_up_sizes`] when the packed target codes need more than 64 bits: keys
+    /// by rank ([`Self::class_keys`]), codes read from the first source class of each
+    /// target class.
+    fn roll_up_sizes_ranked(&self, maps: &[Vec<u32>], cards: &[u64], target: &[usize]) -> Self {
+        let attrs = maps.len();
+        let (keys, key_space) = self.class_keys(maps, cards);
+        let order: Vec<u32> = (0..self.class_count() as u32).collect();
+        let (sorted, order) = radix_sort_pairs(keys, order, key_space);
 
         let mut class_codes: Vec<Vec<u32>> = vec![Vec::new(); attrs];
         let mut pair_counts: Vec<u64> = Vec::new();
@@ -226,10 +303,7 @@ impl GroupedHistogram {
             let first = order[i] as usize;
             let mut size = 0u64;
             while i < sorted.len() && sorted[i] == key {
-                let c = order[i] as usize;
-                size += self.pair_counts[self.class_offsets[c]..self.class_offsets[c + 1]]
-                    .iter()
-                    .sum::<u64>();
+                size += self.class_size(order[i] as usize);
                 i += 1;
             }
             if size > 0 {
@@ -254,19 +328,22 @@ impl GroupedHistogram {
 }
 
 /// Sorts `keys` (each below `key_space`) ascending by a stable LSD radix sort on 11-bit
-/// digits; returns the sorted keys and, for each, the index it had. Digits above the key
-/// space are skipped, and so is every pass in which all keys share the digit.
-fn radix_sort(mut keys: Vec<u64>, key_space: u64) -> (Vec<u64>, Vec<u32>) {
+/// digits, moving `payload` along; returns the sorted keys and their payloads. Digits above
+/// the key space are skipped, and so is every pass in which all keys share the digit.
+fn radix_sort_pairs<T: Copy + Default>(
+    mut keys: Vec<u64>,
+    mut payload: Vec<T>,
+    key_space: u64,
+) -> (Vec<u64>, Vec<T>) {
     const BITS: u32 = 11;
     const MASK: u64 = (1 << BITS) - 1;
     let n = keys.len();
-    let mut order: Vec<u32> = (0..n as u32).collect();
     if n < 2 {
-        return (keys, order);
+        return (keys, payload);
     }
     let bits = u64::BITS - key_space.saturating_sub(1).leading_zeros();
     let mut next_keys = vec![0u64; n];
-    let mut next_order = vec![0u32; n];
+    let mut next_payload = vec![T::default(); n];
     let mut starts = vec![0usize; 1 << BITS];
     let mut shift = 0;
     while shift < bits {
@@ -284,17 +361,24 @@ fn radix_sort(mut keys: Vec<u64>, key_space: u64) -> (Vec<u64>, Vec<u32>) {
             *s = sum;
             sum += count;
         }
-        for (&k, &c) in keys.iter().zip(&order) {
+        for (&k, &p) in keys.iter().zip(&payload) {
             let slot = &mut starts[((k >> shift) & MASK) as usize];
             next_keys[*slot] = k;
-            next_order[*slot] = c;
+            next_payload[*slot] = p;
             *slot += 1;
         }
         std::mem::swap(&mut keys, &mut next_keys);
-        std::mem::swap(&mut order, &mut next_order);
+        std::mem::swap(&mut payload, &mut next_payload);
         shift += BITS;
     }
-    (keys, order)
+    (keys, payload)
+}
+
+/// [`radix_sort_pairs`] with each key's original index as its payload.
+#[cfg(test)]
+fn radix_sort(keys: Vec<u64>, key_space: u64) -> (Vec<u64>, Vec<u32>) {
+    let order = (0..keys.len() as u32).collect();
+    radix_sort_pairs(keys, order, key_space)
 }
 
 /// Replaces every key by its rank among the distinct keys (order preserved); returns the
