@@ -43,6 +43,20 @@ impl GroupedHistogram {
             .sum()
     }
 
+    /// The size of every class: the pair counts themselves when every class has one pair
+    /// (a size-only histogram), summed per class otherwise.
+    pub fn sizes(&self) -> std::borrow::Cow<'_, [u64]> {
+        if self.pair_count() == self.class_count() {
+            std::borrow::Cow::Borrowed(&self.pair_counts)
+        } else {
+            std::borrow::Cow::Owned(
+                (0..self.class_count())
+                    .map(|c| self.class_size(c))
+                    .collect(),
+            )
+        }
+    }
+
     /// The class-level histogram: the same classes, one pair per class holding its size
     /// (value 0), for the checks that need class sizes only.
     pub fn class_sizes(&self) -> GroupedHistogram {
@@ -242,12 +256,7 @@ impl GroupedHistogram {
                 *key |= (map[code as usize] as u64) << sh;
             }
         }
-        let sizes: Vec<u64> = if self.pair_count() == classes {
-            // One pair per class (a size-only histogram): the pair counts are the sizes.
-            self.pair_counts.clone()
-        } else {
-            (0..classes).map(|c| self.class_size(c)).collect()
-        };
+        let sizes = self.sizes().into_owned();
         let key_space = if key_bits == u64::BITS {
             u64::MAX
         } else {
@@ -273,7 +282,10 @@ impl GroupedHistogram {
         let class_codes: Vec<Vec<u32>> = (0..attrs)
             .map(|a| {
                 let (sh, mask) = (shifts[a], (1u64 << widths[a]) - 1);
-                out_keys.iter().map(|&k| ((k >> sh) & mask) as u32).collect()
+                out_keys
+                    .iter()
+                    .map(|&k| ((k >> sh) & mask) as u32)
+                    .collect()
             })
             .collect();
         let classes = pair_counts.len();
@@ -351,7 +363,7 @@ fn radix_sort_pairs<T: Copy + Default>(
         for &k in &keys {
             starts[((k >> shift) & MASK) as usize] += 1;
         }
-        if starts.iter().any(|&s| s == n) {
+        if starts.contains(&n) {
             shift += BITS;
             continue;
         }
