@@ -5,6 +5,16 @@
 //!
 //! `cargo bench --bench e2e` runs every case; `cargo bench --bench e2e -- <filter>` only the
 //! cases whose name contains the filter; `--runs N` sets the repetitions (default 5).
+//!
+//! The scale cases (`ipa_nps_13610000`, `ipa_nps_68050000` and the same for `kanon` and
+//! `safepub`) run only when a filter names them (e.g. `-- _nps_68050000` or `-- scale`): they
+//! write NPS-shaped Parquet of 13.61 M and 68.05 M rows (about 1 GB of disk in all) and take
+//! minutes. Each prints `CASE name=… rows=… median_s=… groupby_s=… ratio=… peak_rss_mb=…
+//! count_rss_mb=… copy_rss_mb=…`: the median of the counted release, the median of a bare
+//! GROUP BY over the same columns in the same run, their ratio, and the peak resident memory
+//! of `SELECT COUNT(*)` over the release and of `COPY` of the release to Parquet (each
+//! measured from a reset peak, in a fresh session; `peak_rss_mb` is the larger).
+//! `--scale-rows 1361000,13610000` replaces the two sizes.
 
 use std::time::Instant;
 
@@ -12,6 +22,12 @@ use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
 const NPS_HIERARCHIES: &str = include_str!("../sql/nps_hierarchies.sql");
+
+/// Resets the peak resident set size to the current one (Linux's `clear_refs` value 5), so
+/// that [`peak_rss_mb`] measures what follows; a no-op where unsupported.
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
 
 /// Peak resident set size of this process so far, in MiB (Linux; 0 elsewhere).
 fn peak_rss_mb() -> f64 {
@@ -491,11 +507,135 @@ async fn tcloseness_ordered_adult(runs: usize) -> Result<(u64, usize, f64, f64)>
     ))
 }
 
+/// The quasi-identifiers of the NPS-shaped data.
+const NPS_QI: &str = "age, sex, los, surgery, location";
+
+/// The scale cases' methods: name, `anonymize` arguments after the source, and the
+/// columns its one aggregate over the source groups by (the bare GROUP BY's columns).
+const SCALE_METHODS: &[(&str, &str, &str)] = &[
+    (
+        "ipa",
+        "method => 'ipa', qi => 'age, sex, los, surgery, location', informative => 'disease', epsilon => 1.0, seed => 1",
+        "age, sex, los, surgery, location, disease",
+    ),
+    (
+        "kanon",
+        "method => 'kanon', qi => 'age, sex, los, surgery, location', k => 10, suppression_limit => 0.05",
+        NPS_QI,
+    ),
+    (
+        "safepub",
+        "method => 'safepub', qi => 'age, sex, los, surgery, location', epsilon => 1.0, delta => 1e-8, seed => 1",
+        NPS_QI,
+    ),
+];
+
+/// A fresh owner session with the NPS Parquet at `parquet` registered as `nps` and the
+/// demo hierarchies created.
+async fn nps_session(parquet: &str) -> Result<SessionContext> {
+    let ctx = SessionContext::new();
+    datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;
+    ctx.sql(&format!(
+        "CREATE EXTERNAL TABLE nps STORED AS PARQUET LOCATION '{parquet}'"
+    ))
+    .await?
+    .collect()
+    .await?;
+    run_sql(&ctx, NPS_HIERARCHIES).await?;
+    Ok(ctx)
+}
+
+/// One scale case: `method` with `args` on the NPS Parquet of `rows` rows. Returns the
+/// release median, the bare GROUP BY median, and the peak RSS (MiB) of the counted release
+/// and of its COPY to Parquet.
+async fn scale_case(
+    parquet: &str,
+    args: &str,
+    columns: &str,
+    out_dir: &std::path::Path,
+    runs: usize,
+) -> Result<(f64, f64, f64, f64)> {
+    let release = format!("anonymize('nps', {args})");
+    let groupby =
+        format!("SELECT COUNT(*) FROM (SELECT {columns}, COUNT(*) FROM nps GROUP BY {columns})");
+    let mut times = Vec::with_capacity(runs);
+    let mut groupby_times = Vec::with_capacity(runs);
+    let mut count_rss: f64 = 0.0;
+    for _ in 0..runs {
+        // The bare aggregate, in its own session.
+        let ctx = nps_session(parquet).await?;
+        let start = Instant::now();
+        ctx.sql(&groupby).await?.collect().await?;
+        groupby_times.push(start.elapsed().as_secs_f64());
+        drop(ctx);
+
+        // The release end to end: registration, hierarchies, search, counted rows.
+        reset_peak_rss();
+        let start = Instant::now();
+        let ctx = nps_session(parquet).await?;
+        ctx.sql(&format!("SELECT COUNT(*) FROM {release}"))
+            .await?
+            .collect()
+            .await?;
+        times.push(start.elapsed().as_secs_f64());
+        count_rss = count_rss.max(peak_rss_mb());
+    }
+    // The release written to Parquet, once, from a fresh session.
+    let copy_path = out_dir.join("released.parquet");
+    reset_peak_rss();
+    {
+        let ctx = nps_session(parquet).await?;
+        ctx.sql(&format!(
+            "COPY (SELECT * FROM {release}) TO '{}' STORED AS PARQUET",
+            copy_path.to_string_lossy()
+        ))
+        .await?
+        .collect()
+        .await?;
+    }
+    let copy_rss = peak_rss_mb();
+    let _ = std::fs::remove_file(&copy_path);
+    times.sort_by(|a, b| a.total_cmp(b));
+    groupby_times.sort_by(|a, b| a.total_cmp(b));
+    Ok((
+        times[times.len() / 2],
+        groupby_times[groupby_times.len() / 2],
+        count_rss,
+        copy_rss,
+    ))
+}
+
+/// Writes `nps_demo(rows => rows)` to Parquet at `parquet` in chunks of seeds, so that the
+/// generator never holds more than one chunk.
+async fn write_nps(parquet: &std::path::Path, rows: u64) -> Result<()> {
+    std::fs::create_dir_all(parquet)?;
+    const CHUNK: u64 = 1_361_000;
+    let mut written = 0;
+    let mut part = 0;
+    while written < rows {
+        let n = CHUNK.min(rows - written);
+        let ctx = SessionContext::new();
+        datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;
+        ctx.sql(&format!(
+            "COPY (SELECT * FROM nps_demo(rows => {n}, seed => {})) TO '{}/part-{part:04}.parquet' STORED AS PARQUET",
+            1000 + part,
+            parquet.to_string_lossy()
+        ))
+        .await?
+        .collect()
+        .await?;
+        written += n;
+        part += 1;
+    }
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut runs = 5usize;
     let mut filter: Option<String> = None;
+    let mut scale_rows: Vec<u64> = vec![13_610_000, 68_050_000];
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
@@ -505,6 +645,13 @@ async fn main() -> Result<()> {
                     .and_then(|r| r.parse().ok())
                     .unwrap_or(5)
                     .max(1);
+                i += 1;
+            }
+            "--scale-rows" => {
+                scale_rows = args
+                    .get(i + 1)
+                    .map(|r| r.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+                    .unwrap_or_default();
                 i += 1;
             }
             "--bench" => {}
@@ -601,6 +748,37 @@ async fn main() -> Result<()> {
             peak_rss_mb(),
             slow / fast
         );
+    }
+    // Scale cases: only when the filter asks for them.
+    for &rows in &scale_rows {
+        let names: Vec<String> = SCALE_METHODS
+            .iter()
+            .map(|(method, _, _)| format!("{method}_nps_{rows}"))
+            .collect();
+        let asked = |name: &str| {
+            filter
+                .as_deref()
+                .is_some_and(|f| f == "scale" || name.contains(f))
+        };
+        if !names.iter().any(|n| asked(n)) {
+            continue;
+        }
+        let parquet = dir.path().join(format!("nps_{rows}"));
+        write_nps(&parquet, rows).await?;
+        let parquet_text = parquet.to_string_lossy().to_string();
+        for ((_, args, columns), name) in SCALE_METHODS.iter().zip(&names) {
+            if !asked(name) {
+                continue;
+            }
+            let (median, groupby, count_rss, copy_rss) =
+                scale_case(&parquet_text, args, columns, dir.path(), runs).await?;
+            println!(
+                "CASE name={name} rows={rows} median_s={median:.3} groupby_s={groupby:.3} ratio={:.2} peak_rss_mb={:.0} count_rss_mb={count_rss:.0} copy_rss_mb={copy_rss:.0}",
+                median / groupby,
+                count_rss.max(copy_rss)
+            );
+        }
+        std::fs::remove_dir_all(&parquet)?;
     }
     Ok(())
 }
