@@ -1,5 +1,6 @@
 //! The `dfanon` binary: exports through stdout keep every row, `--public` registers for
-//! public users, and Ctrl-C stops a running statement.
+//! public users, Ctrl-C stops a running statement, and `--memory-limit` bounds the
+//! anonymization's aggregate.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -112,3 +113,69 @@ fn ctrl_c_stops_a_running_statement() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// `--memory-limit` reaches the anonymization's aggregate over the source: far too little
+/// memory fails with DataFusion's "Resources exhausted"; a limit under which that aggregate
+/// spills to disk (checked with EXPLAIN ANALYZE) gives exactly the unlimited run's seeded
+/// release; a malformed size is refused by name.
+#[test]
+fn memory_limit_bounds_the_anonymization() {
+    // Two partitions whatever the machine, so the aggregate's memory needs are the same.
+    let partitions = "SET datafusion.execution.target_partitions = 2";
+    let setup = "CREATE VIEW nps AS SELECT * FROM nps_demo(rows => 200000)";
+    let query =
+        "SELECT COUNT(*) AS n, COUNT(DISTINCT age) AS ages, COUNT(DISTINCT disease) AS diseases, \
+                 SUM(CASE WHEN sex = 'M' THEN 1 ELSE 0 END) AS males \
+                 FROM anonymize('nps', method => 'ipa', qi => 'age, sex, los, surgery, location', \
+                 informative => 'disease', epsilon => 1.0, seed => 7)";
+    let run_with = |limit: Option<&str>, commands: &[&str]| {
+        let mut args = vec!["--format", "csv", "-f", "sql/nps_hierarchies.sql"];
+        if let Some(limit) = limit {
+            args.extend(["--memory-limit", limit]);
+        }
+        args.push("-c");
+        args.push(partitions);
+        args.extend(commands);
+        run(&args)
+    };
+    let (ok, unlimited, stderr) = run_with(None, &[setup, query]);
+    assert!(ok, "{stderr}");
+    assert!(unlimited.contains("\n2"), "{unlimited}");
+
+    // The phase-1 aggregate (the quasi-identifiers and the informative column) spills
+    // under SPILL_LIMIT ...
+    let (ok, plan, stderr) = run_with(
+        Some(SPILL_LIMIT),
+        &[&format!(
+            "EXPLAIN ANALYZE SELECT age, sex, los, surgery, location, disease, COUNT(*) \
+             FROM nps_demo(rows => 200000) GROUP BY age, sex, los, surgery, location, disease"
+        )],
+    );
+    assert!(ok, "{stderr}");
+    let spills: u64 = plan
+        .split("spill_count=")
+        .skip(1)
+        .filter_map(|rest| {
+            rest.split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+        })
+        .sum();
+    assert!(spills > 0, "no spill under {SPILL_LIMIT}: {plan}");
+    // ... and the release computed under it is the unlimited one.
+    for limit in ["64m", SPILL_LIMIT] {
+        let (ok, limited, stderr) = run_with(Some(limit), &[setup, query]);
+        assert!(ok, "--memory-limit {limit}: {stderr}");
+        assert_eq!(limited, unlimited, "--memory-limit {limit}");
+    }
+
+    let (ok, _, stderr) = run_with(Some("4k"), &[setup, query]);
+    assert!(!ok);
+    assert!(stderr.contains("Resources exhausted"), "{stderr}");
+    let (ok, _, stderr) = run(&["--memory-limit", "lots", "-c", "SELECT 1"]);
+    assert!(!ok);
+    assert!(stderr.contains("memory limit 'lots'"), "{stderr}");
+}
+
+/// A memory limit under which the 200,000-row phase-1 aggregate has to spill.
+const SPILL_LIMIT: &str = "8m";

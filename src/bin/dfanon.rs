@@ -9,12 +9,14 @@ use std::sync::{Arc, Mutex};
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::memory_pool::{FairSpillPool, GreedyMemoryPool, MemoryPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_anonymize::{register_with, Access, RegisterOptions};
 use datafusion_cli::exec;
 use datafusion_cli::functions::ParquetMetadataFunc;
 use datafusion_cli::object_storage::instrumented::InstrumentedObjectStoreRegistry;
+use datafusion_cli::pool_type::PoolType;
 use datafusion_cli::print_format::PrintFormat;
 use datafusion_cli::print_options::{MaxRows, PrintOptions};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -57,6 +59,17 @@ struct Args {
     #[clap(long)]
     maxrows: Option<MaxRows>,
 
+    /// Memory limit of query execution (e.g. '512m', '4g'; default: no limit). Operators
+    /// that can spill (the aggregate behind every anonymization, sorts, joins) write to
+    /// temporary files instead of growing past it; others fail with "Resources exhausted".
+    #[clap(short = 'm', long, value_parser = parse_memory_limit)]
+    memory_limit: Option<usize>,
+
+    /// Memory pool when --memory-limit is given: 'greedy' (first come, first served) or
+    /// 'fair' (an equal share for each spilling operator).
+    #[clap(long, default_value_t = PoolType::Greedy)]
+    mem_pool_type: PoolType,
+
     /// Batch size of each query.
     #[clap(short = 'b', long)]
     batch_size: Option<usize>,
@@ -87,6 +100,33 @@ struct Args {
     /// File that keeps the privacy ledger across sessions (default: in memory).
     #[clap(long)]
     ledger: Option<std::path::PathBuf>,
+}
+
+/// Parses a size such as `512m`, `4g`, `1024` (bytes) or `2GB` (binary units).
+fn parse_memory_limit(text: &str) -> std::result::Result<usize, String> {
+    let lower = text.trim().to_ascii_lowercase();
+    let digits = lower.chars().take_while(|c| c.is_ascii_digit()).count();
+    let (number, suffix) = lower.split_at(digits);
+    let shift = match suffix {
+        "" | "b" => 0,
+        "k" | "kb" => 10,
+        "m" | "mb" => 20,
+        "g" | "gb" => 30,
+        "t" | "tb" => 40,
+        _ => {
+            return Err(format!(
+                "memory limit '{text}': expected a number with an optional unit b, k, m, g or t (e.g. '512m')"
+            ))
+        }
+    };
+    let number: usize = number
+        .parse()
+        .map_err(|_| format!("memory limit '{text}': expected a number such as '512m'"))?;
+    match number.checked_mul(1usize << shift) {
+        Some(0) => Err(format!("memory limit '{text}' must be greater than 0")),
+        Some(bytes) => Ok(bytes),
+        None => Err(format!("memory limit '{text}' is too large")),
+    }
 }
 
 fn parse_epsilon_budget(text: &str) -> std::result::Result<f64, String> {
@@ -178,9 +218,15 @@ async fn run() -> Result<()> {
         config = config.with_batch_size(batch_size);
     }
     let registry = Arc::new(InstrumentedObjectStoreRegistry::new());
-    let runtime = RuntimeEnvBuilder::new()
-        .with_object_store_registry(registry.clone())
-        .build_arc()?;
+    let mut runtime = RuntimeEnvBuilder::new().with_object_store_registry(registry.clone());
+    if let Some(limit) = args.memory_limit {
+        let pool: Arc<dyn MemoryPool> = match args.mem_pool_type {
+            PoolType::Greedy => Arc::new(GreedyMemoryPool::new(limit)),
+            PoolType::Fair => Arc::new(FairSpillPool::new(limit)),
+        };
+        runtime = runtime.with_memory_pool(pool);
+    }
+    let runtime = runtime.build_arc()?;
     let ctx = SessionContext::new_with_config_rt(config, runtime).enable_url_table();
     ctx.register_udtf("parquet_metadata", Arc::new(ParquetMetadataFunc {}));
     let show_progress = !args.no_progress && !args.quiet && std::io::stderr().is_terminal();

@@ -180,4 +180,57 @@ mod tests {
         assert_eq!(batches[0].num_columns(), 1);
         assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 8);
     }
+
+    /// A projected expansion builds exactly the named columns, in the order named, with the
+    /// same rows; an empty projection gives batches carrying only their row counts.
+    #[test]
+    fn projection_builds_only_the_named_columns() {
+        let h = hierarchy();
+        let mut release = ReleasedHistogram::new(vec![1], 1);
+        // More rows than one batch, so that the counts span batches.
+        release.push_class(&[0], &[(0, RELEASE_BATCH_ROWS as u64), (2, 3)], &[1]);
+        release.push_class(&[SUPPRESSED], &[(1, 5)], &[]);
+        let values: ArrayRef = Arc::new(StringArray::from(vec!["v0", "v1", "v2"]));
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("x", DataType::Utf8, false),
+            Field::new("inf", DataType::Utf8, false),
+        ]));
+        let rows = ReleasedRows::new(
+            Arc::new(release),
+            &[&h],
+            std::slice::from_ref(&values),
+            &schema,
+        )
+        .unwrap();
+        let full = rows.collect().unwrap();
+
+        let swapped = rows.project(&[1, 0]).unwrap().collect().unwrap();
+        assert_eq!(swapped.len(), full.len());
+        for (s, f) in swapped.iter().zip(&full) {
+            assert_eq!(s.schema().field(0).name(), "inf");
+            assert_eq!(s.column(0), f.column(1));
+            assert_eq!(s.column(1), f.column(0));
+        }
+        let only_values = rows.project(&[1]).unwrap().collect().unwrap();
+        assert_eq!(only_values[0].num_columns(), 1);
+        assert_eq!(only_values[0].column(0), full[0].column(1));
+
+        let none = rows.project(&[]).unwrap();
+        let counted: Vec<usize> = none
+            .batches()
+            .map(|b| {
+                let b = b.unwrap();
+                assert_eq!(b.num_columns(), 0);
+                b.num_rows()
+            })
+            .collect();
+        assert_eq!(
+            counted,
+            full.iter().map(|b| b.num_rows()).collect::<Vec<_>>()
+        );
+        assert_eq!(counted.iter().sum::<usize>(), RELEASE_BATCH_ROWS + 9);
+        // Projections compose: the second indexes the first's columns.
+        let again = rows.project(&[1, 0]).unwrap().project(&[1]).unwrap();
+        assert_eq!(again.collect().unwrap()[0].column(0), full[0].column(0));
+    }
 }

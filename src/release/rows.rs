@@ -29,6 +29,10 @@ pub struct ReleasedRows {
     star_index: Vec<u32>,
     /// The sensitive columns' arrays (empty when the schema has none).
     values: Vec<ArrayRef>,
+    /// The columns produced, as indices into the full schema (quasi-identifiers first,
+    /// then the sensitive columns); every column unless a projection was applied.
+    projection: Vec<usize>,
+    /// The schema of the produced columns.
     schema: SchemaRef,
 }
 
@@ -78,7 +82,21 @@ impl ReleasedRows {
             } else {
                 Vec::new()
             },
+            projection: (0..schema.fields().len()).collect(),
             schema: schema.clone(),
+        })
+    }
+
+    /// The same rows restricted to the columns `projection` names (indices into this
+    /// release's schema, in the order wanted; an empty list gives batches that carry only
+    /// their row counts, as `COUNT(*)` needs). Columns left out are never built.
+    pub fn project(&self, projection: &[usize]) -> Result<Self> {
+        let schema = Arc::new(self.schema.project(projection)?);
+        let projection = projection.iter().map(|&i| self.projection[i]).collect();
+        Ok(Self {
+            projection,
+            schema,
+            ..self.clone()
         })
     }
 
@@ -113,19 +131,19 @@ impl ReleasedRows {
         }
     }
 
-    fn batch(&self, qi_idx: Vec<Vec<u32>>, val_idx: Vec<u32>) -> Result<RecordBatch> {
-        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.labels.len() + self.values.len());
-        for (labels, idx) in self.labels.iter().zip(qi_idx) {
-            columns.push(take(labels.as_ref(), &UInt32Array::from(idx), None)?);
+    fn batch(&self, rows: usize, qi_idx: Vec<Vec<u32>>, val_idx: Vec<u32>) -> Result<RecordBatch> {
+        let attrs = self.labels.len();
+        let qi_idx: Vec<UInt32Array> = qi_idx.into_iter().map(UInt32Array::from).collect();
+        let val_idx = UInt32Array::from(val_idx);
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.projection.len());
+        for &i in &self.projection {
+            columns.push(if i < attrs {
+                take(self.labels[i].as_ref(), &qi_idx[i], None)?
+            } else {
+                take(self.values[i - attrs].as_ref(), &val_idx, None)?
+            });
         }
-        if !self.values.is_empty() {
-            let idx = UInt32Array::from(val_idx);
-            for values in &self.values {
-                columns.push(take(values.as_ref(), &idx, None)?);
-            }
-        }
-        let options =
-            RecordBatchOptions::new().with_row_count(Some(columns.first().map_or(0, |c| c.len())));
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
         Ok(RecordBatch::try_new_with_options(
             self.schema.clone(),
             columns,
@@ -153,6 +171,15 @@ impl Iterator for ReleaseBatches {
         let hist = &self.rows.histogram;
         let attrs = self.rows.labels.len();
         let entries = hist.counts.len();
+        // Index vectors only for the columns produced; the others stay empty.
+        let mut wanted = vec![false; attrs];
+        let mut values_wanted = false;
+        for &i in &self.rows.projection {
+            match wanted.get_mut(i) {
+                Some(w) => *w = true,
+                None => values_wanted = true,
+            }
+        }
         let mut qi_idx: Vec<Vec<u32>> = vec![Vec::new(); attrs];
         let mut val_idx: Vec<u32> = Vec::new();
         let mut filled = 0usize;
@@ -163,13 +190,18 @@ impl Iterator for ReleaseBatches {
             let remaining = hist.counts[self.entry] - self.used_of_entry;
             let take_now = remaining.min((RELEASE_BATCH_ROWS - filled) as u64) as usize;
             for (a, idx) in qi_idx.iter_mut().enumerate() {
+                if !wanted[a] {
+                    continue;
+                }
                 let code = match hist.class_codes[a][self.class] {
                     SUPPRESSED => self.rows.star_index[a],
                     code => code,
                 };
                 idx.extend(std::iter::repeat_n(code, take_now));
             }
-            val_idx.extend(std::iter::repeat_n(hist.values[self.entry], take_now));
+            if values_wanted {
+                val_idx.extend(std::iter::repeat_n(hist.values[self.entry], take_now));
+            }
             filled += take_now;
             self.used_of_entry += take_now as u64;
             if self.used_of_entry == hist.counts[self.entry] {
@@ -177,6 +209,6 @@ impl Iterator for ReleaseBatches {
                 self.used_of_entry = 0;
             }
         }
-        (filled > 0).then(|| self.rows.batch(qi_idx, val_idx))
+        (filled > 0).then(|| self.rows.batch(filled, qi_idx, val_idx))
     }
 }

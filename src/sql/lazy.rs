@@ -32,21 +32,42 @@ pub trait BatchProducer: Debug + Send + Sync {
 /// Rows a [`BatchProducer`] has computed, read batch by batch: every call of
 /// [`BatchSource::iter`] starts again from the first batch.
 pub trait BatchSource: Debug + Send + Sync {
-    /// The batches, produced as the iterator is advanced.
-    fn iter(&self) -> Box<dyn Iterator<Item = Result<RecordBatch>> + Send>;
+    /// The batches with the columns `projection` names (all when `None`), produced as the
+    /// iterator is advanced.
+    fn iter(
+        &self,
+        projection: Option<&[usize]>,
+    ) -> Result<Box<dyn Iterator<Item = Result<RecordBatch>> + Send>>;
 }
 
 /// Batches held in memory.
 impl BatchSource for Vec<RecordBatch> {
-    fn iter(&self) -> Box<dyn Iterator<Item = Result<RecordBatch>> + Send> {
-        Box::new(self.clone().into_iter().map(Ok))
+    fn iter(
+        &self,
+        projection: Option<&[usize]>,
+    ) -> Result<Box<dyn Iterator<Item = Result<RecordBatch>> + Send>> {
+        let batches = self.clone();
+        Ok(match projection.map(<[usize]>::to_vec) {
+            None => Box::new(batches.into_iter().map(Ok)),
+            Some(p) => Box::new(
+                batches
+                    .into_iter()
+                    .map(move |b| b.project(&p).map_err(Into::into)),
+            ),
+        })
     }
 }
 
-/// A release, expanded as it is read.
+/// A release, expanded as it is read; only the projected columns are built.
 impl BatchSource for crate::release::ReleasedRows {
-    fn iter(&self) -> Box<dyn Iterator<Item = Result<RecordBatch>> + Send> {
-        Box::new(self.batches())
+    fn iter(
+        &self,
+        projection: Option<&[usize]>,
+    ) -> Result<Box<dyn Iterator<Item = Result<RecordBatch>> + Send>> {
+        Ok(match projection {
+            None => Box::new(self.batches()),
+            Some(p) => Box::new(self.project(p)?.batches()),
+        })
     }
 }
 
@@ -89,15 +110,22 @@ impl TableProvider for LazyTable {
         _filters: &[Expr],
         _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        // The partition produces the projected columns itself (a release builds only
+        // those), so the plan applies no projection of its own.
+        let schema = match projection {
+            Some(p) => Arc::new(self.schema.project(p)?),
+            None => self.schema.clone(),
+        };
         let partition = DeferredPartition {
-            schema: self.schema.clone(),
+            schema: schema.clone(),
+            projection: projection.cloned(),
             producer: self.producer.clone(),
             state: session_state(state)?.clone(),
         };
         let exec = StreamingTableExec::try_new(
-            self.schema.clone(),
+            schema,
             vec![Arc::new(partition)],
-            projection,
+            None,
             Vec::new(),
             false,
             None,
@@ -109,7 +137,10 @@ impl TableProvider for LazyTable {
 /// The one partition of a [`LazyTable`] scan: asks the producer for its batches when
 /// executed, not when planned.
 struct DeferredPartition {
+    /// The projected schema.
     schema: SchemaRef,
+    /// Columns of the table's schema to produce (all when `None`).
+    projection: Option<Vec<usize>>,
     producer: Arc<dyn BatchProducer>,
     state: SessionState,
 }
@@ -130,9 +161,13 @@ impl PartitionStream for DeferredPartition {
     fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
         let producer = self.producer.clone();
         let state = self.state.clone();
-        let batches = futures::stream::once(async move { producer.batches(&state).await })
-            .map_ok(|source| futures::stream::iter(source.iter()))
-            .try_flatten();
+        let projection = self.projection.clone();
+        let batches = futures::stream::once(async move {
+            let source = producer.batches(&state).await?;
+            source.iter(projection.as_deref())
+        })
+        .map_ok(futures::stream::iter)
+        .try_flatten();
         Box::pin(RecordBatchStreamAdapter::new(
             self.schema.clone(),
             batches.boxed(),
