@@ -146,10 +146,10 @@ fn memory_limit_bounds_the_anonymization() {
     // under SPILL_LIMIT ...
     let (ok, plan, stderr) = run_with(
         Some(SPILL_LIMIT),
-        &[&format!(
+        &[
             "EXPLAIN ANALYZE SELECT age, sex, los, surgery, location, disease, COUNT(*) \
-             FROM nps_demo(rows => 200000) GROUP BY age, sex, los, surgery, location, disease"
-        )],
+           FROM nps_demo(rows => 200000) GROUP BY age, sex, los, surgery, location, disease",
+        ],
     );
     assert!(ok, "{stderr}");
     let spills: u64 = plan
