@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use datafusion::arrow::compute::{cast, concat, sort_to_indices, take};
+use datafusion::arrow::compute::{cast, interleave, sort_to_indices, take};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::common::{exec_err, internal_err, Column, Result};
@@ -242,6 +242,9 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
                 .copied(),
         );
     }
+    // Everything needed is in the code arrays now: free the aggregate's output before the
+    // histogram is sorted (the two together were phase 1's peak).
+    drop(batches);
     let refs: Vec<&Hierarchy> = hierarchies.iter().collect();
     let histogram =
         GroupedHistogram::from_rows(&refs, leaf_codes, codes, counts, sensitive.tuples())?;
@@ -380,34 +383,36 @@ fn informative_codes(
     name: &str,
     source_name: &str,
 ) -> Result<(Vec<u32>, ArrayRef)> {
-    let inf_arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(column).as_ref()).collect();
-    let informative = concat(&inf_arrays)?;
-    if informative.null_count() > 0 {
+    // Batch by batch (no copy of the whole column): a provisional code per distinct value
+    // in order of first appearance, and where that value first appeared.
+    let arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(column).as_ref()).collect();
+    if arrays.iter().any(|a| a.null_count() > 0) {
         return exec_err!(
             "anonymize(): sensitive column '{}' of table '{}' contains NULL values; filter or impute them first",
             name,
             source_name
         );
     }
-    let keys = cast(&informative, &DataType::Utf8)?;
-    let keys = keys.as_string::<i32>();
-    let mut provisional: HashMap<&str, u32> = HashMap::new();
-    let mut first_rows: Vec<u32> = Vec::new();
-    let mut codes: Vec<u32> = Vec::with_capacity(keys.len());
-    for (row, key) in keys.iter().enumerate() {
-        let key = key.unwrap_or_default();
-        let next = provisional.len() as u32;
-        let code = *provisional.entry(key).or_insert_with(|| {
-            first_rows.push(row as u32);
-            next
-        });
-        codes.push(code);
+    let mut provisional: HashMap<String, u32> = HashMap::new();
+    let mut first_rows: Vec<(usize, usize)> = Vec::new();
+    let mut codes: Vec<u32> = Vec::with_capacity(arrays.iter().map(|a| a.len()).sum());
+    for (b, array) in arrays.iter().enumerate() {
+        let keys = cast(*array, &DataType::Utf8)?;
+        for (row, key) in keys.as_string::<i32>().iter().enumerate() {
+            let key = key.unwrap_or_default();
+            let code = match provisional.get(key) {
+                Some(&code) => code,
+                None => {
+                    let code = provisional.len() as u32;
+                    provisional.insert(key.to_string(), code);
+                    first_rows.push((b, row));
+                    code
+                }
+            };
+            codes.push(code);
+        }
     }
-    let distinct = take(
-        informative.as_ref(),
-        &datafusion::arrow::array::UInt32Array::from(first_rows),
-        None,
-    )?;
+    let distinct = interleave(&arrays, &first_rows)?;
     let order = sort_to_indices(distinct.as_ref(), None, None)?;
     let values = take(distinct.as_ref(), &order, None)?;
     let mut rank = vec![0u32; order.len()];
