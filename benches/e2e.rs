@@ -64,16 +64,8 @@ async fn ipa_nps(parquet: &str, runs: usize) -> Result<(u64, usize, f64)> {
     let mut nodes = 0;
     for _ in 0..runs {
         // A fresh context each run, so nothing is served from a cache.
-        let ctx = SessionContext::new();
-        datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;
         let start = Instant::now();
-        ctx.sql(&format!(
-            "CREATE EXTERNAL TABLE nps STORED AS PARQUET LOCATION '{parquet}'"
-        ))
-        .await?
-        .collect()
-        .await?;
-        run_sql(&ctx, NPS_HIERARCHIES).await?;
+        let ctx = nps_session(parquet).await?;
         let batches = ctx
             .sql(
                 "SELECT COUNT(*) FROM anonymize('nps', method => 'ipa', qi => 'age, sex, los, surgery, location', \
@@ -118,16 +110,8 @@ async fn upa_nps(parquet: &str, runs: usize) -> Result<(u64, usize, f64)> {
     let mut times = Vec::with_capacity(runs);
     let mut rows = 0;
     for _ in 0..runs {
-        let ctx = SessionContext::new();
-        datafusion_anonymize::register(&ctx)?;
         let start = Instant::now();
-        ctx.sql(&format!(
-            "CREATE EXTERNAL TABLE nps STORED AS PARQUET LOCATION '{parquet}'"
-        ))
-        .await?
-        .collect()
-        .await?;
-        run_sql(&ctx, NPS_HIERARCHIES).await?;
+        let ctx = nps_session(parquet).await?;
         let released = ctx
             .sql(&format!("SELECT COUNT(*) FROM anonymize({args})"))
             .await?

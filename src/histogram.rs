@@ -467,13 +467,7 @@ mod tests {
         let hierarchies: Vec<Hierarchy> =
             names.iter().map(|n| ladder(n, "0..99", &["10"])).collect();
         let hs: Vec<&Hierarchy> = hierarchies.iter().collect();
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |m: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % m
-        };
+        let mut next = crate::testing::test_numbers(0x9e37_79b9_7f4a_7c15u64);
         let rows: Vec<(Vec<u32>, u32, u64)> = (0..600)
             .map(|_| {
                 let codes = (0..attrs).map(|_| next(100) as u32).collect();
@@ -518,17 +512,11 @@ mod tests {
     /// The radix sort is a stable sort, whatever the key space (here every bit of 64).
     #[test]
     fn radix_sort_is_a_stable_sort() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::testing::test_numbers(0x2545_f491_4f6c_dd1du64);
         for (n, space) in [(0, 1), (1, 1), (5000, 1), (5000, 3000), (5000, u64::MAX)] {
             // Few distinct keys, so that stability matters.
-            let pool: Vec<u64> = (0..50).map(|_| next() % space).collect();
-            let keys: Vec<u64> = (0..n).map(|_| pool[(next() % 50) as usize]).collect();
+            let pool: Vec<u64> = (0..50).map(|_| next(space)).collect();
+            let keys: Vec<u64> = (0..n).map(|_| pool[next(50) as usize]).collect();
             let mut expected: Vec<u32> = (0..n as u32).collect();
             expected.sort_by_key(|&i| keys[i as usize]);
             let (sorted, order) = radix_sort(keys.clone(), space);

@@ -122,3 +122,15 @@ pub fn weighted_histogram(
     )
     .expect("valid histogram")
 }
+
+/// A small deterministic generator for test data (xorshift64): each call gives the next
+/// number below `bound`. Not for anything private: releases draw from `mechanism::rng`.
+pub fn test_numbers(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut state = seed;
+    move |bound: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % bound
+    }
+}

@@ -596,13 +596,7 @@ mod tests {
         let age = ladder("age", "0..39", &["5", "0,10,20,40"]);
         let loc = ladder("loc", "0..15", &["4"]);
         let hs = [&age, &loc];
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |m: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % m
-        };
+        let mut next = crate::testing::test_numbers(0x9e37_79b9_7f4a_7c15u64);
         let rows: Vec<(Vec<u32>, u32, u64)> = (0..300)
             .map(|_| (vec![next(40) as u32, next(16) as u32], 0, 1 + next(3)))
             .collect();
