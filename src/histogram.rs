@@ -66,7 +66,7 @@ impl GroupedHistogram {
             class_codes: self.class_codes.clone(),
             class_offsets: (0..=classes).collect(),
             pair_values: vec![0; classes],
-            pair_counts: (0..classes).map(|c| self.class_size(c)).collect(),
+            pair_counts: self.sizes().into_owned(),
         }
     }
 
@@ -492,20 +492,8 @@ mod tests {
             );
             assert_eq!(
                 leaf.roll_up_sizes(&hs, &target),
-                sizes_only(&leaf).roll_up(&hs, &target, 1).unwrap()
+                leaf.class_sizes().roll_up(&hs, &target, 1).unwrap()
             );
-        }
-    }
-
-    /// The class-size histogram of `g`: one pair (value 0, class size) per class.
-    fn sizes_only(g: &GroupedHistogram) -> GroupedHistogram {
-        let classes = g.class_count();
-        GroupedHistogram {
-            levels: g.levels.clone(),
-            class_codes: g.class_codes.clone(),
-            class_offsets: (0..=classes).collect(),
-            pair_values: vec![0; classes],
-            pair_counts: (0..classes).map(|c| g.class_size(c)).collect(),
         }
     }
 
@@ -563,9 +551,9 @@ mod tests {
             let rows: Vec<(Vec<u32>, u32, u64)> = rows.into_iter().map(|(a, l, v, n)| (vec![a, l], v, n)).collect();
             let leaf = weighted_histogram(&hs, &rows, 5);
             let target = [node.0.min(3), node.1.min(2)];
-            let expected = sizes_only(&leaf).roll_up(&hs, &target, 1).unwrap();
+            let expected = leaf.class_sizes().roll_up(&hs, &target, 1).unwrap();
             prop_assert_eq!(&leaf.roll_up_sizes(&hs, &target), &expected);
-            prop_assert_eq!(&sizes_only(&leaf).roll_up_sizes(&hs, &target), &expected);
+            prop_assert_eq!(&leaf.class_sizes().roll_up_sizes(&hs, &target), &expected);
             let mid = [via.0.min(target[0]), via.1.min(target[1])];
             let staged = leaf.roll_up_sizes(&hs, &mid).roll_up_sizes(&hs, &target);
             prop_assert_eq!(&staged, &expected);
