@@ -17,13 +17,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray, UInt32Array, UInt64Array};
+use datafusion::arrow::array::{
+    ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array, UInt64Array,
+};
 use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::{internal_err, Result};
 
-use crate::hierarchy::{Hierarchy, STAR};
-use crate::release::{ReleasedHistogram, SUPPRESSED};
+use crate::release::{ReleasedHistogram, ReleasedRows, RELEASE_BATCH_ROWS};
 
 /// Name of the catalog's group column.
 pub const GROUP_COLUMN: &str = "group_id";
@@ -66,17 +67,34 @@ impl CounterfeitCatalog {
         fields.push(Field::new(COUNT_COLUMN, DataType::UInt64, false));
         Arc::new(Schema::new(fields))
     }
+}
 
-    /// The published catalog: one row per (group, value, class), ordered by group, value,
-    /// class. `values` holds the sensitive values by code.
-    pub fn to_batch(
-        &self,
-        release: &ReleasedHistogram,
-        hierarchies: &[&Hierarchy],
-        values: &ArrayRef,
+/// The published catalog, expanded as it is read: one row per (group, value, class),
+/// ordered by group, value, class, at most [`RELEASE_BATCH_ROWS`] per batch. Only the
+/// projected columns are built, and memory stays proportional to the catalog's groups and
+/// entries, never to its row count (a group's count is repeated on each of its classes).
+#[derive(Debug, Clone)]
+pub struct CatalogRows {
+    /// The release the catalog describes: its classes' labels.
+    release: ReleasedRows,
+    catalog: Arc<CounterfeitCatalog>,
+    /// Sensitive values by code.
+    values: ArrayRef,
+    /// Produced columns, as indices into the full catalog schema.
+    projection: Vec<usize>,
+    schema: SchemaRef,
+}
+
+impl CatalogRows {
+    /// The rows of `catalog` for `release` under `schema` ([`CounterfeitCatalog::schema`]).
+    /// Fails if the catalog names a group or class the release does not have.
+    pub fn new(
+        release: ReleasedRows,
+        catalog: Arc<CounterfeitCatalog>,
+        values: ArrayRef,
         schema: &SchemaRef,
-    ) -> Result<RecordBatch> {
-        let attrs = hierarchies.len();
+    ) -> Result<Self> {
+        let attrs = release.histogram().levels.len();
         if schema.fields().len() != attrs + 3 {
             return internal_err!(
                 "catalog schema has {} fields, expected {}",
@@ -84,42 +102,147 @@ impl CounterfeitCatalog {
                 attrs + 3
             );
         }
-        let mut group_ids = Vec::new();
-        let mut labels: Vec<Vec<&str>> = vec![Vec::new(); attrs];
-        let mut value_idx = Vec::new();
-        let mut counts = Vec::new();
-        for entry in &self.entries {
-            let Some(classes) = self.groups.get(entry.group) else {
+        let classes = release.histogram().class_count();
+        for entry in &catalog.entries {
+            let Some(group) = catalog.groups.get(entry.group) else {
                 return internal_err!(
                     "catalog entry names group {} of {}",
                     entry.group,
-                    self.groups.len()
+                    catalog.groups.len()
                 );
             };
-            for &c in classes {
-                if c >= release.class_count() {
-                    return internal_err!("catalog names class {c} of {}", release.class_count());
-                }
-                group_ids.push(entry.group as u64 + 1);
-                for (a, column) in labels.iter_mut().enumerate() {
-                    let code = release.class_codes[a][c];
-                    let level = hierarchies[a].level(release.levels[a]);
-                    column.push(match code {
-                        SUPPRESSED => STAR,
-                        code => level.labels()[code as usize].as_str(),
-                    });
-                }
-                value_idx.push(entry.value);
-                counts.push(entry.count);
+            if let Some(&c) = group.iter().find(|&&c| c >= classes) {
+                return internal_err!("catalog names class {c} of {classes}");
             }
         }
-        let mut columns: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from(group_ids))];
-        for column in labels {
-            columns.push(Arc::new(StringArray::from(column)));
+        Ok(Self {
+            release,
+            catalog,
+            values,
+            projection: (0..schema.fields().len()).collect(),
+            schema: schema.clone(),
+        })
+    }
+
+    /// The same rows restricted to the columns `projection` names (indices into this
+    /// catalog's schema; an empty list gives batches that carry only their row counts).
+    pub fn project(&self, projection: &[usize]) -> Result<Self> {
+        let schema = Arc::new(self.schema.project(projection)?);
+        let projection = projection.iter().map(|&i| self.projection[i]).collect();
+        Ok(Self {
+            projection,
+            schema,
+            ..self.clone()
+        })
+    }
+
+    /// Number of rows.
+    pub fn row_count(&self) -> u64 {
+        self.catalog
+            .entries
+            .iter()
+            .map(|e| self.catalog.groups[e.group].len() as u64)
+            .sum()
+    }
+
+    /// The rows, produced as the iterator is advanced.
+    pub fn batches(&self) -> CatalogBatches {
+        CatalogBatches {
+            rows: self.clone(),
+            entry: 0,
+            position: 0,
         }
-        columns.push(take(values.as_ref(), &UInt32Array::from(value_idx), None)?);
-        columns.push(Arc::new(UInt64Array::from(counts)));
-        Ok(RecordBatch::try_new(schema.clone(), columns)?)
+    }
+
+    fn batch(
+        &self,
+        rows: usize,
+        mut groups: Vec<u64>,
+        mut labels: Vec<Vec<u32>>,
+        mut values: Vec<u32>,
+        mut counts: Vec<u64>,
+    ) -> Result<RecordBatch> {
+        let attrs = labels.len();
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.projection.len());
+        for &i in &self.projection {
+            columns.push(match i {
+                0 => Arc::new(UInt64Array::from(std::mem::take(&mut groups))) as ArrayRef,
+                i if i <= attrs => take(
+                    self.release.labels(i - 1).as_ref(),
+                    &UInt32Array::from(std::mem::take(&mut labels[i - 1])),
+                    None,
+                )?,
+                i if i == attrs + 1 => take(
+                    self.values.as_ref(),
+                    &UInt32Array::from(std::mem::take(&mut values)),
+                    None,
+                )?,
+                _ => Arc::new(UInt64Array::from(std::mem::take(&mut counts))),
+            });
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        Ok(RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            columns,
+            &options,
+        )?)
+    }
+}
+
+/// Iterator over the batches of a [`CatalogRows`] (see [`CatalogRows::batches`]).
+#[derive(Debug)]
+pub struct CatalogBatches {
+    rows: CatalogRows,
+    /// Next catalog entry to expand.
+    entry: usize,
+    /// Classes of `entry`'s group already produced.
+    position: usize,
+}
+
+impl Iterator for CatalogBatches {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let catalog = &self.rows.catalog;
+        let attrs = self.rows.release.histogram().levels.len();
+        let mut wanted = vec![false; attrs + 3];
+        for &i in &self.rows.projection {
+            wanted[i] = true;
+        }
+        let mut groups = Vec::new();
+        let mut labels: Vec<Vec<u32>> = vec![Vec::new(); attrs];
+        let mut values = Vec::new();
+        let mut counts = Vec::new();
+        let mut filled = 0usize;
+        while filled < RELEASE_BATCH_ROWS && self.entry < catalog.entries.len() {
+            let entry = catalog.entries[self.entry];
+            let classes = &catalog.groups[entry.group];
+            let end = classes
+                .len()
+                .min(self.position + RELEASE_BATCH_ROWS - filled);
+            let part = &classes[self.position..end];
+            if wanted[0] {
+                groups.extend(std::iter::repeat_n(entry.group as u64 + 1, part.len()));
+            }
+            for (a, column) in labels.iter_mut().enumerate() {
+                if wanted[a + 1] {
+                    column.extend(part.iter().map(|&c| self.rows.release.label_index(a, c)));
+                }
+            }
+            if wanted[attrs + 1] {
+                values.extend(std::iter::repeat_n(entry.value, part.len()));
+            }
+            if wanted[attrs + 2] {
+                counts.extend(std::iter::repeat_n(entry.count, part.len()));
+            }
+            filled += part.len();
+            self.position = end;
+            if self.position == classes.len() {
+                self.entry += 1;
+                self.position = 0;
+            }
+        }
+        (filled > 0).then(|| self.rows.batch(filled, groups, labels, values, counts))
     }
 }
 
@@ -171,5 +294,128 @@ impl CatalogWeights {
             Some(&(n, c)) if n > 0 => (n.saturating_sub(c)) as f64 / n as f64,
             _ => 1.0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hierarchy::Hierarchy;
+    use crate::release::ReleasedHistogram;
+    use crate::testing::rows;
+    use datafusion::arrow::array::{AsArray, StringArray};
+    use datafusion::arrow::datatypes::UInt64Type;
+
+    const CLASSES: usize = 5000;
+
+    /// A release of `CLASSES` one-row classes (leaf `i` holds value `i % 2`) and a catalog
+    /// grouping all of them, with counterfeit counts for both values: 10,000 catalog rows.
+    fn fixture() -> CatalogRows {
+        let leaves: Vec<String> = (0..CLASSES).map(|i| format!("x{i}")).collect();
+        let data: Vec<[&str; 2]> = leaves.iter().map(|l| [l.as_str(), "*"]).collect();
+        let data: Vec<&[&str]> = data.iter().map(|r| &r[..]).collect();
+        let h = Hierarchy::from_rows("x", &rows(&data)).unwrap();
+        let mut release = ReleasedHistogram::new(vec![0], 1);
+        for i in 0..CLASSES {
+            release.push_class(&[i as u32], &[((i % 2) as u32, 1)], &[]);
+        }
+        let values: ArrayRef = Arc::new(StringArray::from(vec!["flu", "gout"]));
+        let release_schema = Arc::new(Schema::new(vec![
+            Field::new("x", DataType::Utf8, false),
+            Field::new("disease", DataType::Utf8, false),
+        ]));
+        let rows = ReleasedRows::new(
+            Arc::new(release),
+            &[&h],
+            std::slice::from_ref(&values),
+            &release_schema,
+        )
+        .unwrap();
+        let catalog = CounterfeitCatalog {
+            groups: vec![(0..CLASSES).collect()],
+            entries: vec![
+                CatalogEntry {
+                    group: 0,
+                    value: 0,
+                    count: 3,
+                },
+                CatalogEntry {
+                    group: 0,
+                    value: 1,
+                    count: 2,
+                },
+            ],
+        };
+        let schema = CounterfeitCatalog::schema(&["x".to_string()], ("disease", &DataType::Utf8));
+        CatalogRows::new(rows, Arc::new(catalog), values, &schema).unwrap()
+    }
+
+    /// The catalog streams in batches of at most `RELEASE_BATCH_ROWS` rows, ordered by
+    /// group, value, class, with each group's count repeated on every class; projections
+    /// build only the named columns.
+    #[test]
+    fn catalog_rows_stream_in_order() {
+        let catalog = fixture();
+        assert_eq!(catalog.row_count(), 2 * CLASSES as u64);
+        let batches: Vec<RecordBatch> = catalog.batches().map(|b| b.unwrap()).collect();
+        let sizes: Vec<usize> = batches.iter().map(|b| b.num_rows()).collect();
+        assert_eq!(
+            sizes,
+            vec![RELEASE_BATCH_ROWS, 2 * CLASSES - RELEASE_BATCH_ROWS]
+        );
+        let mut row = 0usize;
+        for batch in &batches {
+            let groups = batch.column(0).as_primitive::<UInt64Type>();
+            let labels = batch.column(1).as_string::<i32>();
+            let values = batch.column(2).as_string::<i32>();
+            let counts = batch.column(3).as_primitive::<UInt64Type>();
+            for i in 0..batch.num_rows() {
+                let (value, count) = if row < CLASSES {
+                    ("flu", 3)
+                } else {
+                    ("gout", 2)
+                };
+                assert_eq!(groups.value(i), 1);
+                assert_eq!(labels.value(i), format!("x{}", row % CLASSES));
+                assert_eq!(values.value(i), value);
+                assert_eq!(counts.value(i), count);
+                row += 1;
+            }
+        }
+        assert_eq!(row, 2 * CLASSES);
+
+        let swapped: Vec<RecordBatch> = catalog
+            .project(&[3, 1])
+            .unwrap()
+            .batches()
+            .map(|b| b.unwrap())
+            .collect();
+        assert_eq!(swapped[0].schema().field(0).name(), COUNT_COLUMN);
+        assert_eq!(swapped[0].column(0), batches[0].column(3));
+        assert_eq!(swapped[1].column(1), batches[1].column(1));
+        let counted: Vec<usize> = catalog
+            .project(&[])
+            .unwrap()
+            .batches()
+            .map(|b| {
+                let b = b.unwrap();
+                assert_eq!(b.num_columns(), 0);
+                b.num_rows()
+            })
+            .collect();
+        assert_eq!(counted, sizes);
+    }
+
+    /// A catalog naming a class the release lacks is refused before anything is produced.
+    #[test]
+    fn catalog_rows_refuse_unknown_classes() {
+        let catalog = fixture();
+        let mut bad = (*catalog.catalog).clone();
+        bad.groups[0].push(CLASSES);
+        let schema = catalog.schema.clone();
+        let err = CatalogRows::new(catalog.release, Arc::new(bad), catalog.values, &schema)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("names class 5000 of 5000"), "{err}");
     }
 }

@@ -14,7 +14,7 @@ use datafusion::functions_aggregate::expr_fn::count;
 use datafusion::logical_expr::{lit, Expr};
 use datafusion::prelude::SessionContext;
 
-use crate::counterfeit_catalog::CounterfeitCatalog;
+use crate::counterfeit_catalog::{CatalogRows, CounterfeitCatalog};
 use crate::hierarchy::load::hierarchy_from_batches;
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
@@ -132,8 +132,9 @@ pub struct ReleaseOutput {
     pub rows: ReleasedRows,
     /// Public metadata.
     pub metadata: Vec<(String, String)>,
-    /// The published catalog of counterfeit rows (empty for methods without one).
-    pub catalog: Arc<Vec<RecordBatch>>,
+    /// The published catalog of counterfeit rows, expanded as it is read (`None` for
+    /// methods without one).
+    pub catalog: Option<CatalogRows>,
     /// Owner-only diagnostics (one row per lattice node).
     pub diagnostics: Arc<Vec<RecordBatch>>,
     /// Owner-only information loss of the release against the source.
@@ -501,17 +502,20 @@ fn run_method(
     )?;
     let metadata = common_metadata(request, &output, output.release.row_count());
     let values = base.sensitive.tuple_arrays()?;
-    let catalog = match (&output.catalog, request.catalog_schema(), values.first()) {
-        (Some(catalog), Some(schema), Some(values)) => {
-            vec![catalog.to_batch(&output.release, &refs, values, &schema)?]
-        }
-        _ => Vec::new(),
-    };
     let rows = ReleasedRows::new(Arc::new(output.release), &refs, &values, &schema)?;
+    let catalog = match (output.catalog, request.catalog_schema(), values.first()) {
+        (Some(catalog), Some(schema), Some(values)) => Some(CatalogRows::new(
+            rows.clone(),
+            Arc::new(catalog),
+            values.clone(),
+            &schema,
+        )?),
+        _ => None,
+    };
     Ok(ReleaseOutput {
         rows,
         metadata,
-        catalog: Arc::new(catalog),
+        catalog,
         diagnostics: Arc::new(vec![output.diagnostics]),
         information_loss,
         warnings,

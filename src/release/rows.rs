@@ -110,6 +110,20 @@ impl ReleasedRows {
         &self.histogram
     }
 
+    /// Index into [`ReleasedRows::labels`]`(attr)` of released class `class`'s label for
+    /// quasi-identifier `attr` (the `*` entry when it is suppressed).
+    pub fn label_index(&self, attr: usize, class: usize) -> u32 {
+        match self.histogram.class_codes[attr][class] {
+            SUPPRESSED => self.star_index[attr],
+            code => code,
+        }
+    }
+
+    /// Quasi-identifier `attr`'s labels at its released level, `*` last.
+    pub fn labels(&self, attr: usize) -> &ArrayRef {
+        &self.labels[attr]
+    }
+
     /// Number of rows [`ReleasedRows::batches`] produces.
     pub fn row_count(&self) -> u64 {
         self.histogram.row_count()
@@ -193,10 +207,7 @@ impl Iterator for ReleaseBatches {
                 if !wanted[a] {
                     continue;
                 }
-                let code = match hist.class_codes[a][self.class] {
-                    SUPPRESSED => self.rows.star_index[a],
-                    code => code,
-                };
+                let code = self.rows.label_index(a, self.class);
                 idx.extend(std::iter::repeat_n(code, take_now));
             }
             if values_wanted {

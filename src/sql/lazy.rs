@@ -71,6 +71,19 @@ impl BatchSource for crate::release::ReleasedRows {
     }
 }
 
+/// A counterfeit catalog, expanded as it is read; only the projected columns are built.
+impl BatchSource for crate::counterfeit_catalog::CatalogRows {
+    fn iter(
+        &self,
+        projection: Option<&[usize]>,
+    ) -> Result<Box<dyn Iterator<Item = Result<RecordBatch>> + Send>> {
+        Ok(match projection {
+            None => Box::new(self.batches()),
+            Some(p) => Box::new(self.project(p)?.batches()),
+        })
+    }
+}
+
 /// A provider with a fixed schema whose rows come from a [`BatchProducer`].
 #[derive(Debug)]
 pub struct LazyTable {

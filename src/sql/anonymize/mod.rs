@@ -276,7 +276,10 @@ impl BatchProducer for ReleaseProducer {
         Ok(match self.view {
             ReleaseView::Rows => Arc::new(output.rows.clone()) as Arc<dyn BatchSource>,
             ReleaseView::Metadata => Arc::new(vec![metadata_batch(&output.metadata)?]),
-            ReleaseView::Catalog => output.catalog.clone(),
+            ReleaseView::Catalog => match &output.catalog {
+                Some(catalog) => Arc::new(catalog.clone()) as Arc<dyn BatchSource>,
+                None => Arc::new(Vec::<datafusion::arrow::array::RecordBatch>::new()),
+            },
             ReleaseView::Diagnostics => output.diagnostics.clone(),
             ReleaseView::InformationLoss => Arc::new(vec![information_loss_batch(
                 self.entry.request.method.name(),
