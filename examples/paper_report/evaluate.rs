@@ -19,7 +19,8 @@ const NPS_HIERARCHIES: &str = include_str!("../../sql/nps_hierarchies.sql");
 const PAPER_SQL: &str = include_str!("../../sql/paper_q1_q4.sql");
 
 /// The pre-generalized source for "IPA at the paper's node": labels of the paper's node, and
-/// identity hierarchies so that every lattice node is that same partition.
+/// identity hierarchies (topped by the `*` every hierarchy needs, kept out of the lattice by
+/// [`PAPER_NODE_MAX_LEVELS`]) so that every lattice node is that same partition.
 const PAPER_NODE_SQL: &str = "
 CREATE VIEW nps_node AS
   SELECT a.level_1 AS age, n.sex, l.level_1 AS los, n.surgery, c.level_1 AS location, n.disease
@@ -27,12 +28,15 @@ CREATE VIEW nps_node AS
   JOIN nps_hierarchy_age a ON a.value = CAST(n.age AS VARCHAR)
   JOIN nps_hierarchy_los l ON l.value = CAST(n.los AS VARCHAR)
   JOIN nps_hierarchy_location c ON c.value = CAST(n.location AS VARCHAR);
-CREATE VIEW nps_node_hierarchy_age AS SELECT DISTINCT age AS value, age AS level_1 FROM nps_node;
-CREATE VIEW nps_node_hierarchy_sex AS SELECT DISTINCT sex AS value, sex AS level_1 FROM nps_node;
-CREATE VIEW nps_node_hierarchy_los AS SELECT DISTINCT los AS value, los AS level_1 FROM nps_node;
-CREATE VIEW nps_node_hierarchy_surgery AS SELECT DISTINCT surgery AS value, surgery AS level_1 FROM nps_node;
-CREATE VIEW nps_node_hierarchy_location AS SELECT DISTINCT location AS value, location AS level_1 FROM nps_node;
+CREATE VIEW nps_node_hierarchy_age AS SELECT DISTINCT age AS value, age AS level_1, '*' AS level_2 FROM nps_node;
+CREATE VIEW nps_node_hierarchy_sex AS SELECT DISTINCT sex AS value, sex AS level_1, '*' AS level_2 FROM nps_node;
+CREATE VIEW nps_node_hierarchy_los AS SELECT DISTINCT los AS value, los AS level_1, '*' AS level_2 FROM nps_node;
+CREATE VIEW nps_node_hierarchy_surgery AS SELECT DISTINCT surgery AS value, surgery AS level_1, '*' AS level_2 FROM nps_node;
+CREATE VIEW nps_node_hierarchy_location AS SELECT DISTINCT location AS value, location AS level_1, '*' AS level_2 FROM nps_node;
 ";
+
+/// Bounds the lattice of the pre-generalized source to its identity levels.
+pub(crate) const PAPER_NODE_MAX_LEVELS: &str = "age=1, sex=1, los=1, surgery=1, location=1";
 
 /// One release to draw and evaluate.
 #[derive(Debug, Clone)]
@@ -109,11 +113,11 @@ async fn run_script(ctx: &SessionContext, script: &str) -> Result<()> {
     Ok(())
 }
 
-async fn query(ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>> {
+pub(crate) async fn query(ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>> {
     ctx.sql(sql).await?.collect().await
 }
 
-fn strings(batches: &[RecordBatch], column: usize) -> Result<Vec<String>> {
+pub(crate) fn strings(batches: &[RecordBatch], column: usize) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for b in batches {
         let a = cast(b.column(column), &DataType::Utf8)?;
@@ -129,7 +133,7 @@ fn strings(batches: &[RecordBatch], column: usize) -> Result<Vec<String>> {
     Ok(out)
 }
 
-fn floats(batches: &[RecordBatch], column: usize) -> Result<Vec<f64>> {
+pub(crate) fn floats(batches: &[RecordBatch], column: usize) -> Result<Vec<f64>> {
     let mut out = Vec::new();
     for b in batches {
         let a = cast(b.column(column), &DataType::Float64)?;

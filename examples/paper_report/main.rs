@@ -6,22 +6,28 @@
 //! ```
 //!
 //! Every randomized release (IPA with its utility score, with query-aware `qi_weights` and
-//! with the paper's score, SafePub and the DP histogram at every ε, IPA at the paper's node)
-//! is drawn `--runs` times with seeds `--seed + …` (reproduction only); k-anonymization is
-//! deterministic and drawn once. Each release is evaluated with the SQL evaluator of
+//! with the paper's score, SafePub and the DP histogram at every ε, IPA at the paper's node,
+//! UPA with k = 10 and h = 0.2 as in the UPA paper's NPS comparison) is drawn `--runs` times
+//! with seeds `--seed + …` (reproduction only); k-anonymization is deterministic and drawn
+//! once. The UPA paper's Adult figures (Figs. 5–6) are computed once from
+//! `tests/data/adult`. Each release is evaluated with the SQL evaluator of
 //! `sql/paper_q1_q4.sql` (Q1–Q4, relative L1 error) and `anonymize_information_loss` (IL).
 //! Machine-readable lines on stdout:
 //!
 //! ```text
 //! QERR query=<Q1..Q4> method=<m> epsilon=<e> median_rel_l1=<x>
 //! IL method=<m> epsilon=<e> median=<x>
+//! UPA dataset=adult k=<k> h=<h> node=<n> lm=<x> counterfeits=<c> paper_counterfeits=<c>
+//! KANON_LM dataset=adult k=<k> lm=<x>
 //! ```
 //!
-//! IL is printed on the paper's scale `(NCP + EMD + Rate) / 3`; `epsilon=none` for kanon.
+//! IL is printed on the paper's scale `(NCP + EMD + Rate) / 3`; `epsilon=none` for kanon and
+//! UPA.
 
 mod evaluate;
 mod report;
 mod svg;
+mod upa_adult;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -30,7 +36,7 @@ use clap::Parser;
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
-use evaluate::{eps_label, evaluate, evaluator_sql, Spec};
+use evaluate::{eps_label, evaluate, evaluator_sql, Spec, PAPER_NODE_MAX_LEVELS};
 use report::write_report;
 
 const QI: &str = "age, sex, los, surgery, location";
@@ -123,13 +129,28 @@ fn specs(args: &Args) -> Vec<Spec> {
                 ),
             });
         }
+        for (method, extra, offset) in [
+            ("upa", "", 8),
+            ("upa_constrained", ", counterfeit_sa => 'constrained'", 9),
+        ] {
+            out.push(Spec {
+                method,
+                epsilon: None,
+                run,
+                source: "nps",
+                args: format!(
+                    "method => 'upa', qi => '{QI}', sensitive => 'disease', k => 10, h => 0.2, seed => {}{extra}",
+                    args.seed + 1000 * run as u64 + offset
+                ),
+            });
+        }
         out.push(Spec {
             method: "ipa_paper_node",
             epsilon: Some(1.0),
             run,
             source: "nps_node",
             args: format!(
-                "method => 'ipa', node_score => 'paper', qi => '{QI}', informative => 'disease', epsilon => 1.0, seed => {}",
+                "method => 'ipa', node_score => 'paper', qi => '{QI}', informative => 'disease', epsilon => 1.0, max_levels => '{PAPER_NODE_MAX_LEVELS}', seed => {}",
                 args.seed + 1000 * run as u64 + 7
             ),
         });
@@ -186,7 +207,10 @@ async fn main() -> Result<()> {
         );
         outcomes.push(outcome);
     }
-    let lines = write_report(&args, &outcomes, start.elapsed().as_secs_f64())?;
+    eprintln!("UPA on Adult (UPA paper Figs. 5-6) ...");
+    let (adult_md, adult_lines) = upa_adult::upa_adult().await?;
+    let mut lines = write_report(&args, &outcomes, &adult_md, start.elapsed().as_secs_f64())?;
+    lines.extend(adult_lines);
     for l in lines {
         println!("{l}");
     }
