@@ -152,6 +152,70 @@ pub struct Suppression<'a> {
     pub suppressed_records: u64,
 }
 
+/// The classes of a [`Suppression`] split by what their masks take away, so that a
+/// per-attribute total over suppressed cells reads only the smaller side.
+struct SuppressedCells {
+    /// Classes whose mask is neither empty nor every attribute.
+    partial: Vec<u32>,
+    /// Classes released as they are (empty mask).
+    kept: Vec<u32>,
+    /// Classes with every attribute suppressed.
+    full: Vec<u32>,
+}
+
+impl SuppressedCells {
+    fn new(s: &Suppression<'_>) -> Self {
+        let all = super::cells::full_mask(s.classes.levels.len());
+        let mut cells = Self {
+            partial: Vec::new(),
+            kept: Vec::new(),
+            full: Vec::new(),
+        };
+        for (c, &mask) in s.masks.iter().enumerate() {
+            match mask {
+                0 => cells.kept.push(c as u32),
+                m if m == all => cells.full.push(c as u32),
+                _ => cells.partial.push(c as u32),
+            }
+        }
+        cells
+    }
+
+    /// `generalized + Σ size · extra(code)` over the classes whose mask has bit `a`, where
+    /// `generalized` is the total of the generalization alone and `everyone` the same sum
+    /// over every class (`generalized + Σ_all size · extra`): read from the suppressed
+    /// classes, or as `everyone` minus the classes keeping `a`, whichever list is shorter.
+    /// Exact integer arithmetic: both give the same number.
+    fn total(
+        &self,
+        s: &Suppression<'_>,
+        a: usize,
+        generalized: u128,
+        everyone: u128,
+        extra: impl Fn(usize) -> u128,
+    ) -> u128 {
+        let classes = s.classes;
+        let codes = &classes.class_codes[a];
+        let sizes = classes.sizes();
+        let term = |c: u32| sizes[c as usize] as u128 * extra(codes[c as usize] as usize);
+        let partial_with = |keep: bool| {
+            self.partial
+                .iter()
+                .filter(move |&&c| (s.masks[c as usize] >> a & 1 == 0) == keep)
+                .copied()
+        };
+        if self.full.len() <= self.kept.len() {
+            generalized
+                + self.full.iter().map(|&c| term(c)).sum::<u128>()
+                + partial_with(false).map(term).sum::<u128>()
+        } else {
+            everyone
+                - self.kept.iter().map(|&c| term(c)).sum::<u128>()
+                - partial_with(true).map(term).sum::<u128>()
+        }
+    }
+}
+
 /// ARX keeps ten decimal digits of a per-attribute loss, rounding down.
 fn arx_round(x: f64) -> f64 {
     const FACTOR: f64 = 1e10;
@@ -388,36 +452,38 @@ impl Metric {
             // cell costs beyond its generalized value: exact integer arithmetic, so the
             // result equals the per-class sum.
             MetricKind::Ncp => {
-                let sizes = classes.sizes();
-                let mut loss: u128 = 0;
-                for (a, &level) in levels.iter().enumerate() {
-                    let table = &self.ncp[a][level];
-                    let codes = &classes.class_codes[a];
-                    loss += self.gen_exact[a][level];
-                    for (c, &mask) in s.masks.iter().enumerate() {
-                        if mask >> a & 1 == 1 {
-                            loss += (self.ncp_unit - table[codes[c] as usize]) * sizes[c] as u128;
-                        }
-                    }
-                }
+                let cells = SuppressedCells::new(s);
+                let loss: u128 = levels
+                    .iter()
+                    .enumerate()
+                    .map(|(a, &level)| {
+                        let table = &self.ncp[a][level];
+                        cells.total(
+                            s,
+                            a,
+                            self.gen_exact[a][level],
+                            n_total as u128 * self.ncp_unit,
+                            |code| self.ncp_unit - table[code],
+                        )
+                    })
+                    .sum();
                 Score::Exact(loss)
             }
             MetricKind::Loss => {
-                let sizes = classes.sizes();
+                let cells = SuppressedCells::new(s);
                 let values: Vec<f64> = levels
                     .iter()
                     .enumerate()
                     .map(|(a, &level)| {
                         let table = &self.leaves[a][level];
-                        let codes = &classes.class_codes[a];
                         let domain = self.domain[a];
-                        let mut sum = self.gen_exact[a][level];
-                        for (c, &mask) in s.masks.iter().enumerate() {
-                            if mask >> a & 1 == 1 {
-                                sum +=
-                                    sizes[c] as u128 * (domain - table[codes[c] as usize]) as u128;
-                            }
-                        }
+                        let sum = cells.total(
+                            s,
+                            a,
+                            self.gen_exact[a][level],
+                            n_total as u128 * domain as u128,
+                            |code| (domain - table[code]) as u128,
+                        );
                         self.loss_of(a, sum)
                     })
                     .collect();
