@@ -24,7 +24,7 @@ use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::{internal_err, Result};
 
-use crate::release::{ReleasedHistogram, ReleasedRows, RELEASE_BATCH_ROWS};
+use crate::release::{Columns, ReleasedHistogram, ReleasedRows, RELEASE_BATCH_ROWS};
 
 /// Name of the catalog's group column.
 pub const GROUP_COLUMN: &str = "group_id";
@@ -80,9 +80,8 @@ pub struct CatalogRows {
     catalog: Arc<CounterfeitCatalog>,
     /// Sensitive values by code.
     values: ArrayRef,
-    /// Produced columns, as indices into the full catalog schema.
-    projection: Vec<usize>,
-    schema: SchemaRef,
+    /// The columns produced.
+    columns: Columns,
 }
 
 impl CatalogRows {
@@ -119,19 +118,15 @@ impl CatalogRows {
             release,
             catalog,
             values,
-            projection: (0..schema.fields().len()).collect(),
-            schema: schema.clone(),
+            columns: Columns::all(schema),
         })
     }
 
     /// The same rows restricted to the columns `projection` names (indices into this
     /// catalog's schema; an empty list gives batches that carry only their row counts).
     pub fn project(&self, projection: &[usize]) -> Result<Self> {
-        let schema = Arc::new(self.schema.project(projection)?);
-        let projection = projection.iter().map(|&i| self.projection[i]).collect();
         Ok(Self {
-            projection,
-            schema,
+            columns: self.columns.project(projection)?,
             ..self.clone()
         })
     }
@@ -163,8 +158,8 @@ impl CatalogRows {
         mut counts: Vec<u64>,
     ) -> Result<RecordBatch> {
         let attrs = labels.len();
-        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.projection.len());
-        for &i in &self.projection {
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.columns.indices().len());
+        for &i in self.columns.indices() {
             columns.push(match i {
                 0 => Arc::new(UInt64Array::from(std::mem::take(&mut groups))) as ArrayRef,
                 i if i <= attrs => take(
@@ -182,7 +177,7 @@ impl CatalogRows {
         }
         let options = RecordBatchOptions::new().with_row_count(Some(rows));
         Ok(RecordBatch::try_new_with_options(
-            self.schema.clone(),
+            self.columns.schema().clone(),
             columns,
             &options,
         )?)
@@ -206,7 +201,7 @@ impl Iterator for CatalogBatches {
         let catalog = &self.rows.catalog;
         let attrs = self.rows.release.histogram().levels.len();
         let mut wanted = vec![false; attrs + 3];
-        for &i in &self.rows.projection {
+        for &i in self.rows.columns.indices() {
             wanted[i] = true;
         }
         let mut groups = Vec::new();
@@ -393,16 +388,8 @@ mod tests {
         assert_eq!(swapped[0].schema().field(0).name(), COUNT_COLUMN);
         assert_eq!(swapped[0].column(0), batches[0].column(3));
         assert_eq!(swapped[1].column(1), batches[1].column(1));
-        let counted: Vec<usize> = catalog
-            .project(&[])
-            .unwrap()
-            .batches()
-            .map(|b| {
-                let b = b.unwrap();
-                assert_eq!(b.num_columns(), 0);
-                b.num_rows()
-            })
-            .collect();
+        let counted =
+            crate::testing::columnless_row_counts(catalog.project(&[]).unwrap().batches());
         assert_eq!(counted, sizes);
     }
 
@@ -412,7 +399,7 @@ mod tests {
         let catalog = fixture();
         let mut bad = (*catalog.catalog).clone();
         bad.groups[0].push(CLASSES);
-        let schema = catalog.schema.clone();
+        let schema = catalog.columns.schema().clone();
         let err = CatalogRows::new(catalog.release, Arc::new(bad), catalog.values, &schema)
             .unwrap_err()
             .to_string();

@@ -25,6 +25,44 @@ pub const SUPPRESSED: u32 = u32::MAX;
 /// Rows a release expands into, per Arrow batch.
 pub const RELEASE_BATCH_ROWS: usize = 8192;
 
+/// The columns a streamed table produces: indices into its full schema, in the order
+/// wanted, and their schema. Every column until a projection narrows them; columns left
+/// out are never built.
+#[derive(Debug, Clone)]
+pub struct Columns {
+    indices: Vec<usize>,
+    schema: SchemaRef,
+}
+
+impl Columns {
+    /// Every column of `schema`.
+    pub fn all(schema: &SchemaRef) -> Self {
+        Self {
+            indices: (0..schema.fields().len()).collect(),
+            schema: schema.clone(),
+        }
+    }
+
+    /// The columns `projection` names (indices into these columns, in the order wanted; an
+    /// empty list keeps none: batches then carry only their row counts).
+    pub fn project(&self, projection: &[usize]) -> Result<Self> {
+        Ok(Self {
+            indices: projection.iter().map(|&i| self.indices[i]).collect(),
+            schema: Arc::new(self.schema.project(projection)?),
+        })
+    }
+
+    /// The produced columns as indices into the full schema.
+    pub fn indices(&self) -> &[usize] {
+        &self.indices
+    }
+
+    /// The schema of the produced columns.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+}
+
 /// Generalized classes with the released count of each informative value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReleasedHistogram {
@@ -216,14 +254,7 @@ mod tests {
         assert_eq!(only_values[0].column(0), full[0].column(1));
 
         let none = rows.project(&[]).unwrap();
-        let counted: Vec<usize> = none
-            .batches()
-            .map(|b| {
-                let b = b.unwrap();
-                assert_eq!(b.num_columns(), 0);
-                b.num_rows()
-            })
-            .collect();
+        let counted = crate::testing::columnless_row_counts(none.batches());
         assert_eq!(
             counted,
             full.iter().map(|b| b.num_rows()).collect::<Vec<_>>()

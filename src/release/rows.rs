@@ -9,7 +9,7 @@ use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{internal_err, Result};
 
-use super::{ReleasedHistogram, RELEASE_BATCH_ROWS, SUPPRESSED};
+use super::{Columns, ReleasedHistogram, RELEASE_BATCH_ROWS, SUPPRESSED};
 use crate::hierarchy::{Hierarchy, STAR};
 
 /// A released histogram ready to be expanded into rows: one Utf8 column per
@@ -29,11 +29,8 @@ pub struct ReleasedRows {
     star_index: Vec<u32>,
     /// The sensitive columns' arrays (empty when the schema has none).
     values: Vec<ArrayRef>,
-    /// The columns produced, as indices into the full schema (quasi-identifiers first,
-    /// then the sensitive columns); every column unless a projection was applied.
-    projection: Vec<usize>,
-    /// The schema of the produced columns.
-    schema: SchemaRef,
+    /// The columns produced (of quasi-identifiers first, then the sensitive columns).
+    columns: Columns,
 }
 
 impl ReleasedRows {
@@ -82,8 +79,7 @@ impl ReleasedRows {
             } else {
                 Vec::new()
             },
-            projection: (0..schema.fields().len()).collect(),
-            schema: schema.clone(),
+            columns: Columns::all(schema),
         })
     }
 
@@ -91,18 +87,15 @@ impl ReleasedRows {
     /// release's schema, in the order wanted; an empty list gives batches that carry only
     /// their row counts, as `COUNT(*)` needs). Columns left out are never built.
     pub fn project(&self, projection: &[usize]) -> Result<Self> {
-        let schema = Arc::new(self.schema.project(projection)?);
-        let projection = projection.iter().map(|&i| self.projection[i]).collect();
         Ok(Self {
-            projection,
-            schema,
+            columns: self.columns.project(projection)?,
             ..self.clone()
         })
     }
 
     /// The schema of the rows.
     pub fn schema(&self) -> &SchemaRef {
-        &self.schema
+        self.columns.schema()
     }
 
     /// The released histogram.
@@ -149,8 +142,8 @@ impl ReleasedRows {
         let attrs = self.labels.len();
         let qi_idx: Vec<UInt32Array> = qi_idx.into_iter().map(UInt32Array::from).collect();
         let val_idx = UInt32Array::from(val_idx);
-        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.projection.len());
-        for &i in &self.projection {
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.columns.indices().len());
+        for &i in self.columns.indices() {
             columns.push(if i < attrs {
                 take(self.labels[i].as_ref(), &qi_idx[i], None)?
             } else {
@@ -159,7 +152,7 @@ impl ReleasedRows {
         }
         let options = RecordBatchOptions::new().with_row_count(Some(rows));
         Ok(RecordBatch::try_new_with_options(
-            self.schema.clone(),
+            self.columns.schema().clone(),
             columns,
             &options,
         )?)
@@ -188,7 +181,7 @@ impl Iterator for ReleaseBatches {
         // Index vectors only for the columns produced; the others stay empty.
         let mut wanted = vec![false; attrs];
         let mut values_wanted = false;
-        for &i in &self.rows.projection {
+        for &i in self.rows.columns.indices() {
             match wanted.get_mut(i) {
                 Some(w) => *w = true,
                 None => values_wanted = true,

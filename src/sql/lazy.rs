@@ -58,29 +58,46 @@ impl BatchSource for Vec<RecordBatch> {
     }
 }
 
-/// A release, expanded as it is read; only the projected columns are built.
-impl BatchSource for crate::release::ReleasedRows {
+/// Rows expanded batch by batch from a compact form (a release, a counterfeit catalog), in
+/// which a projection decides which columns are built at all.
+pub trait ProjectedRows: Clone + Debug + Send + Sync + 'static {
+    /// The batches of every column the rows currently produce.
+    type Batches: Iterator<Item = Result<RecordBatch>> + Send + 'static;
+    /// The same rows restricted to the columns `projection` names.
+    fn project(&self, projection: &[usize]) -> Result<Self>;
+    /// The batches, produced as the iterator is advanced.
+    fn batches(&self) -> Self::Batches;
+}
+
+impl<T: ProjectedRows> BatchSource for T {
     fn iter(
         &self,
         projection: Option<&[usize]>,
     ) -> Result<Box<dyn Iterator<Item = Result<RecordBatch>> + Send>> {
         Ok(match projection {
-            None => Box::new(self.batches()),
-            Some(p) => Box::new(self.project(p)?.batches()),
+            None => Box::new(ProjectedRows::batches(self)),
+            Some(p) => Box::new(ProjectedRows::batches(&ProjectedRows::project(self, p)?)),
         })
     }
 }
 
-/// A counterfeit catalog, expanded as it is read; only the projected columns are built.
-impl BatchSource for crate::counterfeit_catalog::CatalogRows {
-    fn iter(
-        &self,
-        projection: Option<&[usize]>,
-    ) -> Result<Box<dyn Iterator<Item = Result<RecordBatch>> + Send>> {
-        Ok(match projection {
-            None => Box::new(self.batches()),
-            Some(p) => Box::new(self.project(p)?.batches()),
-        })
+impl ProjectedRows for crate::release::ReleasedRows {
+    type Batches = crate::release::ReleaseBatches;
+    fn project(&self, projection: &[usize]) -> Result<Self> {
+        Self::project(self, projection)
+    }
+    fn batches(&self) -> Self::Batches {
+        Self::batches(self)
+    }
+}
+
+impl ProjectedRows for crate::counterfeit_catalog::CatalogRows {
+    type Batches = crate::counterfeit_catalog::CatalogBatches;
+    fn project(&self, projection: &[usize]) -> Result<Self> {
+        Self::project(self, projection)
+    }
+    fn batches(&self) -> Self::Batches {
+        Self::batches(self)
     }
 }
 

@@ -134,3 +134,21 @@ pub fn test_numbers(seed: u64) -> impl FnMut(u64) -> u64 {
         state % bound
     }
 }
+
+/// Row counts of streamed batches that must carry no column (a `COUNT(*)` projection);
+/// panics on an error or a batch with columns.
+pub fn columnless_row_counts(
+    batches: impl Iterator<Item = datafusion::common::Result<datafusion::arrow::array::RecordBatch>>,
+) -> Vec<usize> {
+    batches
+        .map(|b| {
+            let b = b.expect("a streamed batch");
+            assert_eq!(
+                b.num_columns(),
+                0,
+                "a projection without columns built some"
+            );
+            b.num_rows()
+        })
+        .collect()
+}

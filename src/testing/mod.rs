@@ -8,7 +8,7 @@ pub mod nps;
 pub mod stats;
 
 pub use fixtures::{
-    histogram, ladder, paper_example_hierarchies, paper_example_records, rows, test_numbers,
-    weighted_histogram, Record, PAPER_EXAMPLE_DISEASES,
+    columnless_row_counts, histogram, ladder, paper_example_hierarchies, paper_example_records,
+    rows, test_numbers, weighted_histogram, Record, PAPER_EXAMPLE_DISEASES,
 };
 pub use nps::{nps_base, NpsBase};
