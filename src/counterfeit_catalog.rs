@@ -200,10 +200,7 @@ impl Iterator for CatalogBatches {
     fn next(&mut self) -> Option<Self::Item> {
         let catalog = &self.rows.catalog;
         let attrs = self.rows.release.histogram().levels.len();
-        let mut wanted = vec![false; attrs + 3];
-        for &i in self.rows.columns.indices() {
-            wanted[i] = true;
-        }
+        let wanted = self.rows.columns.wanted(attrs + 3);
         let mut groups = Vec::new();
         let mut labels: Vec<Vec<u32>> = vec![Vec::new(); attrs];
         let mut values = Vec::new();

@@ -57,6 +57,17 @@ impl Columns {
         &self.indices
     }
 
+    /// Per column of the full schema (`width` columns), whether it is produced.
+    pub fn wanted(&self, width: usize) -> Vec<bool> {
+        let mut wanted = vec![false; width];
+        for &i in &self.indices {
+            if let Some(w) = wanted.get_mut(i) {
+                *w = true;
+            }
+        }
+        wanted
+    }
+
     /// The schema of the produced columns.
     pub fn schema(&self) -> &SchemaRef {
         &self.schema

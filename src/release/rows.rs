@@ -179,14 +179,8 @@ impl Iterator for ReleaseBatches {
         let attrs = self.rows.labels.len();
         let entries = hist.counts.len();
         // Index vectors only for the columns produced; the others stay empty.
-        let mut wanted = vec![false; attrs];
-        let mut values_wanted = false;
-        for &i in self.rows.columns.indices() {
-            match wanted.get_mut(i) {
-                Some(w) => *w = true,
-                None => values_wanted = true,
-            }
-        }
+        let wanted = self.rows.columns.wanted(attrs + self.rows.values.len());
+        let values_wanted = wanted[attrs..].iter().any(|&w| w);
         let mut qi_idx: Vec<Vec<u32>> = vec![Vec::new(); attrs];
         let mut val_idx: Vec<u32> = Vec::new();
         let mut filled = 0usize;

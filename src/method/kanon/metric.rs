@@ -154,7 +154,9 @@ pub struct Suppression<'a> {
 
 /// The classes of a [`Suppression`] split by what their masks take away, so that a
 /// per-attribute total over suppressed cells reads only the smaller side.
-struct SuppressedCells {
+struct SuppressedCells<'a> {
+    /// The classes' sizes.
+    sizes: std::borrow::Cow<'a, [u64]>,
     /// Classes whose mask is neither empty nor every attribute.
     partial: Vec<u32>,
     /// Classes released as they are (empty mask).
@@ -163,10 +165,11 @@ struct SuppressedCells {
     full: Vec<u32>,
 }
 
-impl SuppressedCells {
-    fn new(s: &Suppression<'_>) -> Self {
+impl<'a> SuppressedCells<'a> {
+    fn new(s: &Suppression<'a>) -> Self {
         let all = super::cells::full_mask(s.classes.levels.len());
         let mut cells = Self {
+            sizes: s.classes.sizes(),
             partial: Vec::new(),
             kept: Vec::new(),
             full: Vec::new(),
@@ -194,10 +197,8 @@ impl SuppressedCells {
         everyone: u128,
         extra: impl Fn(usize) -> u128,
     ) -> u128 {
-        let classes = s.classes;
-        let codes = &classes.class_codes[a];
-        let sizes = classes.sizes();
-        let term = |c: u32| sizes[c as usize] as u128 * extra(codes[c as usize] as usize);
+        let codes = &s.classes.class_codes[a];
+        let term = |c: u32| self.sizes[c as usize] as u128 * extra(codes[c as usize] as usize);
         let partial_with = |keep: bool| {
             self.partial
                 .iter()
@@ -669,9 +670,19 @@ mod tests {
         let base = weighted_histogram(&hs, &rows, 1);
         for kind in [MetricKind::Loss, MetricKind::Ncp] {
             let metric = Metric::new(kind, &base, &hs, &[1.0, 2.0]).unwrap();
-            for node in [[0, 0], [1, 0], [2, 1], [3, 1]] {
+            // Masks mostly empty, uniform, and mostly full: both ways of summing run.
+            for (node, skew) in [[0, 0], [1, 0], [2, 1], [3, 1]]
+                .into_iter()
+                .flat_map(|node| [0u64, 1, 2].map(|skew| (node, skew)))
+            {
                 let classes = base.roll_up_sizes(&hs, &node);
-                let masks: Vec<u64> = (0..classes.class_count()).map(|_| next(4)).collect();
+                let masks: Vec<u64> = (0..classes.class_count())
+                    .map(|_| match (skew, next(5)) {
+                        (0, r) if r > 0 => 0,
+                        (2, r) if r > 0 => 3,
+                        _ => next(4),
+                    })
+                    .collect();
                 let s = Suppression {
                     classes: &classes,
                     masks: &masks,
