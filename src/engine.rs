@@ -158,10 +158,13 @@ pub struct BaseData {
 /// Problems found in the data (an empty source, NULLs, a value missing from its hierarchy,
 /// a malformed hierarchy table) are execution errors: the arguments were valid.
 pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Result<BaseData> {
+    // The aggregate over the source runs wherever the session runs its queries (a cluster,
+    // when connected to one); the small hierarchy tables are read on this process.
     let ctx = SessionContext::new_with_state(state.clone());
+    let local = SessionContext::new_with_state(crate::distributed::local_state(state));
     let mut hierarchies = Vec::with_capacity(request.qi.len());
     for q in &request.qi {
-        let batches = ctx.read_table(q.hierarchy.clone())?.collect().await?;
+        let batches = local.read_table(q.hierarchy.clone())?.collect().await?;
         hierarchies.push(hierarchy_from_batches(
             &q.column,
             &q.hierarchy_name,
@@ -231,7 +234,7 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
     }
 
     let count_column = attrs + request.sensitive.len();
-    let (codes, sensitive) = sensitive_codes(&ctx, request, &batches, attrs, rows).await?;
+    let (codes, sensitive) = sensitive_codes(&local, request, &batches, attrs, rows).await?;
     let mut counts = Vec::with_capacity(rows);
     for batch in &batches {
         let column = cast(batch.column(count_column), &DataType::UInt64)?;

@@ -21,6 +21,7 @@ pub mod analysis;
 pub mod budget;
 pub mod counterfeit_catalog;
 pub mod demo;
+pub mod distributed;
 pub mod engine;
 pub mod hierarchy;
 pub mod histogram;

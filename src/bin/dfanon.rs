@@ -100,6 +100,14 @@ struct Args {
     /// File that keeps the privacy ledger across sessions (default: in memory).
     #[clap(long)]
     ledger: Option<std::path::PathBuf>,
+
+    /// Run queries on the Apache DataFusion Ballista cluster whose scheduler is at this URL
+    /// (df://HOST:PORT; start it with dfanon-scheduler and dfanon-executor). Releases are
+    /// computed here, with their aggregate over the source on the cluster, and the ledger
+    /// stays here. Sources must be files the executors can read (CREATE EXTERNAL TABLE).
+    #[cfg(feature = "ballista")]
+    #[clap(long, value_name = "URL")]
+    ballista: Option<String>,
 }
 
 /// Parses a size such as `512m`, `4g`, `1024` (bytes) or `2GB` (binary units).
@@ -248,6 +256,23 @@ async fn run() -> Result<()> {
         budget,
         max_release_rows: None,
     };
+    #[cfg(feature = "ballista")]
+    let ctx = match &args.ballista {
+        Some(url) => {
+            let ctx =
+                datafusion_anonymize::distributed::ballista::connect(url, ctx.state(), options)
+                    .await?;
+            if !args.quiet {
+                println!("Queries run on the Ballista cluster at {url}.");
+            }
+            ctx
+        }
+        None => {
+            register_with(&ctx, options)?;
+            ctx
+        }
+    };
+    #[cfg(not(feature = "ballista"))]
     register_with(&ctx, options)?;
 
     let maxrows = effective_maxrows(&args.format, args.maxrows);

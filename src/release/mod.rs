@@ -13,7 +13,7 @@ use crate::hierarchy::Hierarchy;
 mod rows;
 mod size;
 
-pub use rows::{ReleaseBatches, ReleasedRows};
+pub use rows::{ReleaseBatches, ReleasedRows, ReleasedRowsParts};
 pub use size::{
     check_release_size, default_max_release_rows, ReleaseRowLimit, ReleaseSize,
     DEFAULT_MIN_RELEASE_ROWS, DEFAULT_RELEASE_ROWS_FACTOR, SIZE_FAILURE,
@@ -50,6 +50,18 @@ impl Columns {
             indices: projection.iter().map(|&i| self.indices[i]).collect(),
             schema: Arc::new(self.schema.project(projection)?),
         })
+    }
+
+    /// Columns given as indices into a full schema of `width` columns and the schema they
+    /// produce; refused unless each index is in range and the schema has one field each.
+    pub fn from_parts(indices: Vec<usize>, schema: SchemaRef, width: usize) -> Result<Self> {
+        if indices.len() != schema.fields().len() || indices.iter().any(|&i| i >= width) {
+            return datafusion::common::internal_err!(
+                "columns {indices:?} do not fit a schema of {} fields out of {width}",
+                schema.fields().len()
+            );
+        }
+        Ok(Self { indices, schema })
     }
 
     /// The produced columns as indices into the full schema.

@@ -127,6 +127,71 @@ impl ReleasedRows {
         self.batches().collect()
     }
 
+    /// The parts these rows are rebuilt from in another process (a cluster's scheduler or
+    /// executor): see [`ReleasedRows::from_parts`].
+    pub fn to_parts(&self) -> ReleasedRowsParts {
+        ReleasedRowsParts {
+            histogram: self.histogram.clone(),
+            labels: self.labels.clone(),
+            values: self.values.clone(),
+            indices: self.columns.indices().to_vec(),
+            schema: self.columns.schema().clone(),
+        }
+    }
+
+    /// Rows rebuilt from [`ReleasedRows::to_parts`], checked for consistency first: parts
+    /// that could make the expansion index out of bounds are refused, not expanded.
+    pub fn from_parts(parts: ReleasedRowsParts) -> Result<Self> {
+        let ReleasedRowsParts {
+            histogram,
+            labels,
+            values,
+            indices,
+            schema,
+        } = parts;
+        let attrs = histogram.levels.len();
+        let classes = histogram.class_count();
+        let entries = histogram.values.len();
+        let offsets_ok = histogram.class_offsets.first() == Some(&0)
+            && histogram.class_offsets.last() == Some(&entries)
+            && histogram.class_offsets.windows(2).all(|w| w[0] <= w[1]);
+        if histogram.class_codes.len() != attrs
+            || labels.len() != attrs
+            || !offsets_ok
+            || histogram.counts.len() != entries
+            || histogram.class_codes.iter().any(|c| c.len() != classes)
+        {
+            return internal_err!("released rows: inconsistent histogram shape");
+        }
+        let mut star_index = Vec::with_capacity(attrs);
+        for (a, l) in labels.iter().enumerate() {
+            let Some(star) = l.len().checked_sub(1) else {
+                return internal_err!("released rows: no labels for attribute {a}");
+            };
+            if histogram.class_codes[a]
+                .iter()
+                .any(|&c| c != SUPPRESSED && c as usize >= star)
+            {
+                return internal_err!("released rows: class code beyond the labels of attribute {a}");
+            }
+            star_index.push(star as u32);
+        }
+        if values
+            .iter()
+            .any(|v| histogram.values.iter().any(|&code| code as usize >= v.len()))
+        {
+            return internal_err!("released rows: value code beyond the sensitive values");
+        }
+        let columns = Columns::from_parts(indices, schema, attrs + values.len())?;
+        Ok(Self {
+            histogram,
+            labels,
+            star_index,
+            values,
+            columns,
+        })
+    }
+
     /// The rows in canonical order, at most [`RELEASE_BATCH_ROWS`] per batch, produced as
     /// the iterator is advanced.
     pub fn batches(&self) -> ReleaseBatches {
@@ -157,6 +222,21 @@ impl ReleasedRows {
             &options,
         )?)
     }
+}
+
+/// What [`ReleasedRows`] is made of, to be carried to another process and rebuilt there.
+#[derive(Debug, Clone)]
+pub struct ReleasedRowsParts {
+    /// The released histogram.
+    pub histogram: Arc<ReleasedHistogram>,
+    /// Per quasi-identifier, the labels of its released level with `*` last.
+    pub labels: Vec<ArrayRef>,
+    /// The sensitive columns' values by code (empty when the rows carry none).
+    pub values: Vec<ArrayRef>,
+    /// The produced columns as indices into quasi-identifiers then sensitive columns.
+    pub indices: Vec<usize>,
+    /// The schema of the produced columns.
+    pub schema: SchemaRef,
 }
 
 /// Iterator over the batches of a [`ReleasedRows`] (see [`ReleasedRows::batches`]).

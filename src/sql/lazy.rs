@@ -22,6 +22,8 @@ use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
 use futures::{StreamExt, TryStreamExt};
 
+use crate::distributed::Shipped;
+
 /// Produces the rows of a [`LazyTable`]; implementations cache their result.
 #[async_trait]
 pub trait BatchProducer: Debug + Send + Sync {
@@ -38,6 +40,9 @@ pub trait BatchSource: Debug + Send + Sync {
         &self,
         projection: Option<&[usize]>,
     ) -> Result<Box<dyn Iterator<Item = Result<RecordBatch>> + Send>>;
+
+    /// The rows in the form they travel to a cluster in, under `schema` (the table's).
+    fn ship(&self, schema: &SchemaRef) -> Result<Shipped>;
 }
 
 /// Batches held in memory.
@@ -56,6 +61,13 @@ impl BatchSource for Vec<RecordBatch> {
             ),
         })
     }
+
+    fn ship(&self, schema: &SchemaRef) -> Result<Shipped> {
+        Ok(Shipped::Batches {
+            schema: schema.clone(),
+            batches: Arc::new(self.clone()),
+        })
+    }
 }
 
 /// Rows expanded batch by batch from a compact form (a release, a counterfeit catalog), in
@@ -67,6 +79,13 @@ pub trait ProjectedRows: Clone + Debug + Send + Sync + 'static {
     fn project(&self, projection: &[usize]) -> Result<Self>;
     /// The batches, produced as the iterator is advanced.
     fn batches(&self) -> Self::Batches;
+    /// The rows in the form they travel to a cluster in: by default every batch.
+    fn ship(&self, schema: &SchemaRef) -> Result<Shipped> {
+        Ok(Shipped::Batches {
+            schema: schema.clone(),
+            batches: Arc::new(self.batches().collect::<Result<_>>()?),
+        })
+    }
 }
 
 impl<T: ProjectedRows> BatchSource for T {
@@ -79,8 +98,13 @@ impl<T: ProjectedRows> BatchSource for T {
             Some(p) => Box::new(ProjectedRows::batches(&ProjectedRows::project(self, p)?)),
         })
     }
+
+    fn ship(&self, schema: &SchemaRef) -> Result<Shipped> {
+        ProjectedRows::ship(self, schema)
+    }
 }
 
+/// A release travels as its histogram, never as rows.
 impl ProjectedRows for crate::release::ReleasedRows {
     type Batches = crate::release::ReleaseBatches;
     fn project(&self, projection: &[usize]) -> Result<Self> {
@@ -88,6 +112,9 @@ impl ProjectedRows for crate::release::ReleasedRows {
     }
     fn batches(&self) -> Self::Batches {
         Self::batches(self)
+    }
+    fn ship(&self, _schema: &SchemaRef) -> Result<Shipped> {
+        Ok(Shipped::Release(self.clone()))
     }
 }
 
@@ -112,6 +139,11 @@ impl LazyTable {
     /// A provider serving `producer`'s rows under `schema`.
     pub fn new(schema: SchemaRef, producer: Arc<dyn BatchProducer>) -> Self {
         Self { schema, producer }
+    }
+
+    /// The rows (computed now if they were not yet) in the form they travel to a cluster.
+    pub async fn shipped(&self, state: &SessionState) -> Result<Shipped> {
+        self.producer.batches(state).await?.ship(&self.schema)
     }
 }
 
