@@ -157,3 +157,39 @@ async fn ballista_budget_is_charged_once() -> Result<()> {
     assert_eq!(spent(&cluster).await?, 1.0);
     Ok(())
 }
+
+/// Each shipped table is read once however a query combines it: a UNION ALL of shipped
+/// tables and files, and a join.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ballista_union_reads_each_shipped_table_once() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = demo_parquet(dir.path()).await?;
+    let cluster = cluster_session(RegisterOptions::owner()).await?;
+    tables(&cluster, &path).await?;
+    let count = |batches: Vec<RecordBatch>| batches[0].column(0).as_primitive::<Int64Type>().value(0);
+
+    let union = "SELECT COUNT(*) FROM (SELECT value FROM generate_series(1, 10) UNION ALL SELECT value FROM generate_series(1, 5))";
+    assert_eq!(count(run(&cluster, union).await?), 15);
+    let values = run(
+        &cluster,
+        "SELECT value FROM generate_series(1, 2) UNION ALL SELECT value FROM generate_series(100, 101) ORDER BY value",
+    )
+    .await?;
+    let values: Vec<i64> = values
+        .iter()
+        .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+        .collect();
+    assert_eq!(values, vec![1, 2, 100, 101]);
+
+    let released = count(run(&cluster, &format!("SELECT COUNT(*) FROM {RELEASE}")).await?);
+    let source = count(run(&cluster, "SELECT COUNT(*) FROM nps").await?);
+    let mixed = format!(
+        "SELECT COUNT(*) FROM (SELECT age FROM {RELEASE} UNION ALL SELECT CAST(age AS VARCHAR) FROM nps UNION ALL SELECT age FROM {RELEASE})"
+    );
+    assert_eq!(count(run(&cluster, &mixed).await?), 2 * released + source);
+    let joined = format!(
+        "SELECT COUNT(*) FROM {RELEASE} r JOIN (SELECT DISTINCT disease FROM nps) d ON r.disease = d.disease"
+    );
+    assert_eq!(count(run(&cluster, &joined).await?), released);
+    Ok(())
+}

@@ -27,6 +27,21 @@ use datafusion_proto::physical_plan::PhysicalExtensionCodec;
 use super::{AnonymizeLogicalCodec, AnonymizePhysicalCodec, ClusterPlanner};
 use crate::{register_with, RegisterOptions};
 
+/// Logical optimizer rules a cluster client leaves to the scheduler (which optimizes every
+/// plan it receives again): the plans they produce name columns by synthetic aliases
+/// (`__datafusion_extracted_N`) that DataFusion 55's protobuf round trip does not read back,
+/// so a query taking a struct field (`s['group']`) would fail on the scheduler with
+/// "No field named".
+pub const SCHEDULER_ONLY_RULES: [&str; 2] = ["extract_leaf_expressions", "push_down_leaf_projections"];
+
+// Why a cluster session turns Ballista's adaptive planner off: a task of a stage runs only
+// its own partitions of each input, and Ballista narrows a scan to those partitions only
+// for the scans it knows (files, memory, shuffles). A scan of shipped rows is not one of
+// them, so in a stage of several partitions — a UNION ALL of it with anything — every
+// task would read it whole and the rows would come back several times. The static
+// planner gives such a scan a stage of its own (one partition, one task); the adaptive
+// planner of Ballista 55 does not. `ballista_union_reads_each_shipped_table_once` checks.
+
 /// Port a scheduler listens on unless told otherwise (Ballista's default).
 pub const DEFAULT_SCHEDULER_PORT: u16 = 50050;
 
@@ -97,8 +112,20 @@ pub async fn connect(url: &str, state: SessionState, options: RegisterOptions) -
         .build()
         .upgrade_for_ballista(address)?;
     let cluster = state.query_planner().clone();
+    let rules = state
+        .optimizers()
+        .iter()
+        .filter(|rule| !SCHEDULER_ONLY_RULES.contains(&rule.name()))
+        .cloned()
+        .collect();
+    let mut config = state.config().clone();
+    config
+        .options_mut()
+        .set(ballista_core::config::BALLISTA_ADAPTIVE_PLANNER_ENABLED, "false")?;
     let state = SessionStateBuilder::new_from_existing(state)
+        .with_config(config)
         .with_query_planner(Arc::new(ClusterPlanner::new(cluster)))
+        .with_optimizer_rules(rules)
         .build();
     let ctx = SessionContext::new_with_state(state);
     // Ballista's upgrade replaces the scalar functions: ours are registered after it.
