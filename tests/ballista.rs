@@ -48,7 +48,9 @@ async fn demo_parquet(dir: &std::path::Path) -> Result<String> {
     let path = dir.join("nps.parquet").display().to_string();
     run(
         &ctx,
-        &format!("COPY (SELECT * FROM nps_demo(rows => 60000, seed => 5)) TO '{path}' STORED AS PARQUET"),
+        &format!(
+            "COPY (SELECT * FROM nps_demo(rows => 60000, seed => 5)) TO '{path}' STORED AS PARQUET"
+        ),
     )
     .await?;
     Ok(path)
@@ -56,7 +58,11 @@ async fn demo_parquet(dir: &std::path::Path) -> Result<String> {
 
 /// Registers the demo table and its hierarchies on `ctx`.
 async fn tables(ctx: &SessionContext, path: &str) -> Result<()> {
-    run(ctx, &format!("CREATE EXTERNAL TABLE nps STORED AS PARQUET LOCATION '{path}'")).await?;
+    run(
+        ctx,
+        &format!("CREATE EXTERNAL TABLE nps STORED AS PARQUET LOCATION '{path}'"),
+    )
+    .await?;
     for statement in HIERARCHIES.split(";\n") {
         let code: String = statement
             .lines()
@@ -90,7 +96,10 @@ async fn ballista_seeded_release_equals_local_row_for_row() -> Result<()> {
 
     // The release reaches the cluster as a ShippedExec inside a stage the scheduler plans.
     let explained = run(&cluster, &format!("EXPLAIN SELECT COUNT(*) FROM {RELEASE}")).await?;
-    let text = format!("{}", datafusion::arrow::util::pretty::pretty_format_batches(&explained)?);
+    let text = format!(
+        "{}",
+        datafusion::arrow::util::pretty::pretty_format_batches(&explained)?
+    );
     let stages = text.split("distributed_plan").nth(1).unwrap_or_default();
     assert!(stages.contains("ShuffleWriterExec"), "{text}");
     assert!(stages.contains("ShippedExec: release of"), "{text}");
@@ -120,7 +129,11 @@ async fn ballista_seeded_release_equals_local_row_for_row() -> Result<()> {
     );
 
     // A release kept in the client's memory is scanned on the cluster too.
-    run(&cluster, &format!("CREATE TABLE kept AS SELECT * FROM {RELEASE}")).await?;
+    run(
+        &cluster,
+        &format!("CREATE TABLE kept AS SELECT * FROM {RELEASE}"),
+    )
+    .await?;
     let counted = run(&cluster, "SELECT COUNT(*) FROM kept").await?;
     let counted = counted[0].column(0).as_primitive::<Int64Type>().value(0);
     assert_eq!(counted as usize, released);
@@ -145,7 +158,11 @@ async fn ballista_budget_is_charged_once() -> Result<()> {
     tables(&cluster, &path).await?;
 
     run(&cluster, &format!("SELECT COUNT(*) FROM {RELEASE}")).await?;
-    run(&cluster, &format!("SELECT age, COUNT(*) FROM {RELEASE} GROUP BY age")).await?;
+    run(
+        &cluster,
+        &format!("SELECT age, COUNT(*) FROM {RELEASE} GROUP BY age"),
+    )
+    .await?;
     run(&cluster, &format!("SELECT * FROM {RELEASE} LIMIT 3")).await?;
     assert_eq!(spent(&cluster).await?, 1.0);
 
@@ -166,7 +183,8 @@ async fn ballista_union_reads_each_shipped_table_once() -> Result<()> {
     let path = demo_parquet(dir.path()).await?;
     let cluster = cluster_session(RegisterOptions::owner()).await?;
     tables(&cluster, &path).await?;
-    let count = |batches: Vec<RecordBatch>| batches[0].column(0).as_primitive::<Int64Type>().value(0);
+    let count =
+        |batches: Vec<RecordBatch>| batches[0].column(0).as_primitive::<Int64Type>().value(0);
 
     let union = "SELECT COUNT(*) FROM (SELECT value FROM generate_series(1, 10) UNION ALL SELECT value FROM generate_series(1, 5))";
     assert_eq!(count(run(&cluster, union).await?), 15);

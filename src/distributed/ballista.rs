@@ -32,7 +32,8 @@ use crate::{register_with, RegisterOptions};
 /// (`__datafusion_extracted_N`) that DataFusion 55's protobuf round trip does not read back,
 /// so a query taking a struct field (`s['group']`) would fail on the scheduler with
 /// "No field named".
-pub const SCHEDULER_ONLY_RULES: [&str; 2] = ["extract_leaf_expressions", "push_down_leaf_projections"];
+pub const SCHEDULER_ONLY_RULES: [&str; 2] =
+    ["extract_leaf_expressions", "push_down_leaf_projections"];
 
 // Why a cluster session turns Ballista's adaptive planner off: a task of a stage runs only
 // its own partitions of each input, and Ballista narrows a scan to those partitions only
@@ -69,20 +70,26 @@ pub fn with_codecs(config: SessionConfig) -> SessionConfig {
 /// The scheduler address of a cluster URL `df://host[:port]`, as `http://host:port`.
 pub fn scheduler_address(url: &str) -> Result<String> {
     let Some(rest) = url.strip_prefix("df://") else {
-        return plan_err!("Ballista URL '{url}': expected df://host:port, e.g. df://localhost:50050");
+        return plan_err!(
+            "Ballista URL '{url}': expected df://host:port, e.g. df://localhost:50050"
+        );
     };
     let rest = rest.trim_end_matches('/');
     let (host, port) = match rest.rsplit_once(':') {
         Some((host, port)) => (
             host,
             port.parse::<u16>().map_err(|_| {
-                plan_datafusion_err!("Ballista URL '{url}': port '{port}' is not a number from 1 to 65535")
+                plan_datafusion_err!(
+                    "Ballista URL '{url}': port '{port}' is not a number from 1 to 65535"
+                )
             })?,
         ),
         None => (rest, DEFAULT_SCHEDULER_PORT),
     };
     if host.is_empty() || host.contains('/') {
-        return plan_err!("Ballista URL '{url}': expected df://host:port, e.g. df://localhost:50050");
+        return plan_err!(
+            "Ballista URL '{url}': expected df://host:port, e.g. df://localhost:50050"
+        );
     }
     Ok(format!("http://{host}:{port}"))
 }
@@ -92,7 +99,11 @@ pub fn scheduler_address(url: &str) -> Result<String> {
 /// functions registered by `options`.
 ///
 /// Fails with a clear error if no scheduler answers within 10 seconds.
-pub async fn connect(url: &str, state: SessionState, options: RegisterOptions) -> Result<SessionContext> {
+pub async fn connect(
+    url: &str,
+    state: SessionState,
+    options: RegisterOptions,
+) -> Result<SessionContext> {
     let address = scheduler_address(url)?;
     let reachable = tokio::time::timeout(
         Duration::from_secs(10),
@@ -101,10 +112,10 @@ pub async fn connect(url: &str, state: SessionState, options: RegisterOptions) -
     .await;
     match reachable {
         Ok(Ok(_)) => {}
-        Ok(Err(e)) => {
-            return plan_err!("no Ballista scheduler answers at {url} ({address}): {e}")
+        Ok(Err(e)) => return plan_err!("no Ballista scheduler answers at {url} ({address}): {e}"),
+        Err(_) => {
+            return plan_err!("no Ballista scheduler answered at {url} ({address}) within 10 s")
         }
-        Err(_) => return plan_err!("no Ballista scheduler answered at {url} ({address}) within 10 s"),
     }
     let config = with_codecs(state.config().clone());
     let state = SessionStateBuilder::new_from_existing(state)
@@ -119,9 +130,10 @@ pub async fn connect(url: &str, state: SessionState, options: RegisterOptions) -
         .cloned()
         .collect();
     let mut config = state.config().clone();
-    config
-        .options_mut()
-        .set(ballista_core::config::BALLISTA_ADAPTIVE_PLANNER_ENABLED, "false")?;
+    config.options_mut().set(
+        ballista_core::config::BALLISTA_ADAPTIVE_PLANNER_ENABLED,
+        "false",
+    )?;
     let state = SessionStateBuilder::new_from_existing(state)
         .with_config(config)
         .with_query_planner(Arc::new(ClusterPlanner::new(cluster)))
@@ -145,13 +157,14 @@ pub fn cluster_state(config: SessionConfig) -> Result<SessionState> {
 /// A scheduler configuration (listening on `bind_host:port`) that decodes plans reading
 /// our tables.
 pub fn scheduler_config(bind_host: &str, port: u16) -> SchedulerConfig {
-    let mut config = SchedulerConfig::default();
-    config.bind_host = bind_host.to_string();
-    config.bind_port = port;
-    config.override_logical_codec = Some(logical_codec());
-    config.override_physical_codec = Some(physical_codec());
-    config.override_session_builder = Some(Arc::new(cluster_state));
-    config
+    SchedulerConfig {
+        bind_host: bind_host.to_string(),
+        bind_port: port,
+        override_logical_codec: Some(logical_codec()),
+        override_physical_codec: Some(physical_codec()),
+        override_session_builder: Some(Arc::new(cluster_state)),
+        ..SchedulerConfig::default()
+    }
 }
 
 /// An executor configuration (listening on `bind_host:port`, Flight on `port + 1`,
@@ -169,7 +182,9 @@ pub fn executor_config(
         bind_host: bind_host.to_string(),
         port,
         grpc_port: port.checked_add(1).ok_or_else(|| {
-            DataFusionError::Configuration(format!("executor port {port} leaves no room for its gRPC port"))
+            DataFusionError::Configuration(format!(
+                "executor port {port} leaves no room for its gRPC port"
+            ))
         })?,
         scheduler_host: scheduler_host.to_string(),
         scheduler_port,
@@ -181,7 +196,8 @@ pub fn executor_config(
     config.override_logical_codec = Some(logical_codec());
     config.override_physical_codec = Some(physical_codec());
     config.override_function_registry = Some(Arc::new(BallistaFunctionRegistry::from(&state)));
-    config.override_config_producer = Some(Arc::new(|| with_codecs(SessionConfig::new_with_ballista())));
+    config.override_config_producer =
+        Some(Arc::new(|| with_codecs(SessionConfig::new_with_ballista())));
     Ok(config)
 }
 

@@ -14,19 +14,19 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use datafusion::catalog::cte_worktable::CteWorkTable;
+use datafusion::catalog::empty::EmptyTable;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::tree_node::{Transformed, TreeNodeRecursion};
 use datafusion::common::Result;
-use datafusion::catalog::cte_worktable::CteWorkTable;
-use datafusion::catalog::empty::EmptyTable;
 use datafusion::datasource::listing::ListingTable;
 use datafusion::datasource::{provider_as_source, source_as_provider, ViewTable};
-use datafusion::prelude::SessionContext;
-use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
 use datafusion::execution::context::QueryPlanner;
+use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
+use datafusion::prelude::SessionContext;
 
 use super::shipped::{Shipped, ShippedTable};
 use crate::sql::lazy::{session_state, LazyTable};

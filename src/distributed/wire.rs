@@ -7,9 +7,7 @@
 use std::io::Cursor;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, RecordBatch, UInt32Array, UInt64Array,
-};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt32Type, UInt64Type};
 use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::arrow::ipc::writer::StreamWriter;
@@ -138,7 +136,10 @@ fn to_usizes(array: &ArrayRef) -> Result<Vec<usize>> {
     array
         .values()
         .iter()
-        .map(|&v| usize::try_from(v).map_err(|_| internal_datafusion_err!("encoded release: {v} too large")))
+        .map(|&v| {
+            usize::try_from(v)
+                .map_err(|_| internal_datafusion_err!("encoded release: {v} too large"))
+        })
         .collect()
 }
 
@@ -239,7 +240,11 @@ mod tests {
     #[test]
     fn round_trips_releases_and_batches() {
         let rows = release();
-        for shipped in [rows.clone(), rows.project(&[1]).unwrap(), rows.project(&[]).unwrap()] {
+        for shipped in [
+            rows.clone(),
+            rows.project(&[1]).unwrap(),
+            rows.project(&[]).unwrap(),
+        ] {
             let mut buf = Vec::new();
             encode(&Shipped::Release(shipped.clone()), &mut buf).unwrap();
             assert!(is_encoded(&buf));
@@ -256,7 +261,11 @@ mod tests {
         };
         let mut buf = Vec::new();
         encode(&shipped, &mut buf).unwrap();
-        let Shipped::Batches { schema, batches: back } = decode(&buf).unwrap() else {
+        let Shipped::Batches {
+            schema,
+            batches: back,
+        } = decode(&buf).unwrap()
+        else {
             panic!("batches decode as batches")
         };
         assert_eq!(&schema, rows.schema());

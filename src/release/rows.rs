@@ -172,14 +172,18 @@ impl ReleasedRows {
                 .iter()
                 .any(|&c| c != SUPPRESSED && c as usize >= star)
             {
-                return internal_err!("released rows: class code beyond the labels of attribute {a}");
+                return internal_err!(
+                    "released rows: class code beyond the labels of attribute {a}"
+                );
             }
             star_index.push(star as u32);
         }
-        if values
-            .iter()
-            .any(|v| histogram.values.iter().any(|&code| code as usize >= v.len()))
-        {
+        if values.iter().any(|v| {
+            histogram
+                .values
+                .iter()
+                .any(|&code| code as usize >= v.len())
+        }) {
             return internal_err!("released rows: value code beyond the sensitive values");
         }
         let columns = Columns::from_parts(indices, schema, attrs + values.len())?;
