@@ -20,6 +20,7 @@ use std::time::Instant;
 
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
+use datafusion_anonymize::sql::script::run_script;
 
 const NPS_HIERARCHIES: &str = include_str!("../sql/nps_hierarchies.sql");
 
@@ -42,20 +43,6 @@ fn peak_rss_mb() -> f64 {
         })
         .map(|kb| kb / 1024.0)
         .unwrap_or(0.0)
-}
-
-async fn run_sql(ctx: &SessionContext, script: &str) -> Result<()> {
-    for statement in script.split(';').map(str::trim) {
-        let code: String = statement
-            .lines()
-            .filter(|l| !l.trim_start().starts_with("--"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        if !code.trim().is_empty() {
-            ctx.sql(&code).await?.collect().await?;
-        }
-    }
-    Ok(())
 }
 
 async fn ipa_nps(parquet: &str, runs: usize) -> Result<(u64, usize, f64)> {
@@ -525,7 +512,7 @@ async fn nps_session(parquet: &str) -> Result<SessionContext> {
     .await?
     .collect()
     .await?;
-    run_sql(&ctx, NPS_HIERARCHIES).await?;
+    run_script(&ctx, NPS_HIERARCHIES).await?;
     Ok(ctx)
 }
 

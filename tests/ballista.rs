@@ -11,6 +11,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Sche
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 use datafusion_anonymize::distributed::ballista::{connect, start_standalone};
+use datafusion_anonymize::sql::script::run_script;
 use datafusion_anonymize::{register_with, RegisterOptions};
 
 const HIERARCHIES: &str = include_str!("../sql/nps_hierarchies.sql");
@@ -63,16 +64,7 @@ async fn tables(ctx: &SessionContext, path: &str) -> Result<()> {
         &format!("CREATE EXTERNAL TABLE nps STORED AS PARQUET LOCATION '{path}'"),
     )
     .await?;
-    for statement in HIERARCHIES.split(";\n") {
-        let code: String = statement
-            .lines()
-            .filter(|l| !l.trim_start().starts_with("--"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        if !code.trim().is_empty() {
-            run(ctx, &code).await?;
-        }
-    }
+    run_script(ctx, HIERARCHIES).await?;
     Ok(())
 }
 

@@ -11,18 +11,15 @@ use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 use datafusion_anonymize::demo::nps::{NPS_TABLE10_FEMALE_COUNTS, NPS_TABLE9_MALE_COUNTS};
+use datafusion_anonymize::sql::script::run_script;
 
 const PAPER_SQL: &str = include_str!("../sql/paper_q1_q4.sql");
 
-fn evaluator() -> String {
+/// The evaluator section of `sql/paper_q1_q4.sql`.
+fn evaluator() -> &'static str {
     let begin = PAPER_SQL.find("-- @evaluator begin").expect("begin marker");
     let end = PAPER_SQL.find("-- @evaluator end").expect("end marker");
-    let code: String = PAPER_SQL[begin..end]
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("--"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    code
+    &PAPER_SQL[begin..end]
 }
 
 fn kanon_label(group: usize) -> &'static str {
@@ -70,13 +67,7 @@ async fn run() -> Result<(Compare, BTreeMap<(String, String), f64>)> {
     for statement in statements {
         ctx.sql(&statement).await?.collect().await?;
     }
-    for statement in evaluator()
-        .split(';')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-    {
-        ctx.sql(statement).await?.collect().await?;
-    }
+    run_script(&ctx, evaluator()).await?;
     let mut compare = Compare::new();
     for batch in ctx
         .sql("SELECT release, query, age_group, original, estimate FROM paper_compare")

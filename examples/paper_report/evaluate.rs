@@ -11,6 +11,7 @@ use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::catalog::TableProvider;
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
+use datafusion_anonymize::sql::script::run_script;
 
 use crate::PAPER_NODE;
 
@@ -83,19 +84,6 @@ pub(crate) fn eps_label(e: Option<f64>) -> String {
     e.map_or_else(|| "none".to_string(), |e| format!("{e}"))
 }
 
-fn statements(script: &str) -> Vec<String> {
-    let code: String = script
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("--"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    code.split(';')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
 /// The evaluator section of `sql/paper_q1_q4.sql`.
 pub(crate) fn evaluator_sql() -> String {
     let begin = PAPER_SQL.find("-- @evaluator begin");
@@ -104,13 +92,6 @@ pub(crate) fn evaluator_sql() -> String {
         (Some(b), Some(e)) if b < e => PAPER_SQL[b..e].to_string(),
         _ => panic!("sql/paper_q1_q4.sql lost its '-- @evaluator begin/end' markers"),
     }
-}
-
-async fn run_script(ctx: &SessionContext, script: &str) -> Result<()> {
-    for s in statements(script) {
-        ctx.sql(&s).await?.collect().await?;
-    }
-    Ok(())
 }
 
 pub(crate) async fn query(ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>> {

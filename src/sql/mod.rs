@@ -13,4 +13,5 @@ pub mod hierarchy_fns;
 pub mod lazy;
 pub mod planner;
 pub mod resolve;
+pub mod script;
 pub mod upa_truthful;
