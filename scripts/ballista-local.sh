@@ -51,6 +51,10 @@ CREATE TABLE releases AS
       qi => 'age, sex, los, surgery, location', informative => 'disease',
       epsilon => 1.0, seed => 2024)
   WHERE disease LIKE 'I6%';
+CREATE TABLE release_means AS
+  SELECT 'ipa' AS release, column_name, label, mean FROM anonymize_interval_means('nps',
+      method => 'ipa', qi => 'age, sex, los, surgery, location', informative => 'disease',
+      epsilon => 1.0, seed => 2024);
 SQL
   sed -n '/@evaluator begin/,/@evaluator end/p' sql/demo.sql
   cat <<'SQL'

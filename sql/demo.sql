@@ -9,9 +9,12 @@ SELECT COUNT(*) AS patients, COUNT(DISTINCT disease) AS diseases FROM nps;
 
 -- 2. Hierarchies: sql/nps_hierarchies.sql (run before this file) creates nps_hierarchy_<column>.
 
--- 3. The IPA release over the full 256-node lattice, epsilon = 1 (split 0.1/0.3/0.3/0.3): the
---    node with the best expected information loss on the true class sizes is chosen by the
---    exponential mechanism (node_score => 'utility', the default), then perturbed once.
+-- 3. The IPA release over the full 256-node lattice, epsilon = 1 (the default split
+--    0.1/0.3/0.3/0.25/0.05): the node with the best expected information loss on the true
+--    class sizes is chosen by the exponential mechanism (node_score => 'utility', the
+--    default), then perturbed once; counterfeit values come from a noisy histogram of the
+--    diseases (counterfeit_values => 'marginal'), and each released interval of age and
+--    length of stay gets a noisy mean (anonymize_interval_means).
 CREATE TABLE released AS
   SELECT * FROM anonymize('nps', method => 'ipa',
       qi => 'age, sex, los, surgery, location', informative => 'disease',
@@ -21,6 +24,10 @@ SELECT * FROM anonymize_metadata('nps', method => 'ipa',
       epsilon => 1.0, suppression_threshold => 2)
   WHERE key IN ('levels', 'node_score', 'epsilon', 'score_sensitivity', 'released_rows', 'seeded', 'dropped_columns');
 SELECT * FROM released LIMIT 5;
+SELECT * FROM anonymize_interval_means('nps', method => 'ipa',
+      qi => 'age, sex, los, surgery, location', informative => 'disease',
+      epsilon => 1.0, suppression_threshold => 2)
+  WHERE column_name = 'los';
 COPY released TO 'out/released.parquet' STORED AS PARQUET;
 
 -- 4. Q1 (male, no surgery, stroke; per 5-year age group) on the original data.
@@ -34,10 +41,16 @@ GROUP BY 1 ORDER BY 1;
 --    (an age interval is spread uniformly over its ages; docs/METHODS.md §1.12.2). The
 --    section between the markers is a copy of that file's (tests/paper_evaluator.rs checks).
 CREATE TABLE releases AS SELECT 'ipa' AS release, * FROM released WHERE disease LIKE 'I6%';
+CREATE TABLE release_means AS
+  SELECT 'ipa' AS release, column_name, label, mean FROM anonymize_interval_means('nps',
+      method => 'ipa', qi => 'age, sex, los, surgery, location', informative => 'disease',
+      epsilon => 1.0, suppression_threshold => 2);
 
 -- @evaluator begin
--- Needs tables nps (the original) and releases(release, age, sex, los, surgery, location,
--- disease) holding the stroke rows of one or more releases.
+-- Needs tables nps (the original), releases(release, age, sex, los, surgery, location,
+-- disease) holding the stroke rows of one or more releases, and release_means(release,
+-- column_name, label, mean) holding the interval means a release publishes
+-- (anonymize_interval_means; none for releases read by midpoints).
 
 -- The rows of Tables 9-12.
 CREATE OR REPLACE VIEW paper_rows AS
@@ -63,13 +76,15 @@ CREATE OR REPLACE VIEW paper_original AS
 -- Q1-Q4 estimated from each release.
 CREATE OR REPLACE VIEW paper_estimate AS
   WITH weighted AS (
-    SELECT release, age,
+    SELECT releases.release, age,
            CASE sex WHEN 'M' THEN 1.0 WHEN '*' THEN 0.5 ELSE 0.0 END
              * CASE surgery WHEN 'N' THEN 1.0 WHEN '*' THEN 0.5 ELSE 0.0 END AS w_male,
            CASE sex WHEN 'F' THEN 1.0 WHEN '*' THEN 0.5 ELSE 0.0 END
              * CASE surgery WHEN 'N' THEN 1.0 WHEN '*' THEN 0.5 ELSE 0.0 END AS w_female,
-           gen_mid(los) AS los_mid
-    FROM releases WHERE disease LIKE 'I6%'),
+           COALESCE(m.mean, gen_mid(los)) AS los_mid
+    FROM releases LEFT JOIN release_means m
+      ON m.release = releases.release AND m.column_name = 'los' AND m.label = releases.los
+    WHERE disease LIKE 'I6%'),
   five AS (
     SELECT release, w_male, w_female, unnest(gen_spread(age, 5, 0, 89)) AS s FROM weighted),
   ten AS (

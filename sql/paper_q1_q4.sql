@@ -9,19 +9,22 @@
 -- Reading a release (the evaluator, docs/METHODS.md §1.12.2):
 --   * an age interval is spread uniformly over the integers it covers, within the tables'
 --     ages 0..89, and counted per 5-year (Q1, Q2) or 10-year (Q3, Q4) group: gen_spread();
---   * a length of stay is its midpoint, gen_mid(); '*' has none and is left out of AVG;
+--   * a length of stay is the mean the release publishes for its interval
+--     (anonymize_interval_means, IPA by default), else its midpoint, gen_mid(); '*' has
+--     neither and is left out of AVG;
 --   * sex or surgery '*' (generalized or suppressed) matches each of its two values with
 --     weight 1/2, so a record counts as w_sex * w_surgery * (its share of the age group);
 --   * a group without any estimate is 0.
 
 -- 1. The data: 1,361,000 synthetic NPS-shaped patients whose stroke statistics are the
 --    paper's "Original" columns.
-CREATE TABLE nps AS SELECT * FROM nps_demo();
+CREATE TABLE IF NOT EXISTS nps AS SELECT * FROM nps_demo();
 
 -- 2. Releases, stroke rows only (the queries never look at other diseases):
---    IPA at epsilon = 1 (split 0.1/0.3/0.3/0.3, t = 2, node chosen by the exponential
---    mechanism), optimal 10-anonymity with at most 5% suppression, and a DP histogram at
---    epsilon = 1 over the node age=1, los=1, location=1.
+--    IPA at epsilon = 1 (the defaults: utility node score, split 0.1/0.3/0.3/0.25/0.05 with
+--    0.05 for the interval means, t = 2, counterfeit values from the noisy marginal),
+--    optimal 10-anonymity with at most 5% suppression, and a DP histogram at epsilon = 1
+--    over the node age=1, los=1, location=1. Only IPA publishes interval means.
 CREATE TABLE releases AS
   SELECT 'ipa' AS release, * FROM anonymize('nps', method => 'ipa',
       qi => 'age, sex, los, surgery, location', informative => 'disease', epsilon => 1.0)
@@ -36,6 +39,11 @@ CREATE TABLE releases AS
       levels => 'age=1, sex=0, los=1, surgery=0, location=1')
   WHERE disease LIKE 'I6%';
 
+CREATE TABLE release_means AS
+  SELECT 'ipa' AS release, column_name, label, mean FROM anonymize_interval_means('nps',
+      method => 'ipa', qi => 'age, sex, los, surgery, location', informative => 'disease',
+      epsilon => 1.0);
+
 SELECT key, value FROM anonymize_metadata('nps', method => 'ipa',
     qi => 'age, sex, los, surgery, location', informative => 'disease', epsilon => 1.0)
   WHERE key IN ('levels', 'released_rows');
@@ -44,8 +52,10 @@ SELECT key, value FROM anonymize_metadata('nps', method => 'kanon',
   WHERE key IN ('levels', 'released_rows');
 
 -- @evaluator begin
--- Needs tables nps (the original) and releases(release, age, sex, los, surgery, location,
--- disease) holding the stroke rows of one or more releases.
+-- Needs tables nps (the original), releases(release, age, sex, los, surgery, location,
+-- disease) holding the stroke rows of one or more releases, and release_means(release,
+-- column_name, label, mean) holding the interval means a release publishes
+-- (anonymize_interval_means; none for releases read by midpoints).
 
 -- The rows of Tables 9-12.
 CREATE OR REPLACE VIEW paper_rows AS
@@ -71,13 +81,15 @@ CREATE OR REPLACE VIEW paper_original AS
 -- Q1-Q4 estimated from each release.
 CREATE OR REPLACE VIEW paper_estimate AS
   WITH weighted AS (
-    SELECT release, age,
+    SELECT releases.release, age,
            CASE sex WHEN 'M' THEN 1.0 WHEN '*' THEN 0.5 ELSE 0.0 END
              * CASE surgery WHEN 'N' THEN 1.0 WHEN '*' THEN 0.5 ELSE 0.0 END AS w_male,
            CASE sex WHEN 'F' THEN 1.0 WHEN '*' THEN 0.5 ELSE 0.0 END
              * CASE surgery WHEN 'N' THEN 1.0 WHEN '*' THEN 0.5 ELSE 0.0 END AS w_female,
-           gen_mid(los) AS los_mid
-    FROM releases WHERE disease LIKE 'I6%'),
+           COALESCE(m.mean, gen_mid(los)) AS los_mid
+    FROM releases LEFT JOIN release_means m
+      ON m.release = releases.release AND m.column_name = 'los' AND m.label = releases.los
+    WHERE disease LIKE 'I6%'),
   five AS (
     SELECT release, w_male, w_female, unnest(gen_spread(age, 5, 0, 89)) AS s FROM weighted),
   ten AS (

@@ -25,6 +25,7 @@ use crate::metric::information_loss::{information_loss, InformationLoss};
 use crate::privacy::warnings::delta_size_warning;
 use crate::progress::{Cancel, Progress, ProgressFn};
 use crate::quote::quote;
+use crate::release::IntervalMeans;
 use crate::release::{check_release_size, ReleaseRowLimit, ReleasedRows};
 use crate::sensitive::{has_natural_order, SensitiveColumn, SensitiveDomain, SensitiveHierarchy};
 
@@ -135,6 +136,8 @@ pub struct ReleaseOutput {
     /// The published catalog of counterfeit rows, expanded as it is read (`None` for
     /// methods without one).
     pub catalog: Option<CatalogRows>,
+    /// The published interval means (`None` for methods without them).
+    pub interval_means: Option<IntervalMeans>,
     /// Owner-only diagnostics (one row per lattice node).
     pub diagnostics: Arc<Vec<RecordBatch>>,
     /// Owner-only information loss of the release against the source.
@@ -519,6 +522,7 @@ fn run_method(
         rows,
         metadata,
         catalog,
+        interval_means: output.interval_means,
         diagnostics: Arc::new(vec![output.diagnostics]),
         information_loss,
         warnings,

@@ -61,7 +61,13 @@ async fn run() -> Result<(Compare, BTreeMap<(String, String), f64>)> {
         "CREATE TABLE releases AS \
          SELECT 'kanon' AS release, label AS age, sex, '[2-5)' AS los, 'N' AS surgery, '11' AS location, 'I634' AS disease FROM patients \
          UNION ALL SELECT 'star', '*', '*', '*', '*', '*', 'I634' \
-         UNION ALL SELECT 'star', '37', 'M', '3', 'N', '11', 'J189'"
+         UNION ALL SELECT 'star', '37', 'M', '3', 'N', '11', 'J189' \
+         UNION ALL SELECT 'means', label, sex, '[2-5)', 'N', '11', 'I634' FROM patients"
+            .to_string(),
+        // The third release publishes a mean of 4 for '[2-5)' (and one for a label it
+        // does not use); the others publish none.
+        "CREATE TABLE release_means(release VARCHAR, column_name VARCHAR, label VARCHAR, mean DOUBLE) AS \
+         VALUES ('means', 'los', '[2-5)', 4.0), ('means', 'los', '[5-10)', 7.0), ('means', 'age', '[0-30)', 20.0)"
             .to_string(),
     ];
     for statement in statements {
@@ -117,8 +123,8 @@ async fn run() -> Result<(Compare, BTreeMap<(String, String), f64>)> {
 #[tokio::test]
 async fn evaluator_reproduces_paper_k_anonymization_columns() -> Result<()> {
     let (compare, errors) = run().await?;
-    // 18 rows for Q1 and Q2, 9 for Q3 and Q4, for each of the two releases.
-    assert_eq!(compare.len(), 2 * (18 + 18 + 9 + 9));
+    // 18 rows for Q1 and Q2, 9 for Q3 and Q4, for each of the three releases.
+    assert_eq!(compare.len(), 3 * (18 + 18 + 9 + 9));
     let paper_q1 = [6.3, 186.2, 329.8];
     let paper_q2 = [4.5, 101.7, 379.2];
     for (query, counts, paper) in [
@@ -147,6 +153,20 @@ async fn evaluator_reproduces_paper_k_anonymization_columns() -> Result<()> {
             assert_eq!(original, 3.0, "{query} {label}");
             assert!((estimate - 3.0).abs() < 1e-9, "{query} {label}: {estimate}");
         }
+    }
+    // The release that publishes interval means is read by them: every stay is 4, and
+    // counts do not change.
+    for query in ["Q3", "Q4"] {
+        for label in (20..=90).step_by(10) {
+            let (_, estimate) = compare[&("means".to_string(), query.to_string(), label)];
+            assert!((estimate - 4.0).abs() < 1e-9, "{query} {label}: {estimate}");
+        }
+    }
+    for query in ["Q1", "Q2"] {
+        assert_eq!(
+            errors[&("means".into(), query.into())],
+            errors[&("kanon".into(), query.into())]
+        );
     }
     // A suppressed stroke record counts 1/2 (sex) x 1/2 (surgery), spread over the 18 rows;
     // the non-stroke record is ignored; '*' stays have no midpoint, so Q3 has no estimate (0).

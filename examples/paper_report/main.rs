@@ -107,6 +107,12 @@ fn specs(args: &Args) -> Vec<Spec> {
                 seed + 2,
             ));
             out.push(ipa("ipa_paper", ", node_score => 'paper'", seed + 3));
+            // The default without interval means: stays read by their midpoints.
+            out.push(ipa(
+                "ipa_midpoint",
+                ", budget_split => '0.1,0.3,0.3,0.3'",
+                seed + 4,
+            ));
             out.push(Spec {
                 method: "dp_histogram",
                 epsilon: Some(epsilon),

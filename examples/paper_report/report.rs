@@ -58,8 +58,9 @@ fn group(outcomes: &[Outcome]) -> Groups<'_> {
 }
 
 /// Order of the methods in tables.
-const METHOD_ORDER: [&str; 10] = [
+const METHOD_ORDER: [&str; 11] = [
     "ipa",
+    "ipa_midpoint",
     "ipa_weighted",
     "ipa_paper",
     "ipa_paper_node",
@@ -81,6 +82,7 @@ fn method_style(m: &str) -> (&'static str, Style) {
     match m {
         "ipa" => ("#1f77b4", Style::Line),
         "ipa_weighted" => ("#17becf", Style::Line),
+        "ipa_midpoint" => ("#17becf", Style::Dashed),
         "ipa_paper" => ("#1f77b4", Style::Dashed),
         "ipa_paper_node" => ("#9467bd", Style::Dashed),
         "kanon" => ("#ff7f0e", Style::Line),
@@ -95,7 +97,8 @@ fn method_style(m: &str) -> (&'static str, Style) {
 /// A method's name in the report.
 fn method_title(m: &str) -> &'static str {
     match m {
-        "ipa" => "IPA (utility score, default)",
+        "ipa" => "IPA (utility score, default: marginal counterfeit values, stays read by the published interval means)",
+        "ipa_midpoint" => "IPA (utility score, marginal counterfeit values, no interval means: stays read by midpoints)",
         "ipa_weighted" => "IPA (utility score, qi_weights location=0)",
         "ipa_paper" => "IPA (paper's score)",
         "ipa_paper_node" => "IPA at the paper's node",
@@ -229,6 +232,7 @@ fn information_loss(ctx: &Ctx, md: &mut String, lines: &mut Vec<String>) -> std:
     let mut series = Vec::new();
     for m in [
         "ipa",
+        "ipa_midpoint",
         "ipa_weighted",
         "ipa_paper",
         "safepub",

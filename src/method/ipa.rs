@@ -26,15 +26,20 @@ use crate::mechanism::noise::{
 use crate::mechanism::rng::{derive_child, AnonRng};
 use crate::metric::information_loss::class_scores;
 use crate::progress::Progress;
-use crate::release::{ReleasedHistogram, SUPPRESSED};
+use crate::release::interval_means::interval_means;
+use crate::release::{IntervalMeans, ReleasedHistogram, SUPPRESSED};
 
 mod params;
 mod report;
 mod score;
+mod values;
 
-pub use params::{Ipa, IpaParams, IpaVariant, NodeScore, DEFAULT_SUPPRESSION_THRESHOLD, METHOD};
+pub use params::{
+    CounterfeitValues, Ipa, IpaParams, IpaVariant, NodeScore, DEFAULT_SUPPRESSION_THRESHOLD, METHOD,
+};
 pub use report::{ipa_diagnostics_batch, ipa_diagnostics_schema, ipa_metadata};
 pub use score::{attribute_weights, node_utility, NodeUtility, UtilityModel, COUNTERFEIT_COST};
+pub use values::MarginalValues;
 
 /// Scores and counts of one candidate (owner-only diagnostics).
 #[derive(Debug, Clone, PartialEq)]
@@ -75,6 +80,8 @@ pub struct IpaResult {
     pub score_sensitivity: f64,
     /// The released histogram of the chosen node.
     pub release: ReleasedHistogram,
+    /// The interval means published with it (`eps_means > 0`).
+    pub interval_means: Option<IntervalMeans>,
 }
 
 /// Runs IPA. `base` is the leaf-level histogram, `value_domain` the number of distinct
@@ -139,24 +146,28 @@ fn run_utility_score(
     let hist = base.roll_up(hierarchies, &nodes[pick], value_domain)?;
     let scales = Scales::new(params)?;
     let mut stream = derive_child(rng);
+    let marginal = marginal_values(base, value_domain, params, &mut stream)?;
     let (outcome, release) = perturb_node(
         &hist,
         hierarchies,
         value_domain,
         params,
         &scales,
+        marginal.as_ref(),
         &mut stream,
         true,
     )?;
     let Some(release) = release else {
         return internal_err!("IPA produced no release");
     };
+    let interval_means = published_means(base, hierarchies, &nodes[pick], params, &mut stream)?;
     Ok(IpaResult {
         outcomes: vec![outcome],
         chosen: 0,
         utilities,
         score_sensitivity: model.sensitivity,
         release,
+        interval_means,
     })
 }
 
@@ -262,6 +273,7 @@ fn run_paper_score(
     progress: &Progress,
 ) -> Result<IpaResult> {
     let scales = Scales::new(params)?;
+    let marginal = marginal_values(base, value_domain, params, rng)?;
     let nodes = lattice.nodes();
     let streams: Vec<AnonRng> = nodes.iter().map(|_| derive_child(rng)).collect();
     let outcomes = for_each_node(
@@ -278,6 +290,7 @@ fn run_paper_score(
                 value_domain,
                 params,
                 &scales,
+                marginal.as_ref(),
                 &mut stream,
                 false,
             )?;
@@ -297,6 +310,7 @@ fn run_paper_score(
         value_domain,
         params,
         &scales,
+        marginal.as_ref(),
         &mut stream,
         true,
     )?;
@@ -306,12 +320,14 @@ fn run_paper_score(
     let Some(release) = release else {
         return internal_err!("IPA replay produced no release");
     };
+    let interval_means = published_means(base, hierarchies, node, params, rng)?;
     Ok(IpaResult {
         outcomes,
         chosen,
         utilities: Vec::new(),
         score_sensitivity: paper_score_sensitivity(params.variant),
         release,
+        interval_means,
     })
 }
 
@@ -337,6 +353,40 @@ fn choose_node(rng: &mut AnonRng, outcomes: &[NodeOutcome], params: &IpaParams) 
         params.eps_cand,
         sensitivity,
     )?)
+}
+
+/// The noisy value histogram counterfeits draw from with `counterfeit_values =>
+/// 'marginal'`; `None` for the paper's per-class draw.
+fn marginal_values(
+    base: &GroupedHistogram,
+    value_domain: usize,
+    params: &IpaParams,
+    rng: &mut AnonRng,
+) -> Result<Option<MarginalValues>> {
+    match params.counterfeit_values {
+        CounterfeitValues::Class => Ok(None),
+        CounterfeitValues::Marginal => Ok(Some(MarginalValues::new(
+            base,
+            value_domain,
+            params.eps_val,
+            rng,
+        )?)),
+    }
+}
+
+/// The interval means of the released node at `ε_means`, drawn after the release; `None`
+/// when the budget split has no means part.
+fn published_means(
+    base: &GroupedHistogram,
+    hierarchies: &[&Hierarchy],
+    node: &Node,
+    params: &IpaParams,
+    rng: &mut AnonRng,
+) -> Result<Option<IntervalMeans>> {
+    if params.eps_means <= 0.0 {
+        return Ok(None);
+    }
+    interval_means(base, hierarchies, node, params.eps_means, rng).map(Some)
 }
 
 /// Exact noise scales derived once from the budget.
@@ -366,14 +416,17 @@ struct ClassWork {
     fake: Vec<u32>,
 }
 
-/// Algorithm 1 on one node plus its information loss. With `collect`, also returns the
-/// released histogram.
+/// Algorithm 1 on one node plus its information loss. Counterfeit values come from
+/// `marginal` when given, else from the paper's per-class draw. With `collect`, also
+/// returns the released histogram.
+#[allow(clippy::too_many_arguments)]
 fn perturb_node(
     hist: &GroupedHistogram,
     hierarchies: &[&Hierarchy],
     value_domain: usize,
     params: &IpaParams,
     scales: &Scales,
+    marginal: Option<&MarginalValues>,
     rng: &mut AnonRng,
     collect: bool,
 ) -> Result<(NodeOutcome, Option<ReleasedHistogram>)> {
@@ -408,7 +461,7 @@ fn perturb_node(
         work.real.clear();
         work.real
             .extend(range.map(|p| (hist.pair_values[p], hist.pair_counts[p])));
-        insert_counterfeits(&mut work, n, value_domain, params, scales, rng)?;
+        insert_counterfeits(&mut work, n, value_domain, params, scales, marginal, rng)?;
         let ncp_per_record: f64 = (0..attrs)
             .map(|a| ncp_tables[a][hist.class_codes[a][c] as usize])
             .sum();
@@ -430,7 +483,7 @@ fn perturb_node(
         let n = acc.suppressed_records;
         work.fake.clear();
         if params.insert_into_suppressed {
-            insert_counterfeits(&mut work, n, value_domain, params, scales, rng)?;
+            insert_counterfeits(&mut work, n, value_domain, params, scales, marginal, rng)?;
         }
         acc.add_class(&work, n, attrs as f64);
         if let Some(rel) = release.as_mut() {
@@ -493,13 +546,15 @@ fn suppress(n: u64, params: &IpaParams, scales: &Scales, rng: &mut AnonRng) -> b
 }
 
 /// Draws the number of counterfeits (`max(0, Z)`, `Z` two-sided geometric with scale
-/// `1/ε_ins`) and their values by the exponential mechanism of Eq. (3)–(4).
+/// `1/ε_ins`) and their values: from `marginal` when given, else by the exponential
+/// mechanism of Eq. (3)–(4).
 fn insert_counterfeits(
     work: &mut ClassWork,
     n: u64,
     value_domain: usize,
     params: &IpaParams,
     scales: &Scales,
+    marginal: Option<&MarginalValues>,
     rng: &mut AnonRng,
 ) -> Result<()> {
     work.fake.clear();
@@ -508,6 +563,12 @@ fn insert_counterfeits(
         return Ok(());
     }
     let count = noise as u64;
+    if let Some(marginal) = marginal {
+        for _ in 0..count {
+            work.fake.push(marginal.draw(rng)?);
+        }
+        return Ok(());
+    }
     let (weights, absent) = value_choice_weights(&work.real, n, value_domain, params.eps_val);
     for _ in 0..count {
         let value = draw_value(rng, &work.real, &weights, absent)?;

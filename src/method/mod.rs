@@ -28,6 +28,7 @@ use crate::lattice::{parse_level_list, Lattice, LevelBounds, Node, NO_LEVEL_BOUN
 use crate::mechanism::rng::AnonRng;
 use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
 use crate::progress::Progress;
+use crate::release::IntervalMeans;
 use crate::release::{ReleaseSize, ReleasedHistogram};
 use crate::sensitive::SensitiveDomain;
 
@@ -61,6 +62,9 @@ pub struct MethodOutput {
     /// The catalog of counterfeit rows, published with the release by the methods that
     /// have one ([`Method::publishes_catalog`]).
     pub catalog: Option<CounterfeitCatalog>,
+    /// The interval means published with the release by the methods that have them
+    /// ([`Method::publishes_interval_means`]).
+    pub interval_means: Option<IntervalMeans>,
 }
 
 /// A method with validated parameters, ready to run.
@@ -97,6 +101,12 @@ pub trait Method: Debug + Send + Sync {
     /// suppression, sampling); methods adding counterfeit or noise rows override it.
     fn release_size(&self, input: &MethodInput<'_>) -> Result<ReleaseSize> {
         Ok(ReleaseSize::at_most(input.histogram.total()))
+    }
+
+    /// Whether the release comes with differentially private means of its generalized
+    /// numeric values (`anonymize_interval_means(...)`).
+    fn publishes_interval_means(&self) -> bool {
+        false
     }
 
     /// Whether the release comes with a catalog of its counterfeit rows

@@ -10,9 +10,11 @@ use datafusion::common::Result;
 
 use crate::hierarchy::Hierarchy;
 
+pub mod interval_means;
 mod rows;
 mod size;
 
+pub use interval_means::{interval_means_schema, IntervalMean, IntervalMeans};
 pub use rows::{ReleaseBatches, ReleasedRows, ReleasedRowsParts};
 pub use size::{
     check_release_size, default_max_release_rows, ReleaseRowLimit, ReleaseSize,

@@ -23,10 +23,11 @@ use super::upa_truthful::UpaTruthfulFunction;
 use crate::{Access, RegisterOptions};
 
 /// Every view of a release, one `anonymize*` table function each.
-const RELEASE_VIEWS: [ReleaseView; 6] = [
+const RELEASE_VIEWS: [ReleaseView; 7] = [
     ReleaseView::Rows,
     ReleaseView::Metadata,
     ReleaseView::Catalog,
+    ReleaseView::IntervalMeans,
     ReleaseView::Diagnostics,
     ReleaseView::InformationLoss,
     ReleaseView::Warnings,

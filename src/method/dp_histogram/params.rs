@@ -190,6 +190,7 @@ impl Method for DpHistogram {
             diagnostics: dp_histogram_diagnostics_batch(&result.stats)?,
             release: result.release,
             catalog: None,
+            interval_means: None,
         })
     }
 }

@@ -35,10 +35,12 @@ fn params(
         eps_ins,
         eps_val,
         eps_cand,
+        eps_means: 0.0,
         threshold: 2,
         insert_into_suppressed: true,
         node_score: NodeScore::Paper,
         qi_weights: Vec::new(),
+        counterfeit_values: CounterfeitValues::Class,
     }
 }
 
@@ -110,6 +112,33 @@ fn audit_ipa_value_choice() {
     assert_violated(
         &audit(&d, &d2, 0.01, 0.0, ALPHA),
         "value choice power check",
+    );
+}
+
+/// `counterfeit_values => 'marginal'`: the noisy value histogram and one counterfeit value
+/// drawn from it, on neighbouring tables (one extra record of value 1): `ε_val`-DP, with
+/// a power check. Two values, one class; the draw is the only output.
+#[test]
+fn audit_ipa_marginal_value_draw() {
+    let (h, _) = singleton_setup();
+    let eps_val = 1.0;
+    let draw = |extra: u64, seed: u64| {
+        let rows: Vec<(Vec<u32>, u32, u64)> = [(0u32, 2u64), (1, 1 + extra)]
+            .into_iter()
+            .map(|(value, count)| (vec![0], value, count))
+            .collect();
+        let base = weighted_histogram(&[&h], &rows, 2);
+        histogram(2, TRIALS, seed, |rng| {
+            let marginal = MarginalValues::new(&base, 2, eps_val, rng).expect("histogram");
+            marginal.draw(rng).expect("draw") as usize
+        })
+    };
+    let d = draw(0, 31);
+    let d2 = draw(1, 32);
+    assert_private(&audit(&d, &d2, eps_val, 0.0, ALPHA), "marginal value draw");
+    assert_violated(
+        &audit(&d, &d2, 0.02, 0.0, ALPHA),
+        "marginal value draw power check",
     );
 }
 
@@ -228,7 +257,7 @@ fn audit_ipa_insertion_count_is_one_sided() {
                 real: vec![(0, n)],
                 fake: Vec::new(),
             };
-            insert_counterfeits(&mut work, n, 2, &p, &scales, rng).expect("insertion");
+            insert_counterfeits(&mut work, n, 2, &p, &scales, None, rng).expect("insertion");
             ((n as usize) + work.fake.len()).min(39)
         })
     };

@@ -46,8 +46,8 @@ pub const METHOD: MethodSpec = MethodSpec {
         ParamSpec::new(
             "budget_split",
             ParamKind::Text,
-            ParamDefault::Optional("'0.1,0.3,0.3,0.3' (variant 'reference': '0.1,0.3,0.3,1/3')"),
-            "fractions of epsilon for suppression, insertion, value choice, node choice, as 'sup,ins,val,cand'",
+            ParamDefault::Optional("'0.1,0.3,0.3,0.25,0.05' with node_score 'utility', '0.1,0.3,0.3,0.3' with 'paper' (variant 'reference': '0.1,0.3,0.3,1/3')"),
+            "fractions of epsilon for suppression, insertion, value choice, node choice and, optionally, the interval means of anonymize_interval_means, as 'sup,ins,val,cand[,means]'; without the fifth part no means are published",
         ),
         ParamSpec::new(
             "suppression_threshold",
@@ -67,6 +67,12 @@ pub const METHOD: MethodSpec = MethodSpec {
             ParamDefault::Bool(true),
             "whether the suppressed class '*' also receives counterfeits",
         ),
+        ParamSpec::new(
+            "counterfeit_values",
+            ParamKind::Choice(&["marginal", "class"]),
+            ParamDefault::Optional("'marginal' with node_score 'utility', 'class' with 'paper'"),
+            "how a counterfeit's informative value is drawn: 'marginal' from one noisy histogram of the informative values over the whole table (epsilon_val-DP, drawn once), 'class' by the paper's exponential mechanism on the counterfeit's class (Eq. 3-4)",
+        ),
     ],
     refuses: &[],
     configure,
@@ -83,17 +89,27 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
     let variant = IpaVariant::parse(values.text("variant")?)?;
     let mut params =
         IpaParams::with_defaults(variant, epsilon, values.u64("suppression_threshold")?);
+    params.node_score = NodeScore::parse(values.text("node_score")?)?;
     let split = values.opt_text("budget_split");
     if let Some(split) = split {
-        let [sup, ins, val, cand] = parse_budget_split(split)?;
+        let [sup, ins, val, cand, means] = parse_budget_split(split)?;
         params.eps_sup = sup * epsilon;
         params.eps_ins = ins * epsilon;
         params.eps_val = val * epsilon;
         params.eps_cand = cand * epsilon;
+        params.eps_means = means * epsilon;
+    } else if params.node_score == NodeScore::Utility && variant == IpaVariant::Paper {
+        // The utility score's choice has a margin of thousands of sensitivities (§1.13):
+        // a sixth of its share buys the interval means.
+        params.eps_cand = 0.25 * epsilon;
+        params.eps_means = 0.05 * epsilon;
     }
     params.insert_into_suppressed = values.bool("insert_into_suppressed")?;
+    params.counterfeit_values = match values.opt_text("counterfeit_values") {
+        Some(text) => CounterfeitValues::parse(text)?,
+        None => CounterfeitValues::default_for(params.node_score),
+    };
     check_noise_budgets(&params, epsilon, split)?;
-    params.node_score = NodeScore::parse(values.text("node_score")?)?;
     if let Some(text) = values.opt_text("qi_weights") {
         if params.node_score == NodeScore::Paper {
             return plan_err!(
@@ -119,10 +135,17 @@ fn check_noise_budgets(params: &IpaParams, epsilon: f64, split: Option<&str>) ->
         Some(split) => format!("budget_split => '{split}'"),
         None => "the default budget_split".to_string(),
     };
-    for (name, position, value) in [
+    let mut exact = vec![
         ("epsilon_sup", "first", params.eps_sup),
         ("epsilon_ins", "second", params.eps_ins),
-    ] {
+    ];
+    if params.counterfeit_values == CounterfeitValues::Marginal {
+        exact.push(("epsilon_val", "third", params.eps_val));
+    }
+    if params.eps_means > 0.0 {
+        exact.push(("epsilon_means", "fifth", params.eps_means));
+    }
+    for (name, position, value) in exact {
         if value < smallest {
             let fraction = value / epsilon;
             let fraction_text = if fraction >= 1e-4 {
@@ -171,17 +194,18 @@ fn short(x: f64) -> String {
 
 /// Parses `budget_split => 'sup,ins,val,cand'`: four positive fractions summing to at
 /// most 1.
-fn parse_budget_split(split: &str) -> Result<[f64; 4]> {
+/// `'sup,ins,val,cand[,means]'`: four or five positive fractions summing to at most 1; the
+/// means part is 0 when left out.
+fn parse_budget_split(split: &str) -> Result<[f64; 5]> {
     let parts = split
         .split(',')
         .map(|p| p.trim().parse::<f64>())
         .collect::<std::result::Result<Vec<f64>, _>>();
-    let parts: Option<[f64; 4]> = parts.ok().and_then(|p| p.try_into().ok());
     let parts = match parts {
-        Some(p) if p.iter().all(|x: &f64| x.is_finite() && *x > 0.0) => p,
+        Ok(p) if (4..=5).contains(&p.len()) && p.iter().all(|x| x.is_finite() && *x > 0.0) => p,
         _ => {
             return plan_err!(
-                "budget_split must be four positive fractions 'sup,ins,val,cand', got '{split}'"
+                "budget_split must be four or five positive fractions 'sup,ins,val,cand[,means]', got '{split}'"
             )
         }
     };
@@ -189,7 +213,13 @@ fn parse_budget_split(split: &str) -> Result<[f64; 4]> {
     if total > 1.0 + 1e-9 {
         return plan_err!("budget_split fractions sum to {total}, more than 1");
     }
-    Ok(parts)
+    Ok([
+        parts[0],
+        parts[1],
+        parts[2],
+        parts[3],
+        parts.get(4).copied().unwrap_or(0.0),
+    ])
 }
 
 /// IPA configured for one release.
@@ -218,6 +248,10 @@ impl Method for Ipa {
 
     fn max_nodes(&self) -> usize {
         self.max_nodes
+    }
+
+    fn publishes_interval_means(&self) -> bool {
+        self.params.eps_means > 0.0
     }
 
     fn level_bounds(&self) -> &LevelBounds {
@@ -270,6 +304,7 @@ impl Method for Ipa {
             diagnostics: ipa_diagnostics_batch(&result, input.lattice)?,
             release: result.release,
             catalog: None,
+            interval_means: result.interval_means,
         })
     }
 }
@@ -339,6 +374,47 @@ impl NodeScore {
     }
 }
 
+/// How IPA draws a counterfeit's informative value (docs/METHODS.md §1.6, §1.14).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CounterfeitValues {
+    /// The paper's Eq. 3–4: an exponential mechanism on the counterfeit's class, at
+    /// `ε_val` per draw.
+    Class,
+    /// From one noisy histogram of the informative values over the whole table
+    /// (discrete Laplace at `ε_val`, clamped at 0), computed once before any draw.
+    Marginal,
+}
+
+impl CounterfeitValues {
+    /// Parses `marginal` or `class`.
+    pub fn parse(text: &str) -> Result<Self> {
+        match text.to_ascii_lowercase().as_str() {
+            "marginal" => Ok(Self::Marginal),
+            "class" => Ok(Self::Class),
+            other => plan_err!(
+                "unknown counterfeit_values '{other}' for method 'ipa'; valid: 'marginal', 'class'"
+            ),
+        }
+    }
+
+    /// The default for a node score: the paper's draw with the paper's score, the
+    /// marginal draw otherwise.
+    pub fn default_for(score: NodeScore) -> Self {
+        match score {
+            NodeScore::Utility => Self::Marginal,
+            NodeScore::Paper => Self::Class,
+        }
+    }
+
+    /// The choice's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Class => "class",
+            Self::Marginal => "marginal",
+        }
+    }
+}
+
 /// Parameters of an IPA run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IpaParams {
@@ -352,6 +428,8 @@ pub struct IpaParams {
     pub eps_val: f64,
     /// Budget for the node choice.
     pub eps_cand: f64,
+    /// Budget for the interval means (`anonymize_interval_means`); 0 publishes none.
+    pub eps_means: f64,
     /// Suppression threshold `t`.
     pub threshold: u64,
     /// Whether the suppressed class `*` also receives counterfeits.
@@ -360,6 +438,8 @@ pub struct IpaParams {
     pub node_score: NodeScore,
     /// Weights of the quasi-identifiers in the utility score, by column (others weigh 1).
     pub qi_weights: Vec<(String, f64)>,
+    /// How counterfeit values are drawn.
+    pub counterfeit_values: CounterfeitValues,
 }
 
 impl IpaParams {
@@ -377,16 +457,19 @@ impl IpaParams {
             eps_ins: 0.3 * epsilon,
             eps_val: 0.3 * epsilon,
             eps_cand: cand,
+            eps_means: 0.0,
             threshold,
             insert_into_suppressed: true,
             node_score: NodeScore::Paper,
             qi_weights: Vec::new(),
+            counterfeit_values: CounterfeitValues::Class,
         }
     }
 
-    /// The total budget the paper's Theorem 9 would claim.
+    /// The total budget charged: the four parts the paper's Theorem 9 would claim, plus
+    /// the interval means' part.
     pub fn claimed_epsilon(&self) -> f64 {
-        self.eps_sup + self.eps_ins + self.eps_val + self.eps_cand
+        self.eps_sup + self.eps_ins + self.eps_val + self.eps_cand + self.eps_means
     }
 
     pub(crate) fn validate(&self) -> Result<()> {

@@ -10,7 +10,7 @@ use datafusion::common::Result;
 
 use super::{NodeOutcome, NodeUtility};
 
-use super::{IpaParams, IpaResult, IpaVariant, NodeScore};
+use super::{CounterfeitValues, IpaParams, IpaResult, IpaVariant, NodeScore};
 use crate::lattice::{node_label, Lattice};
 
 /// IPA's own public metadata entries. `score_sensitivity` is the Δ the node choice used.
@@ -47,6 +47,7 @@ pub fn ipa_metadata(
         ("epsilon_ins".into(), format!("{}", params.eps_ins)),
         ("epsilon_val".into(), format!("{}", params.eps_val)),
         ("epsilon_cand".into(), format!("{}", params.eps_cand)),
+        ("epsilon_means".into(), format!("{}", params.eps_means)),
         (
             "score_sensitivity".into(),
             format!("{score_sensitivity:.6}"),
@@ -65,6 +66,13 @@ pub fn ipa_metadata(
             "insert_into_suppressed".into(),
             params.insert_into_suppressed.to_string(),
         ),
+        (
+            "counterfeit_values".into(),
+            match params.counterfeit_values {
+                CounterfeitValues::Marginal => "marginal: drawn from one histogram of the informative values over the whole table with two-sided geometric (discrete Laplace) noise of scale 1/epsilon_val on each count, clamped at 0".into(),
+                CounterfeitValues::Class => "class: the exponential mechanism of the paper's Eq. 3-4 on each counterfeit's class, epsilon_val per draw".into(),
+            },
+        ),
         ("lattice_nodes".into(), lattice.len().to_string()),
         (
             "guarantee".into(),
@@ -76,12 +84,31 @@ pub fn ipa_metadata(
 /// The `guarantee` text: what is proven for the chosen score, which step spends which part
 /// of ε, and where the paper's claim fails (docs/METHODS.md §1.11, §1.13).
 fn guarantee(params: &IpaParams, lattice: &Lattice, score_sensitivity: f64) -> String {
-    let claimed = params.claimed_epsilon();
-    let failures = "(1) every real informative value is published truthfully, which no pure epsilon-DP \
+    let claimed = params.claimed_epsilon() - params.eps_means;
+    let means = if params.eps_means > 0.0 {
+        format!(
+            " The interval means of anonymize_interval_means spend epsilon_means = {} (proven epsilon_means-DP: per numeric quasi-identifier above its leaves an equal share, half for a noisy count and half for a noisy sum of offsets from the label's lower bound, discrete Laplace scaled by the label's width; the labels partition the records, and every label of the level is published). The budget charged is the sum of all five parts, {}.",
+            params.eps_means,
+            params.claimed_epsilon()
+        )
+    } else {
+        String::new()
+    };
+    let base_failures = "(1) every real informative value is published truthfully, which no pure epsilon-DP \
          mechanism can do; (2) only classes holding real records can appear, so a class with one record is \
          visible with probability about 0.45 at epsilon_sup = 0.1 (t = 2) and never without that record; (3) the \
          counterfeit count uses noise clamped at zero (one-sided), so a class's released size is never below \
-         its true size; (4) every counterfeit of a class spends epsilon_val again on the same class data";
+         its true size";
+    let failures = match params.counterfeit_values {
+        CounterfeitValues::Class => format!(
+            "{base_failures}; (4) every counterfeit of a class spends epsilon_val again on the same class data"
+        ),
+        CounterfeitValues::Marginal => base_failures.to_string(),
+    };
+    let values = match params.counterfeit_values {
+        CounterfeitValues::Class => "epsilon_val for each counterfeit's informative value (the paper's per-class exponential mechanism)",
+        CounterfeitValues::Marginal => "epsilon_val once, for a noisy histogram of the informative values over the whole table (proven epsilon_val-DP: one record changes one count by 1, discrete Laplace of scale 1/epsilon_val) from which every counterfeit value is drawn without further cost",
+    };
     match params.node_score {
         NodeScore::Utility => format!(
             "No formal differential-privacy guarantee for the release as a whole. Proven: the choice of the \
@@ -90,11 +117,11 @@ fn guarantee(params: &IpaParams, lattice: &Lattice, score_sensitivity: f64) -> S
              qi_weights, t and the noise scales; not the number of records), whose sensitivity is proven to be at \
              most {score_sensitivity:.4} when one record is added or removed. The data are then perturbed once, at \
              the chosen node (Algorithm 1): epsilon_sup for the noisy suppression threshold, epsilon_ins for the \
-             counterfeit counts, epsilon_val for each counterfeit's informative value. The paper (Lee & Chung 2020, \
+             counterfeit counts, {values}. The paper (Lee & Chung 2020, \
              Theorem 9) claims epsilon-DP with epsilon = epsilon_sup + epsilon_ins + epsilon_val + epsilon_cand = \
              {claimed}; for the perturbation step that claim does not hold: {failures}. Treat this release as \
              generalized, noise-augmented microdata that resists simple re-identification, not as differentially \
-             private.",
+             private.{means}",
             cand = params.eps_cand,
             nodes = lattice.len()
         ),
@@ -105,7 +132,7 @@ fn guarantee(params: &IpaParams, lattice: &Lattice, score_sensitivity: f64) -> S
              on the data, and the selection does not compose over them (its score has sensitivity \
              {score_sensitivity} only because it is bounded, so the choice is nearly uniform). Treat this release \
              as generalized, noise-augmented microdata that resists simple re-identification, not as \
-             differentially private.",
+             differentially private.{means}",
             nodes = lattice.len()
         ),
     }

@@ -35,8 +35,17 @@ fn paper_example_without_noise_matches_table_7() {
     let scales = Scales::new(&params).unwrap();
     let node = e.base.roll_up(&hs, &[1, 0, 1], DISEASES.len()).unwrap();
     let mut rng = rng_from_seed(7);
-    let (outcome, release) =
-        perturb_node(&node, &hs, DISEASES.len(), &params, &scales, &mut rng, true).unwrap();
+    let (outcome, release) = perturb_node(
+        &node,
+        &hs,
+        DISEASES.len(),
+        &params,
+        &scales,
+        None,
+        &mut rng,
+        true,
+    )
+    .unwrap();
     let release = release.unwrap();
     assert_eq!(outcome.suppressed_classes, 1);
     assert_eq!(outcome.suppressed_records, 1);

@@ -173,6 +173,7 @@ impl Method for Kanon {
             diagnostics: kanon_diagnostics_batch(&result.outcomes, result.chosen, &display)?,
             release: result.release,
             catalog: None,
+            interval_means: None,
         })
     }
 

@@ -147,6 +147,7 @@ impl Method for SafePub {
             diagnostics: safepub_diagnostics_batch(&result)?,
             release: result.release,
             catalog: None,
+            interval_means: None,
         })
     }
 }

@@ -189,6 +189,7 @@ impl Method for Upa {
             diagnostics: upa_diagnostics_batch(&result.outcomes, result.chosen)?,
             release: result.release,
             catalog: Some(result.catalog),
+            interval_means: None,
         })
     }
 }

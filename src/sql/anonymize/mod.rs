@@ -1,5 +1,6 @@
 //! `anonymize(...)` and its views: `anonymize_metadata`, `anonymize_catalog`,
-//! `anonymize_diagnostics`, `anonymize_information_loss` and `anonymize_warnings`.
+//! `anonymize_interval_means`, `anonymize_diagnostics`, `anonymize_information_loss` and
+//! `anonymize_warnings`.
 //!
 //! All of them share one cache keyed by the canonical arguments (validated, every default
 //! filled in; see the `request` module) and the identity of the
@@ -26,7 +27,7 @@ use crate::budget::charge_release;
 use crate::budget::ledger::Ledger;
 use crate::engine::{self, AnonymizeRequest, ReleaseOutput};
 use crate::progress::ProgressFn;
-use crate::release::ReleaseRowLimit;
+use crate::release::{interval_means_schema, ReleaseRowLimit};
 use request::build_request;
 pub use request::{ANONYMIZE_PARAMS, COMMON_PARAMS};
 use version::TableVersion;
@@ -46,6 +47,8 @@ pub enum ReleaseView {
     Metadata,
     /// The public catalog of counterfeit rows (methods that publish one).
     Catalog,
+    /// The public means of generalized numeric values (methods that publish them).
+    IntervalMeans,
     /// Owner-only diagnostics; never publish.
     Diagnostics,
     /// Owner-only information loss of the release against its original; never publish.
@@ -147,6 +150,7 @@ impl SqlTableFunction for AnonymizeFunction {
             ReleaseView::Rows => "anonymize",
             ReleaseView::Metadata => "anonymize_metadata",
             ReleaseView::Catalog => "anonymize_catalog",
+            ReleaseView::IntervalMeans => "anonymize_interval_means",
             ReleaseView::Diagnostics => "anonymize_diagnostics",
             ReleaseView::InformationLoss => "anonymize_information_loss",
             ReleaseView::Warnings => "anonymize_warnings",
@@ -170,6 +174,9 @@ impl SqlTableFunction for AnonymizeFunction {
             ReleaseView::Metadata => "Public metadata (key, value) of the release anonymize() with the same arguments returns.",
             ReleaseView::Catalog => {
                 "Public catalog of the counterfeit rows of the same release (method 'upa'): one row per (group_id, class, sensitive value) with the class's quasi-identifier labels as they appear in the release and count, the group's number of counterfeit rows of that value. Publish it with the release; upa_truthful() rebuilds the real records from both."
+            }
+            ReleaseView::IntervalMeans => {
+                "Public means of the generalized numeric values of the same release (method 'ipa' with a fifth budget_split part, its default with node_score 'utility'): one row per (column_name, label) of each numeric quasi-identifier at its released level, with the label's smallest and largest value (lower, upper) and mean, a differentially private estimate of the mean of the original values under the label. Join it to read an interval such as '[30-400]' as that mean instead of its midpoint."
             }
             ReleaseView::Diagnostics => {
                 "Owner-only diagnostics of the same release (scores of every lattice node, suppressed and counterfeit counts). Never publish this: it carries exact counts."
@@ -222,6 +229,15 @@ impl SqlTableFunction for AnonymizeFunction {
                     )
                 }
             },
+            ReleaseView::IntervalMeans => {
+                if !entry.request.method.publishes_interval_means() {
+                    return plan_err!(
+                        "anonymize_interval_means(): method '{}' with these arguments publishes no interval means; they come with method 'ipa' when budget_split has a fifth part (its default with node_score 'utility')",
+                        entry.request.method.name()
+                    );
+                }
+                interval_means_schema()
+            }
             ReleaseView::Diagnostics => entry.request.method.diagnostics_schema(),
             ReleaseView::InformationLoss => information_loss_schema(),
             ReleaseView::Warnings => metadata_schema(),
@@ -278,6 +294,10 @@ impl BatchProducer for ReleaseProducer {
             ReleaseView::Metadata => Arc::new(vec![metadata_batch(&output.metadata)?]),
             ReleaseView::Catalog => match &output.catalog {
                 Some(catalog) => Arc::new(catalog.clone()) as Arc<dyn BatchSource>,
+                None => Arc::new(Vec::<datafusion::arrow::array::RecordBatch>::new()),
+            },
+            ReleaseView::IntervalMeans => match &output.interval_means {
+                Some(means) => Arc::new(vec![means.to_batch()?]) as Arc<dyn BatchSource>,
                 None => Arc::new(Vec::<datafusion::arrow::array::RecordBatch>::new()),
             },
             ReleaseView::Diagnostics => output.diagnostics.clone(),

@@ -1,0 +1,122 @@
+//! `counterfeit_values => 'marginal'`: counterfeit informative values drawn from one noisy
+//! histogram of the whole table's informative values (docs/METHODS.md §1.14).
+//!
+//! The histogram counts every record's informative value, adds discrete Laplace noise of
+//! scale `1/ε_val` to each of the `|Inf|` counts and clamps them at 0. Adding or removing
+//! one record changes one count by 1, so the noisy histogram is `ε_val`-DP over the value
+//! domain; every counterfeit value is then drawn from it, which is post-processing and
+//! spends nothing more. The paper's per-class draw (Eq. 3–4) instead spends `ε_val` on
+//! each draw and is nearly uniform over the domain: it gives a rare value (stroke, 1 % of
+//! the records, 29 of 627 codes on the NPS demo) about 4.6 % of the counterfeits.
+
+use datafusion::common::{internal_err, Result};
+
+use crate::histogram::GroupedHistogram;
+use crate::mechanism::noise::{sample_discrete_laplace, sample_uniform_below, ExactScale};
+use crate::mechanism::rng::AnonRng;
+
+/// The noisy histogram of informative values, as cumulative integer weights.
+#[derive(Debug, Clone)]
+pub struct MarginalValues {
+    /// `cumulative[v]` = sum of the noisy counts of values `0..=v`; empty when every
+    /// noisy count is 0 (values are then drawn uniformly).
+    cumulative: Vec<u64>,
+    value_domain: usize,
+}
+
+impl MarginalValues {
+    /// Counts the informative values of `base` (any node: the counts do not depend on
+    /// the generalization) and adds noise of scale `1/ε_val` to each of the
+    /// `value_domain` counts.
+    pub fn new(
+        base: &GroupedHistogram,
+        value_domain: usize,
+        eps_val: f64,
+        rng: &mut AnonRng,
+    ) -> Result<Self> {
+        let mut counts = vec![0u64; value_domain];
+        for (&v, &c) in base.pair_values.iter().zip(&base.pair_counts) {
+            match counts.get_mut(v as usize) {
+                Some(slot) => *slot += c,
+                None => {
+                    return internal_err!(
+                        "informative value code {v} outside the domain of {value_domain} values"
+                    )
+                }
+            }
+        }
+        let scale = ExactScale::from_sensitivity_epsilon(1, eps_val)?;
+        Ok(Self::from_noisy(counts.into_iter().map(|c| {
+            let noisy = c as i128 + sample_discrete_laplace(rng, scale) as i128;
+            noisy.clamp(0, u64::MAX as i128) as u64
+        })))
+    }
+
+    /// From already noisy counts, one per value code.
+    fn from_noisy(counts: impl Iterator<Item = u64>) -> Self {
+        let mut cumulative = Vec::new();
+        let mut total = 0u64;
+        for c in counts {
+            total = total.saturating_add(c);
+            cumulative.push(total);
+        }
+        let value_domain = cumulative.len();
+        if total == 0 {
+            cumulative.clear();
+        }
+        Self {
+            cumulative,
+            value_domain,
+        }
+    }
+
+    /// One value code, with probability proportional to its noisy count (uniform over the
+    /// domain when every noisy count is 0). Exact: one uniform integer below the total.
+    pub fn draw(&self, rng: &mut AnonRng) -> Result<u32> {
+        let Some(&total) = self.cumulative.last() else {
+            if self.value_domain == 0 {
+                return internal_err!("no informative values to draw a counterfeit value from");
+            }
+            return Ok(sample_uniform_below(rng, self.value_domain as u64) as u32);
+        };
+        let r = sample_uniform_below(rng, total);
+        // The first value whose cumulative count exceeds r.
+        Ok(self.cumulative.partition_point(|&c| c <= r) as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mechanism::rng::rng_from_seed;
+    use crate::testing::stats::assert_wilson;
+
+    #[test]
+    fn draws_follow_the_noisy_counts_exactly() {
+        // Noisy counts 3, 0, 1: value 1 never, value 0 three times as often as value 2.
+        let m = MarginalValues::from_noisy([3u64, 0, 1].into_iter());
+        let mut rng = rng_from_seed(5);
+        let trials = 200_000u64;
+        let mut seen = [0u64; 3];
+        for _ in 0..trials {
+            seen[m.draw(&mut rng).expect("draw") as usize] += 1;
+        }
+        assert_eq!(seen[1], 0);
+        assert_wilson(seen[0], trials, 0.75, "value 0");
+        assert_wilson(seen[2], trials, 0.25, "value 2");
+    }
+
+    #[test]
+    fn all_zero_counts_draw_uniformly() {
+        let m = MarginalValues::from_noisy([0u64; 4].into_iter());
+        let mut rng = rng_from_seed(6);
+        let trials = 100_000u64;
+        let mut seen = [0u64; 4];
+        for _ in 0..trials {
+            seen[m.draw(&mut rng).expect("draw") as usize] += 1;
+        }
+        for (v, &s) in seen.iter().enumerate() {
+            assert_wilson(s, trials, 0.25, &format!("value {v}"));
+        }
+    }
+}
