@@ -87,9 +87,11 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
     let values = args.values;
     let epsilon = values.f64("epsilon")?;
     let variant = IpaVariant::parse(values.text("variant")?)?;
-    let mut params =
-        IpaParams::with_defaults(variant, epsilon, values.u64("suppression_threshold")?);
-    params.node_score = NodeScore::parse(values.text("node_score")?)?;
+    let threshold = values.u64("suppression_threshold")?;
+    let mut params = match NodeScore::parse(values.text("node_score")?)? {
+        NodeScore::Utility => IpaParams::utility_defaults(variant, epsilon, threshold),
+        NodeScore::Paper => IpaParams::with_defaults(variant, epsilon, threshold),
+    };
     let split = values.opt_text("budget_split");
     if let Some(split) = split {
         let [sup, ins, val, cand, means] = parse_budget_split(split)?;
@@ -98,17 +100,11 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
         params.eps_val = val * epsilon;
         params.eps_cand = cand * epsilon;
         params.eps_means = means * epsilon;
-    } else if params.node_score == NodeScore::Utility && variant == IpaVariant::Paper {
-        // The utility score's choice has a margin of thousands of sensitivities (§1.13):
-        // a sixth of its share buys the interval means.
-        params.eps_cand = 0.25 * epsilon;
-        params.eps_means = 0.05 * epsilon;
     }
     params.insert_into_suppressed = values.bool("insert_into_suppressed")?;
-    params.counterfeit_values = match values.opt_text("counterfeit_values") {
-        Some(text) => CounterfeitValues::parse(text)?,
-        None => CounterfeitValues::default_for(params.node_score),
-    };
+    if let Some(text) = values.opt_text("counterfeit_values") {
+        params.counterfeit_values = CounterfeitValues::parse(text)?;
+    }
     check_noise_budgets(&params, epsilon, split)?;
     if let Some(text) = values.opt_text("qi_weights") {
         if params.node_score == NodeScore::Paper {
@@ -397,15 +393,6 @@ impl CounterfeitValues {
         }
     }
 
-    /// The default for a node score: the paper's draw with the paper's score, the
-    /// marginal draw otherwise.
-    pub fn default_for(score: NodeScore) -> Self {
-        match score {
-            NodeScore::Utility => Self::Marginal,
-            NodeScore::Paper => Self::Class,
-        }
-    }
-
     /// The choice's name.
     pub fn name(self) -> &'static str {
         match self {
@@ -464,6 +451,22 @@ impl IpaParams {
             qi_weights: Vec::new(),
             counterfeit_values: CounterfeitValues::Class,
         }
+    }
+
+    /// The defaults of `anonymize(method => 'ipa')`: the utility node score, counterfeit
+    /// values from the marginal and, for the paper variant, the split
+    /// 0.1/0.3/0.3/0.25/0.05 whose fifth part pays for the interval means (the utility
+    /// score's choice keeps a margin of thousands of sensitivities with a sixth less of
+    /// its share; docs/METHODS.md §1.15).
+    pub fn utility_defaults(variant: IpaVariant, epsilon: f64, threshold: u64) -> Self {
+        let mut params = Self::with_defaults(variant, epsilon, threshold);
+        params.node_score = NodeScore::Utility;
+        params.counterfeit_values = CounterfeitValues::Marginal;
+        if variant == IpaVariant::Paper {
+            params.eps_cand = 0.25 * epsilon;
+            params.eps_means = 0.05 * epsilon;
+        }
+        params
     }
 
     /// The total budget charged: the four parts the paper's Theorem 9 would claim, plus

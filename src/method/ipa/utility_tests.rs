@@ -11,11 +11,9 @@ use crate::testing::audit::{assert_private, assert_violated, audit, histogram, A
 use crate::testing::{nps_base, paper_example_hierarchies, weighted_histogram, NpsBase};
 use rand::RngCore;
 
-/// Parameters with the utility score.
+/// Parameters with the utility score: the defaults of `anonymize(method => 'ipa')`.
 fn utility(variant: IpaVariant, epsilon: f64, threshold: u64) -> IpaParams {
-    let mut p = IpaParams::with_defaults(variant, epsilon, threshold);
-    p.node_score = NodeScore::Utility;
-    p
+    IpaParams::utility_defaults(variant, epsilon, threshold)
 }
 
 /// Scores of every node with unit weights per attribute given as raw weights.
