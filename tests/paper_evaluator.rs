@@ -163,10 +163,12 @@ async fn evaluator_reproduces_paper_k_anonymization_columns() -> Result<()> {
         }
     }
     for query in ["Q1", "Q2"] {
-        assert_eq!(
+        let (means, kanon) = (
             errors[&("means".into(), query.into())],
-            errors[&("kanon".into(), query.into())]
+            errors[&("kanon".into(), query.into())],
         );
+        // Equal up to the order of a parallel floating-point sum.
+        assert!((means - kanon).abs() < 1e-12, "{query}: {means} vs {kanon}");
     }
     // A suppressed stroke record counts 1/2 (sex) x 1/2 (surgery), spread over the 18 rows;
     // the non-stroke record is ignored; '*' stays have no midpoint, so Q3 has no estimate (0).
