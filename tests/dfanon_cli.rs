@@ -177,5 +177,7 @@ fn memory_limit_bounds_the_anonymization() {
     assert!(stderr.contains("memory limit 'lots'"), "{stderr}");
 }
 
-/// A memory limit under which the 200,000-row phase-1 aggregate has to spill.
-const SPILL_LIMIT: &str = "8m";
+/// A memory limit under which the 200,000-row phase-1 aggregate has to spill (at 8 MB the
+/// final aggregate of the plain GROUP BY sometimes found no room left; 16 MB no longer
+/// spills).
+const SPILL_LIMIT: &str = "12m";
