@@ -146,24 +146,27 @@ pub(crate) async fn evaluate(
     .collect()
     .await?;
     let seconds = start.elapsed().as_secs_f64();
-    // The interval means the release publishes (IPA by default); midpoints for the rest.
-    let means = format!(
-        "CREATE TABLE release_means AS SELECT '{}' AS release, column_name, label, mean FROM anonymize_interval_means({call})",
-        spec.id()
-    );
-    match ctx.sql(&means).await {
-        Ok(df) => {
-            df.collect().await?;
-        }
-        Err(e) if e.to_string().contains("publishes no interval means") => {
-            query(
-                &ctx,
-                "CREATE TABLE release_means(release VARCHAR, column_name VARCHAR, label VARCHAR, mean DOUBLE)",
-            )
-            .await?;
-        }
-        Err(e) => return Err(e),
-    }
+    // The interval means the release publishes (IPA by default, metadata `epsilon_means`
+    // above 0); none for the rest, which the evaluator reads by midpoints.
+    let rows = query(
+        &ctx,
+        &format!("SELECT value FROM anonymize_metadata({call}) WHERE key = 'epsilon_means'"),
+    )
+    .await?;
+    let publishes_means = strings(&rows, 0)?
+        .first()
+        .and_then(|v| v.parse::<f64>().ok())
+        .is_some_and(|e| e > 0.0);
+    let means = if publishes_means {
+        format!(
+            "CREATE TABLE release_means AS SELECT '{}' AS release, column_name, label, mean FROM anonymize_interval_means({call})",
+            spec.id()
+        )
+    } else {
+        "CREATE TABLE release_means(release VARCHAR, column_name VARCHAR, label VARCHAR, mean DOUBLE)"
+            .to_string()
+    };
+    query(&ctx, &means).await?;
     run_script(&ctx, evaluator).await?;
 
     let rows = query(
