@@ -446,7 +446,9 @@ pub async fn compute_release(
     let cancel = Cancel::new();
     let _stop_when_dropped = cancel.on_drop();
     let progress = Progress::new(request.method.name(), progress, cancel);
-    let handle = tokio::task::spawn_blocking(move || run_method(&request, base, &progress, limit));
+    let threads = state.config().target_partitions().max(1);
+    let handle =
+        tokio::task::spawn_blocking(move || run_method(&request, base, &progress, limit, threads));
     match handle.await {
         Ok(result) => result,
         Err(e) => internal_err!("anonymization task failed: {e}"),
@@ -458,6 +460,7 @@ fn run_method(
     base: BaseData,
     progress: &Progress,
     limit: ReleaseRowLimit,
+    threads: usize,
 ) -> Result<ReleaseOutput> {
     let refs: Vec<&Hierarchy> = base.hierarchies.iter().collect();
     let heights: Vec<usize> = refs.iter().map(|h| h.height()).collect();
@@ -494,6 +497,7 @@ fn run_method(
         sensitive: &base.sensitive,
         lattice: &lattice,
         progress,
+        threads,
     };
     let size = request.method.release_size(&input)?;
     check_release_size(request.method.name(), &size, base.histogram.total(), limit)?;

@@ -73,6 +73,10 @@ pub struct KanonParams {
     pub weights: Vec<f64>,
     /// ℓ-diversity and t-closeness every released class must meet besides `k`.
     pub models: ModelSpec,
+    /// Threads the search may check nodes on (1: one node at a time). Not an SQL
+    /// parameter: a release uses the session's `target_partitions`. The result does not
+    /// depend on it.
+    pub threads: usize,
 }
 
 impl Default for KanonParams {
@@ -85,6 +89,7 @@ impl Default for KanonParams {
             search: SearchStrategy::Pruned,
             weights: Vec::new(),
             models: ModelSpec::default(),
+            threads: 1,
         }
     }
 }
@@ -181,7 +186,8 @@ pub fn run_kanon(
         params.suppression,
         weights.clone(),
         max_suppressed,
-    );
+    )
+    .with_threads(params.threads)?;
     let found = search::search(
         &mut evaluator,
         lattice,

@@ -47,6 +47,9 @@ pub struct MethodInput<'a> {
     /// Where long loops report progress; its `report` and `check` return an error once
     /// nobody waits for the release any more, which the method returns at once.
     pub progress: &'a Progress,
+    /// Threads the method may use for its search (the session's `target_partitions`);
+    /// results do not depend on it.
+    pub threads: usize,
 }
 
 /// What every method returns.

@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use datafusion::common::Result;
+use rayon::prelude::*;
 
 use super::cells::{cell_order, plan_suppression, SuppressionMode, SuppressionPlan};
 use super::metric::{Metric, Score, Suppression};
@@ -22,29 +23,24 @@ use crate::privacy::models::{ClassModels, ModelScratch};
 /// also passes (true of "at least k records" and of distinct ℓ-diversity). Then
 /// generalizing a node never makes more records fail. Entropy and recursive ℓ-diversity
 /// and t-closeness lack the property, and the search checks every node it visits instead.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ClassRule {
     /// Smallest size of a released class.
     pub k: u64,
     /// The ℓ-diversity and t-closeness checks (empty: k alone).
     pub models: ClassModels,
-    scratch: RefCell<(ModelScratch, Vec<u32>, Vec<u64>)>,
 }
 
-impl Clone for ClassRule {
-    fn clone(&self) -> Self {
-        Self::new(self.k, self.models.clone())
-    }
+thread_local! {
+    /// Buffers of [`ClassRule::releasable`], one set per thread, so that nodes can be
+    /// checked on several threads at once.
+    static SCRATCH: RefCell<(ModelScratch, Vec<u32>, Vec<u64>)> = RefCell::default();
 }
 
 impl ClassRule {
     /// The test of `k` and `models`.
     pub fn new(k: u64, models: ClassModels) -> Self {
-        Self {
-            k,
-            models,
-            scratch: RefCell::default(),
-        }
+        Self { k, models }
     }
 
     /// The test of `k` alone.
@@ -72,13 +68,15 @@ impl ClassRule {
         if self.models.is_empty() {
             return true;
         }
-        let mut guard = self.scratch.borrow_mut();
-        let (scratch, codes, counts) = &mut *guard;
-        codes.clear();
-        counts.clear();
-        codes.extend(values.iter().map(|v| v.0));
-        counts.extend(values.iter().map(|v| v.1));
-        self.models.accepts(codes, counts, scratch)
+        SCRATCH.with(|cell| {
+            let mut guard = cell.borrow_mut();
+            let (scratch, codes, counts) = &mut *guard;
+            codes.clear();
+            counts.clear();
+            codes.extend(values.iter().map(|v| v.0));
+            counts.extend(values.iter().map(|v| v.1));
+            self.models.accepts(codes, counts, scratch)
+        })
     }
 }
 
@@ -133,6 +131,8 @@ pub struct Evaluator<'a> {
     cache_held: usize,
     cache_bytes: usize,
     checks: usize,
+    /// Threads for [`Evaluator::evaluate_all`] (none: one node at a time).
+    pool: Option<Arc<rayon::ThreadPool>>,
 }
 
 impl<'a> Evaluator<'a> {
@@ -166,7 +166,35 @@ impl<'a> Evaluator<'a> {
             cache_held: 0,
             cache_bytes: CACHE_BYTES,
             checks: 0,
+            pool: None,
         }
+    }
+
+    /// Lets [`Evaluator::evaluate_all`] check up to `threads` nodes at once (1: one at a
+    /// time). Results do not depend on it.
+    pub fn with_threads(mut self, threads: usize) -> Result<Self> {
+        self.pool = if threads > 1 {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(|i| format!("dfanon-kanon-{i}"))
+                .build()
+                .map_err(|e| {
+                    datafusion::error::DataFusionError::Execution(format!(
+                        "kanon: cannot start {threads} search threads: {e}"
+                    ))
+                })?;
+            Some(Arc::new(pool))
+        } else {
+            None
+        };
+        Ok(self)
+    }
+
+    /// How many nodes [`Evaluator::evaluate_all`] checks at once.
+    pub fn threads(&self) -> usize {
+        self.pool
+            .as_ref()
+            .map_or(1, |pool| pool.current_num_threads())
     }
 
     /// The metric.
@@ -192,13 +220,9 @@ impl<'a> Evaluator<'a> {
         self
     }
 
-    /// The classes at `node`, rolled up from the computed node below it with the fewest
-    /// classes (the leaf level if none is cached). Without sensitive values the roll-up
-    /// adds up class sizes only ([`GroupedHistogram::roll_up_sizes`]). Computed histograms
-    /// are kept, least recently used dropped first, up to the cache's memory limit: the
-    /// pruned search jumps across the lattice, and a node's predecessors are often checked
-    /// long before it.
-    pub fn classes_at(&mut self, node: &[usize]) -> Result<Arc<GroupedHistogram>> {
+    /// The computed histogram to roll `node` up from: the cached node below it with the
+    /// fewest classes, or the leaf level if none is cached (marked as just used).
+    fn source_for(&mut self, node: &[usize]) -> Arc<GroupedHistogram> {
         let below = |h: &GroupedHistogram| h.levels.iter().zip(node).all(|(l, t)| l <= t);
         let found = self
             .cache
@@ -207,29 +231,56 @@ impl<'a> Evaluator<'a> {
             .filter(|(_, h)| below(h))
             .min_by_key(|(_, h)| h.class_count())
             .map(|(i, _)| i);
-        let source = match found.and_then(|i| self.cache.remove(i)) {
+        match found.and_then(|i| self.cache.remove(i)) {
             Some(source) => {
                 self.cache.push_back(source.clone());
                 source
             }
             None => self.base.clone(),
-        };
-        if source.levels == node {
-            return Ok(source);
         }
-        let rolled = Arc::new(if self.rule.needs_values() {
+    }
+
+    /// `source` rolled up to `node`. Without sensitive values the roll-up adds up class
+    /// sizes only ([`GroupedHistogram::roll_up_sizes`]).
+    fn roll_up(
+        &self,
+        source: &Arc<GroupedHistogram>,
+        node: &[usize],
+    ) -> Result<Arc<GroupedHistogram>> {
+        if source.levels == node {
+            return Ok(source.clone());
+        }
+        Ok(Arc::new(if self.rule.needs_values() {
             source.roll_up(self.hierarchies, node, self.value_domain)?
         } else {
             source.roll_up_sizes(self.hierarchies, node)
-        });
+        }))
+    }
+
+    /// Keeps a computed histogram as a roll-up source, dropping the least recently used
+    /// ones beyond the cache's memory limit.
+    fn remember(&mut self, source: &Arc<GroupedHistogram>, rolled: Arc<GroupedHistogram>) {
+        if Arc::ptr_eq(source, &rolled) {
+            return;
+        }
         self.cache_held += histogram_bytes(&rolled);
-        self.cache.push_back(rolled.clone());
+        self.cache.push_back(rolled);
         while self.cache_held > self.cache_bytes {
             let Some(dropped) = self.cache.pop_front() else {
                 break;
             };
             self.cache_held -= histogram_bytes(&dropped);
         }
+    }
+
+    /// The classes at `node`, rolled up from the computed node below it with the fewest
+    /// classes (the leaf level if none is cached). Computed histograms are kept, least
+    /// recently used dropped first, up to the cache's memory limit: the pruned search jumps
+    /// across the lattice, and a node's predecessors are often checked long before it.
+    pub fn classes_at(&mut self, node: &[usize]) -> Result<Arc<GroupedHistogram>> {
+        let source = self.source_for(node);
+        let rolled = self.roll_up(&source, node)?;
+        self.remember(&source, rolled.clone());
         Ok(rolled)
     }
 
@@ -272,9 +323,47 @@ impl<'a> Evaluator<'a> {
     pub fn evaluate(&mut self, node: &[usize]) -> Result<KanonNodeOutcome> {
         self.checks += 1;
         let classes = self.classes_at(node)?;
-        let (failing, failing_records, feasible) = self.failing(&classes);
+        Ok(self.assess(node, &classes))
+    }
+
+    /// Checks every node of `nodes`, on up to [`Evaluator::threads`] threads at once; the
+    /// outcomes, in the order of `nodes`, equal those of [`Evaluator::evaluate`].
+    pub fn evaluate_all(&mut self, nodes: &[Node]) -> Result<Vec<KanonNodeOutcome>> {
+        let pool = match (&self.pool, nodes.len()) {
+            (Some(pool), 2..) => pool.clone(),
+            _ => {
+                return nodes.iter().map(|n| self.evaluate(n)).collect();
+            }
+        };
+        self.checks += nodes.len();
+        let sources: Vec<Arc<GroupedHistogram>> =
+            nodes.iter().map(|n| self.source_for(n)).collect();
+        let this = &*self;
+        let done: Vec<Result<(Arc<GroupedHistogram>, KanonNodeOutcome)>> = pool.install(|| {
+            nodes
+                .par_iter()
+                .zip(&sources)
+                .map(|(node, source)| {
+                    let classes = this.roll_up(source, node)?;
+                    let outcome = this.assess(node, &classes);
+                    Ok((classes, outcome))
+                })
+                .collect()
+        });
+        let mut outcomes = Vec::with_capacity(nodes.len());
+        for (result, source) in done.into_iter().zip(&sources) {
+            let (classes, outcome) = result?;
+            self.remember(source, classes);
+            outcomes.push(outcome);
+        }
+        Ok(outcomes)
+    }
+
+    /// The outcome at `node` whose classes are `classes`.
+    fn assess(&self, node: &[usize], classes: &GroupedHistogram) -> KanonNodeOutcome {
+        let (failing, failing_records, feasible) = self.failing(classes);
         let mut bound = self.metric.static_bound(node);
-        if let Some(b) = self.metric.class_bound(&classes) {
+        if let Some(b) = self.metric.class_bound(classes) {
             bound = bound.max(b);
         }
         let mut outcome = KanonNodeOutcome {
@@ -289,17 +378,17 @@ impl<'a> Evaluator<'a> {
             bound,
         };
         if feasible {
-            let plan = self.plan(&classes, &failing);
+            let plan = self.plan(classes, &failing);
             outcome.suppressed_records = plan.suppressed_records;
             outcome.suppressed_cells = plan.suppressed_cells;
             outcome.score = Some(self.metric.score(&Suppression {
-                classes: &classes,
+                classes,
                 masks: &plan.masks,
                 released_groups: plan.released_groups,
                 released_square_sum: plan.released_square_sum,
                 suppressed_records: plan.suppressed_records,
             }));
         }
-        Ok(outcome)
+        outcome
     }
 }

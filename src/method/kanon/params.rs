@@ -106,6 +106,7 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
         search,
         weights,
         models,
+        threads: 1,
     };
     params.validate()?;
     Ok(Arc::new(Kanon {
@@ -156,7 +157,10 @@ impl Method for Kanon {
             input.hierarchies,
             input.lattice,
             input.value_domain,
-            &self.params,
+            &KanonParams {
+                threads: input.threads,
+                ..self.params.clone()
+            },
             &ClassModels::new(
                 &self.params.models,
                 input.histogram,

@@ -176,6 +176,10 @@ struct Pruned<'l> {
     outcomes: Vec<KanonNodeOutcome>,
     checked: HashMap<usize, usize>,
     best: Best,
+    /// Outcomes of nodes checked ahead of their turn, on otherwise idle threads, by
+    /// position. A node's outcome does not depend on when it is computed, so the search
+    /// visits, checks and chooses exactly as it would one node at a time.
+    ahead: HashMap<usize, KanonNodeOutcome>,
 }
 
 impl<'l> Pruned<'l> {
@@ -200,6 +204,7 @@ impl<'l> Pruned<'l> {
             outcomes: Vec::new(),
             checked: HashMap::new(),
             best: None,
+            ahead: HashMap::new(),
         }
     }
 
@@ -241,7 +246,16 @@ impl<'l> Pruned<'l> {
 
     /// Checks one node and tags the lattice with what it shows.
     fn check(&mut self, evaluator: &mut Evaluator<'_>, node: &Node, position: usize) -> Result<()> {
-        let outcome = evaluator.evaluate(node)?;
+        let outcome = match self.ahead.remove(&position) {
+            Some(outcome) => outcome,
+            None => evaluator.evaluate(node)?,
+        };
+        self.record(outcome, position);
+        Ok(())
+    }
+
+    /// Tags the lattice with what the checked node at `position` shows.
+    fn record(&mut self, outcome: KanonNodeOutcome, position: usize) {
         self.state[position] |= CHECKED;
         if outcome.feasible {
             if self.all_feasible || !self.monotone {
@@ -257,6 +271,77 @@ impl<'l> Pruned<'l> {
         track(&mut self.best, &outcome, position, self.outcomes.len());
         self.checked.insert(position, self.outcomes.len());
         self.outcomes.push(outcome);
+    }
+
+    /// Whether every popped node that is not pruned gets checked, with no binary search
+    /// first: then the next nodes in the queue are the next ones checked, and can be
+    /// checked ahead.
+    fn checks_in_queue_order(&self) -> bool {
+        self.all_feasible || !self.monotone
+    }
+
+    /// Whether the queue entry is out of date (its node was processed, or re-queued with a
+    /// higher bound).
+    fn stale(&self, entry: &Entry, keys: &HashMap<usize, Score>) -> bool {
+        self.state[entry.position] & PROCESSED != 0
+            || keys.get(&entry.position) != Some(&entry.bound)
+    }
+
+    /// Whether a node queued as `entry` may still beat the best feasible node so far.
+    fn may_beat_best(&self, evaluator: &Evaluator<'_>, entry: &Entry) -> bool {
+        self.best.as_ref().is_none_or(|best| {
+            let wins_tie = (entry.level_sum, entry.position) < (best.1, best.2);
+            evaluator.metric().may_beat(entry.bound, best.0, wins_tie)
+        })
+    }
+
+    /// Checks the popped node at `position` together with the nodes next in the queue
+    /// that will be checked if the search reaches them, one per idle thread; keeps their
+    /// outcomes for their turn.
+    fn check_with_next(
+        &mut self,
+        evaluator: &mut Evaluator<'_>,
+        node: &Node,
+        position: usize,
+        queue: &mut BinaryHeap<Reverse<Entry>>,
+        keys: &HashMap<usize, Score>,
+    ) -> Result<()> {
+        if self.ahead.contains_key(&position) || evaluator.threads() < 2 {
+            return self.check(evaluator, node, position);
+        }
+        let mut nodes = vec![node.clone()];
+        let mut positions = vec![position];
+        let mut held = Vec::new();
+        while nodes.len() < evaluator.threads() {
+            let Some(Reverse(entry)) = queue.pop() else {
+                break;
+            };
+            held.push(entry);
+            if self.stale(&entry, keys)
+                || entry.position == position
+                || self.state[entry.position] & (INFEASIBLE | CHECKED) != 0
+                || self.ahead.contains_key(&entry.position)
+                || positions.contains(&entry.position)
+            {
+                continue;
+            }
+            if !self.may_beat_best(evaluator, &entry) {
+                break;
+            }
+            let Some(next) = self.lattice.node_at(entry.position) else {
+                continue;
+            };
+            nodes.push(next);
+            positions.push(entry.position);
+        }
+        queue.extend(held.into_iter().map(Reverse));
+        let mut outcomes = evaluator.evaluate_all(&nodes)?.into_iter();
+        if let Some(first) = outcomes.next() {
+            self.record(first, position);
+        }
+        for (outcome, &p) in outcomes.zip(&positions[1..]) {
+            self.ahead.insert(p, outcome);
+        }
         Ok(())
     }
 
@@ -315,14 +400,11 @@ impl<'l> Pruned<'l> {
         let mut popped = 0usize;
         while let Some(Reverse(entry)) = queue.pop() {
             let position = entry.position;
-            if self.state[position] & PROCESSED != 0 || keys.get(&position) != Some(&entry.bound) {
+            if self.stale(&entry, &keys) {
                 continue;
             }
-            if let Some(best) = &self.best {
-                let wins_tie = (entry.level_sum, position) < (best.1, best.2);
-                if !evaluator.metric().may_beat(entry.bound, best.0, wins_tie) {
-                    break;
-                }
+            if !self.may_beat_best(evaluator, &entry) {
+                break;
             }
             keys.remove(&position);
             self.state[position] |= PROCESSED;
@@ -336,7 +418,11 @@ impl<'l> Pruned<'l> {
                     self.climb(evaluator, &node)?;
                 }
                 if self.state[position] & (INFEASIBLE | CHECKED) == 0 {
-                    self.check(evaluator, &node, position)?;
+                    if self.checks_in_queue_order() {
+                        self.check_with_next(evaluator, &node, position, &mut queue, &keys)?;
+                    } else {
+                        self.check(evaluator, &node, position)?;
+                    }
                 }
                 if evaluator.checks() != before {
                     progress.report(popped, total)?;

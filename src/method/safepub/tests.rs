@@ -616,6 +616,7 @@ fn run(f: &Fixture, params: &SafePubParams, seed: u64) -> SafePubResult {
         sensitive: &crate::sensitive::SensitiveDomain::none(),
         lattice: &lattice,
         progress: &progress,
+        threads: 1,
     };
     run_safepub(&input, params, &mut rng_from_seed(seed)).unwrap()
 }
