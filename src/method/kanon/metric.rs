@@ -251,6 +251,10 @@ pub struct Metric {
     /// NCP numerator, sum of leaf counts (Loss), or raw non-uniform entropy.
     gen_exact: Vec<Vec<u128>>,
     gen_entropy: Vec<Vec<f64>>,
+    /// Per attribute and level, the attribute's term of the static bound (Loss, Precision,
+    /// Entropy, Height): the search computes a bound for every node it queues, and the
+    /// terms are combined in attribute order, so the bound equals the formula's.
+    bound_terms: Vec<Vec<f64>>,
 }
 
 impl Metric {
@@ -357,7 +361,7 @@ impl Metric {
                 gen_entropy[a].push(entropy);
             }
         }
-        Ok(Self {
+        let mut metric = Self {
             kind,
             total,
             base_classes: base.class_count() as u64,
@@ -369,7 +373,40 @@ impl Metric {
             ncp_unit,
             gen_exact,
             gen_entropy,
-        })
+            bound_terms: Vec::new(),
+        };
+        metric.bound_terms = (0..attrs)
+            .map(|a| {
+                (0..=metric.heights[a])
+                    .map(|l| metric.bound_term(a, l))
+                    .collect()
+            })
+            .collect();
+        Ok(metric)
+    }
+
+    /// Attribute `a`'s term of the static bound at `level` (see [`Self::static_bound`]).
+    fn bound_term(&self, a: usize, level: usize) -> f64 {
+        let q = self.heights.len() as f64;
+        let w = self.weights[a];
+        match self.kind {
+            MetricKind::Loss => (self.loss_of(a, self.gen_exact[a][level]) * w + 1.0).powf(1.0 / q),
+            MetricKind::Precision => (self.precision_of(a, level, self.total, 0) / q) * w,
+            MetricKind::Entropy => {
+                let raw = self.gen_entropy[a][level];
+                let value = if raw == 0.0 { 0.0 } else { arx_round(-raw) };
+                value * w
+            }
+            MetricKind::Height => level as f64 * w,
+            MetricKind::Ncp | MetricKind::Discernibility | MetricKind::Aecs => 0.0,
+        }
+    }
+
+    /// The bound terms of `node`'s levels, in attribute order.
+    fn terms<'t>(&'t self, node: &'t [usize]) -> impl Iterator<Item = f64> + 't {
+        node.iter()
+            .zip(&self.bound_terms)
+            .map(|(&l, terms)| terms[l])
     }
 
     /// The metric.
@@ -568,42 +605,16 @@ impl Metric {
                     .map(|(a, &l)| self.gen_exact[a][l])
                     .sum(),
             ),
-            MetricKind::Loss => {
-                let values: Vec<f64> = node
-                    .iter()
-                    .enumerate()
-                    .map(|(a, &l)| self.loss_of(a, self.gen_exact[a][l]))
-                    .collect();
-                Score::Real(self.geometric_mean(&values))
-            }
-            MetricKind::Precision => {
-                let values: Vec<f64> = node
-                    .iter()
-                    .enumerate()
-                    .map(|(a, &l)| self.precision_of(a, l, self.total, 0))
-                    .collect();
-                Score::Real(self.arithmetic_mean(&values))
-            }
+            // The geometric mean's factors multiplied in order, as in `geometric_mean`.
+            MetricKind::Loss => Score::Real(self.terms(node).fold(1.0, |p, f| p * f) - 1.0),
+            // The arithmetic mean's terms, as in `arithmetic_mean`.
+            MetricKind::Precision => Score::Real(self.terms(node).sum()),
             // Every class of n records adds at least n.
             MetricKind::Discernibility => Score::Exact(self.total as u128),
-            MetricKind::Entropy => {
-                let values: Vec<f64> = node
-                    .iter()
-                    .enumerate()
-                    .map(|(a, &l)| {
-                        let raw = self.gen_entropy[a][l];
-                        if raw == 0.0 {
-                            0.0
-                        } else {
-                            arx_round(-raw)
-                        }
-                    })
-                    .collect();
-                Score::Real(self.weighted_sum(&values))
-            }
+            // The weighted sums' terms, as in `weighted_sum`.
+            MetricKind::Entropy | MetricKind::Height => Score::Real(self.terms(node).sum()),
             // A node has at most as many classes as the leaf-level histogram.
             MetricKind::Aecs => Score::Real(self.total as f64 / self.base_classes.max(1) as f64),
-            MetricKind::Height => Score::Real(self.height_of(node)),
         }
     }
 
@@ -652,6 +663,62 @@ mod tests {
         }
         let err = MetricKind::parse("utility").unwrap_err().to_string();
         assert!(err.contains("unknown metric 'utility'"), "{err}");
+    }
+
+    /// The static bounds from the per-level table equal the written formulas bit for bit:
+    /// ARX's per-attribute values combined by the metric's mean or sum.
+    #[test]
+    fn static_bounds_equal_the_formulas() {
+        use crate::testing::{ladder, weighted_histogram};
+        let age = ladder("age", "0..39", &["5", "0,10,20,40"]);
+        let loc = ladder("loc", "0..15", &["4"]);
+        let sex = ladder("sex", "0..1", &[]);
+        let hs = [&age, &loc, &sex];
+        let mut next = crate::testing::test_numbers(0x51ed_2701_a4b3_c9d5u64);
+        let rows: Vec<(Vec<u32>, u32, u64)> = (0..200)
+            .map(|_| {
+                (
+                    vec![next(40) as u32, next(16) as u32, next(2) as u32],
+                    0,
+                    1 + next(3),
+                )
+            })
+            .collect();
+        let base = weighted_histogram(&hs, &rows, 1);
+        for kind in [
+            MetricKind::Loss,
+            MetricKind::Precision,
+            MetricKind::Entropy,
+            MetricKind::Height,
+        ] {
+            let metric = Metric::new(kind, &base, &hs, &[1.0, 0.3, 2.0]).unwrap();
+            for node in [[0, 0, 0], [1, 0, 1], [2, 1, 0], [3, 1, 1]] {
+                let per_attribute: Vec<f64> = (0..3)
+                    .map(|a| {
+                        let l = node[a];
+                        match kind {
+                            MetricKind::Loss => metric.loss_of(a, metric.gen_exact[a][l]),
+                            MetricKind::Precision => metric.precision_of(a, l, metric.total, 0),
+                            MetricKind::Entropy if metric.gen_entropy[a][l] == 0.0 => 0.0,
+                            MetricKind::Entropy => arx_round(-metric.gen_entropy[a][l]),
+                            _ => l as f64,
+                        }
+                    })
+                    .collect();
+                let expected = match kind {
+                    MetricKind::Loss => metric.geometric_mean(&per_attribute),
+                    MetricKind::Precision => metric.arithmetic_mean(&per_attribute),
+                    _ => metric.weighted_sum(&per_attribute),
+                };
+                let Score::Real(bound) = metric.static_bound(&node) else {
+                    panic!("{kind:?}: a real bound expected");
+                };
+                assert_eq!(bound.to_bits(), expected.to_bits(), "{kind:?} at {node:?}");
+                if kind == MetricKind::Loss && node == [0, 0, 0] {
+                    assert_eq!(bound, 0.0);
+                }
+            }
+        }
     }
 
     /// Loss and NCP, computed from the marginal totals plus the suppressed cells, equal
