@@ -223,6 +223,16 @@ fn arx_round(x: f64) -> f64 {
     (x * FACTOR).floor() / FACTOR
 }
 
+/// ARX's value of one attribute's non-uniform entropy from its raw sum `Σ n·log2(p)`
+/// (zero or negative): the negated sum rounded as ARX does, and exactly 0 for 0.
+fn entropy_value(raw: f64) -> f64 {
+    if raw == 0.0 {
+        0.0
+    } else {
+        arx_round(-raw)
+    }
+}
+
 /// `log2` as ARX computes it.
 fn arx_log2(x: f64) -> f64 {
     x.ln() / std::f64::consts::LN_2
@@ -269,6 +279,12 @@ impl Metric {
         let attrs = hierarchies.len();
         if attrs > 64 {
             return plan_err!("kanon supports at most 64 quasi-identifiers, got {attrs}");
+        }
+        if !weights.is_empty() && weights.len() != attrs {
+            return plan_err!(
+                "qi_weights: {} weight(s) for {attrs} quasi-identifier(s)",
+                weights.len()
+            );
         }
         let total = base.total();
         let maximum = weights.iter().copied().fold(0.0f64, f64::max);
@@ -387,17 +403,13 @@ impl Metric {
 
     /// Attribute `a`'s term of the static bound at `level` (see [`Self::static_bound`]).
     fn bound_term(&self, a: usize, level: usize) -> f64 {
-        let q = self.heights.len() as f64;
-        let w = self.weights[a];
         match self.kind {
-            MetricKind::Loss => (self.loss_of(a, self.gen_exact[a][level]) * w + 1.0).powf(1.0 / q),
-            MetricKind::Precision => (self.precision_of(a, level, self.total, 0) / q) * w,
-            MetricKind::Entropy => {
-                let raw = self.gen_entropy[a][level];
-                let value = if raw == 0.0 { 0.0 } else { arx_round(-raw) };
-                value * w
+            MetricKind::Loss => self.geometric_factor(a, self.loss_of(a, self.gen_exact[a][level])),
+            MetricKind::Precision => {
+                self.arithmetic_term(a, self.precision_of(a, level, self.total, 0))
             }
-            MetricKind::Height => level as f64 * w,
+            MetricKind::Entropy => self.weighted_term(a, entropy_value(self.gen_entropy[a][level])),
+            MetricKind::Height => self.weighted_term(a, level as f64),
             MetricKind::Ncp | MetricKind::Discernibility | MetricKind::Aecs => 0.0,
         }
     }
@@ -445,27 +457,44 @@ impl Metric {
 
     /// ARX's weighted geometric mean of per-attribute values.
     fn geometric_mean(&self, values: &[f64]) -> f64 {
-        let q = values.len() as f64;
         let mut result = 1.0f64;
-        for (v, w) in values.iter().zip(&self.weights) {
-            result *= (v * w + 1.0).powf(1.0 / q);
+        for (a, &v) in values.iter().enumerate() {
+            result *= self.geometric_factor(a, v);
         }
         result - 1.0
     }
 
+    /// Attribute `a`'s factor in [`Self::geometric_mean`]: `(v·w + 1)^(1/q)`.
+    fn geometric_factor(&self, a: usize, value: f64) -> f64 {
+        (value * self.weights[a] + 1.0).powf(1.0 / self.weights.len() as f64)
+    }
+
     /// ARX's weighted arithmetic mean of per-attribute values.
     fn arithmetic_mean(&self, values: &[f64]) -> f64 {
-        let q = values.len() as f64;
         values
             .iter()
-            .zip(&self.weights)
-            .map(|(v, w)| (v / q) * w)
+            .enumerate()
+            .map(|(a, &v)| self.arithmetic_term(a, v))
             .sum()
+    }
+
+    /// Attribute `a`'s term in [`Self::arithmetic_mean`]: `(v / q)·w`.
+    fn arithmetic_term(&self, a: usize, value: f64) -> f64 {
+        (value / self.weights.len() as f64) * self.weights[a]
     }
 
     /// ARX's weighted sum of per-attribute values.
     fn weighted_sum(&self, values: &[f64]) -> f64 {
-        values.iter().zip(&self.weights).map(|(v, w)| v * w).sum()
+        values
+            .iter()
+            .enumerate()
+            .map(|(a, &v)| self.weighted_term(a, v))
+            .sum()
+    }
+
+    /// Attribute `a`'s term in [`Self::weighted_sum`]: `v·w`.
+    fn weighted_term(&self, a: usize, value: f64) -> f64 {
+        value * self.weights[a]
     }
 
     /// Precision of one attribute at `level`: `(kept · level/height + suppressed) / N`.
@@ -572,11 +601,7 @@ impl Metric {
                                 raw += count as f64 * arx_log2(count as f64 / suppressed as f64);
                             }
                         }
-                        if raw == 0.0 {
-                            0.0
-                        } else {
-                            arx_round(-raw)
-                        }
+                        entropy_value(raw)
                     })
                     .collect();
                 Score::Real(self.weighted_sum(&values))
@@ -665,6 +690,26 @@ mod tests {
         assert!(err.contains("unknown metric 'utility'"), "{err}");
     }
 
+    /// Weights must come one per quasi-identifier (or not at all): a wrong count is an
+    /// error naming both numbers, not a panic or a silently shortened mean.
+    #[test]
+    fn weights_must_match_the_quasi_identifiers() {
+        use crate::testing::{ladder, weighted_histogram};
+        let age = ladder("age", "0..3", &["2"]);
+        let sex = ladder("sex", "0..1", &[]);
+        let hs = [&age, &sex];
+        let base = weighted_histogram(&hs, &[(vec![0, 1], 0, 2), (vec![3, 0], 0, 1)], 1);
+        let err = Metric::new(MetricKind::Loss, &base, &hs, &[1.0, 2.0, 3.0])
+            .expect_err("three weights for two quasi-identifiers")
+            .to_string();
+        assert!(
+            err.contains("qi_weights: 3 weight(s) for 2 quasi-identifier(s)"),
+            "{err}"
+        );
+        assert!(Metric::new(MetricKind::Loss, &base, &hs, &[]).is_ok());
+        assert!(Metric::new(MetricKind::Loss, &base, &hs, &[1.0, 0.5]).is_ok());
+    }
+
     /// The static bounds from the per-level table equal the written formulas bit for bit:
     /// ARX's per-attribute values combined by the metric's mean or sum.
     #[test]
@@ -699,8 +744,7 @@ mod tests {
                         match kind {
                             MetricKind::Loss => metric.loss_of(a, metric.gen_exact[a][l]),
                             MetricKind::Precision => metric.precision_of(a, l, metric.total, 0),
-                            MetricKind::Entropy if metric.gen_entropy[a][l] == 0.0 => 0.0,
-                            MetricKind::Entropy => arx_round(-metric.gen_entropy[a][l]),
+                            MetricKind::Entropy => entropy_value(metric.gen_entropy[a][l]),
                             _ => l as f64,
                         }
                     })
