@@ -187,7 +187,7 @@ pub fn run_kanon(
         weights.clone(),
         max_suppressed,
     )
-    .with_threads(params.threads)?;
+    .with_threads(params.threads);
     let found = search::search(
         &mut evaluator,
         lattice,

@@ -131,7 +131,9 @@ pub struct Evaluator<'a> {
     cache_held: usize,
     cache_bytes: usize,
     checks: usize,
-    /// Threads for [`Evaluator::evaluate_all`] (none: one node at a time).
+    /// Threads [`Evaluator::evaluate_all`] may use (1: one node at a time).
+    threads: usize,
+    /// Their pool, started by the first check of several nodes at once.
     pool: Option<Arc<rayon::ThreadPool>>,
 }
 
@@ -166,35 +168,40 @@ impl<'a> Evaluator<'a> {
             cache_held: 0,
             cache_bytes: CACHE_BYTES,
             checks: 0,
+            threads: 1,
             pool: None,
         }
     }
 
     /// Lets [`Evaluator::evaluate_all`] check up to `threads` nodes at once (1: one at a
-    /// time). Results do not depend on it.
-    pub fn with_threads(mut self, threads: usize) -> Result<Self> {
-        self.pool = if threads > 1 {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .thread_name(|i| format!("dfanon-kanon-{i}"))
-                .build()
-                .map_err(|e| {
-                    datafusion::error::DataFusionError::Execution(format!(
-                        "kanon: cannot start {threads} search threads: {e}"
-                    ))
-                })?;
-            Some(Arc::new(pool))
-        } else {
-            None
-        };
-        Ok(self)
+    /// time). Results do not depend on it. No thread starts until the search first checks
+    /// several nodes at once.
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = threads.max(1);
+        self
     }
 
     /// How many nodes [`Evaluator::evaluate_all`] checks at once.
     pub fn threads(&self) -> usize {
-        self.pool
-            .as_ref()
-            .map_or(1, |pool| pool.current_num_threads())
+        self.threads
+    }
+
+    /// The pool of [`Self::threads`] threads, started on first use.
+    fn pool(&mut self) -> Result<Arc<rayon::ThreadPool>> {
+        if let Some(pool) = &self.pool {
+            return Ok(pool.clone());
+        }
+        let threads = self.threads;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("dfanon-kanon-{i}"))
+            .build()
+            .map_err(|e| {
+                datafusion::error::DataFusionError::Execution(format!(
+                    "kanon: cannot start {threads} search threads: {e}"
+                ))
+            })?;
+        Ok(self.pool.insert(Arc::new(pool)).clone())
     }
 
     /// The metric.
@@ -329,12 +336,10 @@ impl<'a> Evaluator<'a> {
     /// Checks every node of `nodes`, on up to [`Evaluator::threads`] threads at once; the
     /// outcomes, in the order of `nodes`, equal those of [`Evaluator::evaluate`].
     pub fn evaluate_all(&mut self, nodes: &[Node]) -> Result<Vec<KanonNodeOutcome>> {
-        let pool = match (&self.pool, nodes.len()) {
-            (Some(pool), 2..) => pool.clone(),
-            _ => {
-                return nodes.iter().map(|n| self.evaluate(n)).collect();
-            }
-        };
+        if self.threads < 2 || nodes.len() < 2 {
+            return nodes.iter().map(|n| self.evaluate(n)).collect();
+        }
+        let pool = self.pool()?;
         self.checks += nodes.len();
         let sources: Vec<Arc<GroupedHistogram>> =
             nodes.iter().map(|n| self.source_for(n)).collect();

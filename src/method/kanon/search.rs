@@ -316,10 +316,13 @@ impl<'l> Pruned<'l> {
             let Some(Reverse(entry)) = queue.pop() else {
                 break;
             };
+            // Out-of-date entries (the popped node's among them: it is processed) are
+            // dropped here as the main loop would drop them; the others go back.
+            if self.stale(&entry, keys) {
+                continue;
+            }
             held.push(entry);
-            if self.stale(&entry, keys)
-                || entry.position == position
-                || self.state[entry.position] & (INFEASIBLE | CHECKED) != 0
+            if self.state[entry.position] & (INFEASIBLE | CHECKED) != 0
                 || self.ahead.contains_key(&entry.position)
                 || positions.contains(&entry.position)
             {
