@@ -661,7 +661,10 @@ async fn main() -> Result<()> {
         let parquet = parquet.to_string_lossy().to_string();
         {
             let ctx = SessionContext::new();
-            datafusion_anonymize::register(&ctx)?;
+            datafusion_anonymize::register_with(
+                &ctx,
+                datafusion_anonymize::RegisterOptions::owner(),
+            )?;
             ctx.sql(&format!(
                 "COPY (SELECT * FROM nps_demo()) TO '{parquet}' STORED AS PARQUET"
             ))

@@ -72,6 +72,10 @@ pub struct AnonymizeRequest {
     pub seed: Option<u64>,
     /// `max_release_rows`, if given (not part of the cache key).
     pub max_release_rows: Option<u64>,
+    /// Made by a public user ([`crate::Access::Public`]): records a release cannot use are
+    /// left out instead of failing it ([`crate::public::records`]), and the size limit is
+    /// checked on the released rows by the caller, not on figures of the data.
+    pub public: bool,
 }
 
 impl AnonymizeRequest {
@@ -183,11 +187,26 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
     for s in &request.sensitive {
         group.push(Expr::Column(Column::new_unqualified(&s.column)));
     }
-    let batches = ctx
+    let mut batches = ctx
         .read_table(request.source.clone())?
         .aggregate(group, vec![count(lit(1)).alias("__anonymize_count")])?
         .collect()
         .await?;
+    if request.public {
+        let mut sensitive = Vec::with_capacity(request.sensitive.len());
+        for s in &request.sensitive {
+            sensitive.push(match &s.hierarchy {
+                None => None,
+                Some((name, table)) => {
+                    let rows = local.read_table(table.clone())?.collect().await?;
+                    Some(hierarchy_from_batches(&s.column, name, &rows)?)
+                }
+            });
+        }
+        let qi: Vec<&Hierarchy> = hierarchies.iter().collect();
+        let sensitive: Vec<Option<&Hierarchy>> = sensitive.iter().map(Option::as_ref).collect();
+        batches = crate::public::records::usable_records(batches, &qi, &sensitive)?;
+    }
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     if rows == 0 {
         return exec_err!(
@@ -499,8 +518,10 @@ fn run_method(
         progress,
         threads,
     };
-    let size = request.method.release_size(&input)?;
-    check_release_size(request.method.name(), &size, base.histogram.total(), limit)?;
+    if !request.public {
+        let size = request.method.release_size(&input)?;
+        check_release_size(request.method.name(), &size, base.histogram.total(), limit)?;
+    }
     let output = request.method.run(&input, &mut rng)?;
     let schema = request.release_schema();
     let information_loss = information_loss(
@@ -532,6 +553,9 @@ fn run_method(
         warnings,
     })
 }
+
+/// The `guarantee` of every seeded release, whatever the method.
+pub const SEEDED_GUARANTEE: &str = "none: the caller fixed the seed, so every random draw can be repeated and the release has no privacy guarantee, although its parameters were charged to the budget (seeds are for the data owner's tests and reproduction only)";
 
 /// Public metadata every method shares, around the method's own entries.
 fn common_metadata(
@@ -578,7 +602,13 @@ fn common_metadata(
         ),
         ("dropped_columns".into(), request.dropped.join(", ")),
     ];
-    out.extend(output.metadata.iter().cloned());
+    out.extend(output.metadata.iter().map(|(key, value)| {
+        if key == "guarantee" && request.seed.is_some() {
+            (key.clone(), SEEDED_GUARANTEE.to_string())
+        } else {
+            (key.clone(), value.clone())
+        }
+    }));
     let bounds = request.method.level_bounds();
     if !bounds.is_unbounded() {
         out.extend([

@@ -144,7 +144,7 @@ async fn spent(ctx: &SessionContext) -> Result<f64> {
 async fn ballista_budget_is_charged_once() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let path = demo_parquet(dir.path()).await?;
-    let mut options = RegisterOptions::default();
+    let mut options = RegisterOptions::owner();
     options.budget.epsilon_budget = 1.5;
     let cluster = cluster_session(options).await?;
     tables(&cluster, &path).await?;

@@ -82,6 +82,62 @@ fn public_mode_withholds_owner_functions_and_settings() {
     assert!(ok, "{stderr}");
 }
 
+/// `dfanon --public --init setup.sql --public-table 'x_hierarchy_*' --epsilon-budget 1`:
+/// the owner's setup runs first; the public session then refuses seeds, raw scans, DDL,
+/// COPY, kanon with k => 1 and the source as a hierarchy, and releases with a budget only.
+#[test]
+fn public_session_from_an_owner_setup() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let setup = dir.path().join("setup.sql");
+    std::fs::write(
+        &setup,
+        "CREATE TABLE x(age INT, sex VARCHAR, disease VARCHAR) AS VALUES (30, 'M', 'A'), (40, 'F', 'B'), (50, 'M', 'A'), (30, 'F', 'A');
+         CREATE VIEW x_hierarchy_age AS SELECT * FROM interval_hierarchy('0..100', '10, 50');
+         CREATE TABLE x_hierarchy_sex(v VARCHAR, l1 VARCHAR) AS VALUES ('M', '*'), ('F', '*');",
+    )
+    .expect("write setup");
+    let setup = setup.to_string_lossy().into_owned();
+    let copy_target = dir.path().join("copy.csv").to_string_lossy().into_owned();
+    let public = |budget: bool, sql: &str| {
+        let mut args = vec!["--public", "--init", &setup, "--public-table", "x_hierarchy_*"];
+        if budget {
+            args.extend(["--epsilon-budget", "1"]);
+        }
+        args.extend(["--format", "csv", "-c", sql]);
+        run(&args)
+    };
+    let release = "SELECT COUNT(*) > 0 AS released FROM anonymize('x', method => 'dp_histogram', qi => 'age, sex', informative => 'disease', epsilon => 0.5)";
+    let (ok, stdout, stderr) = public(true, release);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("true"), "{stdout}");
+    let copy = format!("COPY (SELECT * FROM x_hierarchy_sex) TO '{copy_target}'");
+    for (sql, expected) in [
+        (
+            "SELECT * FROM anonymize('x', method => 'dp_histogram', qi => 'age, sex', informative => 'disease', seed => 1)",
+            "argument 'seed' is not available to public users",
+        ),
+        ("SELECT * FROM x", "table 'datafusion.public.x' not found"),
+        ("CREATE TABLE y AS SELECT 1", "cannot create, replace or drop"),
+        (copy.as_str(), "COPY are not available in this session"),
+        (
+            "SELECT * FROM anonymize('x', method => 'kanon', qi => 'age, sex', k => 1)",
+            "method 'kanon' is not enabled for public users",
+        ),
+        (
+            "SELECT * FROM anonymize('x', method => 'dp_histogram', qi => 'age:x, sex', informative => 'disease')",
+            "hierarchy table 'x' for column 'age' is not one of the tables the data owner declared public",
+        ),
+    ] {
+        let (ok, _, stderr) = public(true, sql);
+        assert!(!ok, "{sql} ran");
+        assert!(stderr.contains(expected), "{sql}: {stderr}");
+    }
+    assert!(!std::path::Path::new(&copy_target).exists());
+    let (ok, _, stderr) = public(false, release);
+    assert!(!ok);
+    assert!(stderr.contains("this session has no privacy budget"), "{stderr}");
+}
+
 #[cfg(unix)]
 #[test]
 fn ctrl_c_stops_a_running_statement() {

@@ -1,7 +1,11 @@
 //! Runs every `tests/slt/*.slt` file (sqllogictest format) against a fresh
 //! `SessionContext` with the anonymization functions registered: for the data owner,
-//! except files named `public_*.slt`, which see the registration for public users. Run
-//! from the crate root (cargo does this), so paths like `tests/data/adult/...` resolve.
+//! except files named `public_*.slt`, which see a session for public users. Their owner's
+//! setup is the file beside them named `<name>.init.sql`, run with the owner's rights
+//! first, as `dfanon --public --init` does; its `-- public-table: NAME`,
+//! `-- public-method: NAME`, `-- public-min-k: K`, `-- public-qi: COLUMNS` and
+//! `-- epsilon-budget: E` lines set the public policy. Run from the crate root (cargo does
+//! this), so paths like `tests/data/adult/...` resolve.
 
 use std::path::PathBuf;
 
@@ -112,16 +116,24 @@ fn run_file(path: PathBuf) -> Result<(), Failed> {
     let public = path
         .file_name()
         .is_some_and(|n| n.to_string_lossy().starts_with("public_"));
+    let init = path.with_extension("init.sql");
     runtime.block_on(async move {
-        let mut runner = Runner::new(|| async move {
-            let ctx = SessionContext::new();
-            let options = if public {
-                datafusion_anonymize::RegisterOptions::default()
-            } else {
-                datafusion_anonymize::RegisterOptions::owner()
-            };
-            datafusion_anonymize::register_with(&ctx, options).map_err(DbError::from)?;
-            Ok(Db { ctx })
+        let mut runner = Runner::new(|| {
+            let init = init.clone();
+            async move {
+                let ctx = SessionContext::new();
+                let owner = datafusion_anonymize::RegisterOptions::owner();
+                datafusion_anonymize::register_with(&ctx, owner).map_err(DbError::from)?;
+                if !public {
+                    return Ok(Db { ctx });
+                }
+                let setup = std::fs::read_to_string(&init)
+                    .map_err(|e| DbError(format!("{}: {e}", init.display())))?;
+                datafusion_anonymize::sql::script::run_script(&ctx, &setup).await?;
+                let options = public_options(&setup)?;
+                let ctx = datafusion_anonymize::public_session(&ctx, options)?;
+                Ok(Db { ctx })
+            }
         });
         runner.with_column_validator(|_, _| true);
         runner
@@ -129,6 +141,39 @@ fn run_file(path: PathBuf) -> Result<(), Failed> {
             .await
             .map_err(|e| Failed::from(format!("{}", e.display(true))))
     })
+}
+
+/// The public policy an init file declares in its `-- key: value` lines.
+fn public_options(setup: &str) -> Result<datafusion_anonymize::RegisterOptions, DbError> {
+    let mut policy = datafusion_anonymize::PublicPolicy::default();
+    let mut methods = Vec::new();
+    let mut epsilon_budget = f64::INFINITY;
+    for line in setup.lines() {
+        let Some((key, value)) = line
+            .strip_prefix("-- ")
+            .and_then(|rest| rest.split_once(": "))
+        else {
+            continue;
+        };
+        let bad = |e: &dyn std::fmt::Display| DbError(format!("init line '{line}': {e}"));
+        match key {
+            "public-table" => policy.tables.push(value.to_string()),
+            "public-method" => methods.push(value.to_string()),
+            "public-min-k" => policy.min_k = Some(value.parse().map_err(|e| bad(&e))?),
+            "public-qi" => {
+                policy.syntactic_qi = Some(value.split(',').map(|c| c.trim().to_string()).collect())
+            }
+            "epsilon-budget" => epsilon_budget = value.parse().map_err(|e| bad(&e))?,
+            _ => {}
+        }
+    }
+    if !methods.is_empty() {
+        policy.methods = methods;
+    }
+    Ok(datafusion_anonymize::RegisterOptions::public(
+        policy,
+        epsilon_budget,
+    ))
 }
 
 fn main() {

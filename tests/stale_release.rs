@@ -57,7 +57,7 @@ async fn uncached_listing_session() -> Result<SessionContext> {
 }
 
 async fn session_with(ctx: SessionContext) -> Result<SessionContext> {
-    datafusion_anonymize::register(&ctx)?;
+    datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;
     run(
         &ctx,
         "CREATE TABLE src_hierarchy_age(v VARCHAR, l1 VARCHAR) AS VALUES ('30', '*'), ('40', '*'), ('50', '*')",

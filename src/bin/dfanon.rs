@@ -12,7 +12,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{FairSpillPool, GreedyMemoryPool, MemoryPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use datafusion_anonymize::{register_with, Access, RegisterOptions};
+use datafusion_anonymize::{register_with, Access, PublicPolicy, RegisterOptions};
 use datafusion_cli::exec;
 use datafusion_cli::functions::ParquetMetadataFunc;
 use datafusion_cli::object_storage::instrumented::InstrumentedObjectStoreRegistry;
@@ -82,12 +82,48 @@ struct Args {
     #[clap(long)]
     no_progress: bool,
 
-    /// Register the functions for public users, as an embedding service does by default:
-    /// no owner-only functions (diagnostics, information loss, warnings) and no
-    /// `SET anonymize.*` (the budget settings come from the --epsilon-budget,
-    /// --delta-budget and --ledger options).
+    /// Run the session for public users, as an embedding service does by default: the
+    /// owner's setup comes from --init files; what follows (-c, -f, the REPL) reaches only
+    /// releases and the tables declared with --public-table, cannot create, change or copy
+    /// anything, has no owner-only functions and no `SET anonymize.*` (the budget settings
+    /// come from --epsilon-budget, --delta-budget and --ledger; without --epsilon-budget
+    /// nothing is released), and may not give `seed` or `max_release_rows`.
     #[clap(long)]
     public: bool,
+
+    /// SQL file run with the data owner's rights before anything else (repeatable): with
+    /// --public, the owner's setup (sources, hierarchies, views) before the public session
+    /// starts.
+    #[clap(long = "init", value_name = "FILE", value_parser(parse_valid_file))]
+    init: Vec<String>,
+
+    /// A table public users may read and name as a hierarchy (repeatable; `*` at the end
+    /// matches any suffix, e.g. 'nps_hierarchy_*'). Only with --public.
+    #[clap(long = "public-table", value_name = "NAME")]
+    public_tables: Vec<String>,
+
+    /// A method public users may call (repeatable; default: dp_histogram and safepub, the
+    /// methods whose whole release is differentially private). Only with --public.
+    #[clap(long = "public-method", value_name = "METHOD")]
+    public_methods: Vec<String>,
+
+    /// Smallest k of a public call of a syntactic method (kanon, upa); with --public-qi,
+    /// needed before those methods can be enabled.
+    #[clap(long = "public-min-k", value_name = "K")]
+    public_min_k: Option<u64>,
+
+    /// The quasi-identifiers every public call of a syntactic method must name, as
+    /// 'col, col, ...'.
+    #[clap(long = "public-qi", value_name = "COLUMNS")]
+    public_qi: Option<String>,
+
+    /// Smallest epsilon of one public release (default 0.01).
+    #[clap(long = "public-min-epsilon", value_name = "EPSILON")]
+    public_min_epsilon: Option<f64>,
+
+    /// Most rows of one public release (default 10000000).
+    #[clap(long = "public-max-release-rows", value_name = "ROWS")]
+    public_max_release_rows: Option<u64>,
 
     /// Total epsilon each source table may spend (default: unlimited).
     #[clap(long, value_parser = parse_epsilon_budget)]
@@ -147,6 +183,52 @@ fn parse_delta_budget(text: &str) -> std::result::Result<f64, String> {
 
 fn budget_limit(key: &str, text: &str) -> std::result::Result<f64, String> {
     datafusion_anonymize::budget::config::parse_limit(key, text).map_err(|e| e.strip_backtrace())
+}
+
+/// The public users' policy from the --public-* options.
+fn public_policy(args: &Args) -> Result<PublicPolicy> {
+    let mut policy = PublicPolicy {
+        tables: args.public_tables.clone(),
+        min_k: args.public_min_k,
+        syntactic_qi: args.public_qi.as_ref().map(|qi| {
+            qi.split(',')
+                .map(|c| c.trim().to_string())
+                .filter(|c| !c.is_empty())
+                .collect()
+        }),
+        ..PublicPolicy::default()
+    };
+    if !args.public_methods.is_empty() {
+        policy.methods = args
+            .public_methods
+            .iter()
+            .map(|m| m.trim().to_ascii_lowercase())
+            .collect();
+    }
+    for method in &policy.methods {
+        if datafusion_anonymize::method::find_method(method).is_none() {
+            return Err(DataFusionError::Configuration(format!(
+                "--public-method '{method}' is not a method; methods: {}",
+                datafusion_anonymize::method::METHODS
+                    .iter()
+                    .map(|m| m.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
+    if let Some(epsilon) = args.public_min_epsilon {
+        if !(epsilon.is_finite() && epsilon > 0.0) {
+            return Err(DataFusionError::Configuration(format!(
+                "--public-min-epsilon must be a number > 0, got {epsilon}"
+            )));
+        }
+        policy.min_epsilon = epsilon;
+    }
+    if let Some(rows) = args.public_max_release_rows {
+        policy.max_release_rows = rows;
+    }
+    Ok(policy)
 }
 
 /// Rows shown: as given, else 40 for the table format and all rows for every other format
@@ -235,8 +317,13 @@ async fn run() -> Result<()> {
         runtime = runtime.with_memory_pool(pool);
     }
     let runtime = runtime.build_arc()?;
-    let ctx = SessionContext::new_with_config_rt(config, runtime).enable_url_table();
-    ctx.register_udtf("parquet_metadata", Arc::new(ParquetMetadataFunc {}));
+    let owner = SessionContext::new_with_config_rt(config, runtime);
+    let owner = if args.public {
+        owner
+    } else {
+        owner.register_udtf("parquet_metadata", Arc::new(ParquetMetadataFunc {}));
+        owner.enable_url_table()
+    };
     let show_progress = !args.no_progress && !args.quiet && std::io::stderr().is_terminal();
     let mut budget = datafusion_anonymize::budget::config::AnonymizeOptions::default();
     if let Some(limit) = args.epsilon_budget {
@@ -246,6 +333,22 @@ async fn run() -> Result<()> {
         budget.delta_budget = limit;
     }
     budget.ledger_path = args.ledger.clone();
+    let public_requested = !args.public_tables.is_empty()
+        || !args.public_methods.is_empty()
+        || args.public_min_k.is_some()
+        || args.public_qi.is_some()
+        || args.public_min_epsilon.is_some()
+        || args.public_max_release_rows.is_some();
+    if public_requested && !args.public {
+        return Err(DataFusionError::Configuration(
+            "the --public-* options describe a session for public users: add --public".into(),
+        ));
+    }
+    if args.public && !budget.epsilon_budget.is_finite() && !args.quiet {
+        eprintln!(
+            "Note: no --epsilon-budget was given, so this public session releases nothing (every anonymize call is refused until the data owner sets a budget)."
+        );
+    }
     let options = RegisterOptions {
         progress: show_progress.then(progress_callback),
         access: if args.public {
@@ -255,6 +358,40 @@ async fn run() -> Result<()> {
         },
         budget,
         max_release_rows: None,
+        public: public_policy(&args)?,
+    };
+    let print_options = PrintOptions {
+        format: args.format.clone(),
+        quiet: args.quiet,
+        maxrows: effective_maxrows(&args.format, args.maxrows),
+        color: args.color,
+        instrumented_registry: registry.clone(),
+    };
+    // The session is registered for the data owner first (unless it goes to a cluster,
+    // whose connection registers its own functions), so the --init files can use every
+    // function; with --public, the public session is then built over the owner's tables.
+    #[cfg(feature = "ballista")]
+    let distributed = args.ballista.is_some();
+    #[cfg(not(feature = "ballista"))]
+    let distributed = false;
+    let ctx = owner;
+    if !distributed {
+        let owner_options = match args.public {
+            true => RegisterOptions {
+                access: Access::Owner,
+                public: PublicPolicy::default(),
+                ..options.clone()
+            },
+            false => options.clone(),
+        };
+        register_with(&ctx, owner_options)?;
+    }
+    if !args.init.is_empty() {
+        exec::exec_from_files(&ctx, args.init.clone(), &print_options).await?;
+    }
+    let ctx = match args.public && !distributed {
+        true => datafusion_anonymize::public_session(&ctx, options.clone())?,
+        false => ctx,
     };
     #[cfg(feature = "ballista")]
     let ctx = match &args.ballista {
@@ -267,22 +404,12 @@ async fn run() -> Result<()> {
             }
             ctx
         }
-        None => {
-            register_with(&ctx, options)?;
-            ctx
-        }
+        None => ctx,
     };
     #[cfg(not(feature = "ballista"))]
-    register_with(&ctx, options)?;
+    drop(options);
 
-    let maxrows = effective_maxrows(&args.format, args.maxrows);
-    let mut print_options = PrintOptions {
-        format: args.format,
-        quiet: args.quiet,
-        maxrows,
-        color: args.color,
-        instrumented_registry: registry,
-    };
+    let mut print_options = print_options;
     if args.command.is_empty() && args.file.is_empty() {
         return exec::exec_from_repl(&ctx, &mut print_options)
             .await

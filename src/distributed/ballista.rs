@@ -150,7 +150,8 @@ pub async fn connect(
 pub fn cluster_state(config: SessionConfig) -> Result<SessionState> {
     let state = ballista_core::utils::default_session_builder(with_codecs(config))?;
     let ctx = SessionContext::new_with_state(state);
-    register_with(&ctx, RegisterOptions::default())?;
+    // No SQL user reaches a scheduler or executor: plans arrive from clients.
+    register_with(&ctx, RegisterOptions::owner())?;
     Ok(ctx.state())
 }
 

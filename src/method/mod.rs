@@ -191,7 +191,7 @@ pub const SEED: ParamSpec = ParamSpec::new(
     "seed",
     ParamKind::Integer,
     ParamDefault::Optional("none: seeded from the operating system"),
-    "fixed random seed, for tests and reproduction only (marked in the metadata)",
+    "fixed random seed, for the data owner's tests and reproduction only: the release then has no privacy guarantee (its metadata says so; the budget is still charged); refused in sessions for public users",
 );
 
 /// `max_nodes` of the methods that evaluate every lattice node.

@@ -20,6 +20,7 @@ use super::help_fn::HelpFunction;
 use super::hierarchy_fns::{IntervalHierarchyFunction, MaskHierarchyFunction};
 use super::planner::SqlTableFunction;
 use super::upa_truthful::UpaTruthfulFunction;
+use crate::public::PublicRules;
 use crate::{Access, RegisterOptions};
 
 /// Every view of a release, one `anonymize*` table function each.
@@ -49,7 +50,13 @@ impl FunctionCatalog {
     /// Builds every function; the `anonymize*` functions share one release cache and
     /// privacy ledger, which `privacy_budget()` reads.
     pub fn new(options: &RegisterOptions) -> Self {
-        let cache = Arc::new(ReleaseCache::new(options.max_release_rows));
+        Self::build(options, None)
+    }
+
+    /// [`FunctionCatalog::new`] for a registration whose releases check `public` (a public
+    /// registration; `None` for the data owner).
+    pub fn build(options: &RegisterOptions, public: Option<Arc<PublicRules>>) -> Self {
+        let cache = Arc::new(ReleaseCache::new(options.max_release_rows, public));
         cache.set_progress(options.progress.clone());
         let ledger = cache.ledger();
         let help = Arc::new(HelpFunction::default());

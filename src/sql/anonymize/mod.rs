@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use datafusion::catalog::TableProvider;
-use datafusion::common::{plan_err, Result};
+use datafusion::common::{exec_err, plan_err, DataFusionError, Result};
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 use tokio::sync::OnceCell;
@@ -27,6 +27,7 @@ use crate::budget::charge_release;
 use crate::budget::ledger::Ledger;
 use crate::engine::{self, AnonymizeRequest, ReleaseOutput};
 use crate::progress::ProgressFn;
+use crate::public::{PublicRules, PUBLIC_FAILURE};
 use crate::release::{interval_means_schema, ReleaseRowLimit};
 use request::build_request;
 pub use request::{ANONYMIZE_PARAMS, COMMON_PARAMS};
@@ -65,6 +66,8 @@ pub struct ReleaseCache {
     ledger: Arc<Ledger>,
     /// The registration's ceiling of `max_release_rows`.
     max_release_rows: Option<u64>,
+    /// The rules of a public registration; `None` for the data owner.
+    public: Option<Arc<PublicRules>>,
 }
 
 impl std::fmt::Debug for ReleaseCache {
@@ -74,10 +77,12 @@ impl std::fmt::Debug for ReleaseCache {
 }
 
 impl ReleaseCache {
-    /// An empty cache whose calls may not allow more than `max_release_rows` rows.
-    pub fn new(max_release_rows: Option<u64>) -> Self {
+    /// An empty cache whose calls may not allow more than `max_release_rows` rows, for a
+    /// public registration when `public` is given.
+    pub fn new(max_release_rows: Option<u64>, public: Option<Arc<PublicRules>>) -> Self {
         Self {
             max_release_rows,
+            public,
             ..Self::default()
         }
     }
@@ -196,7 +201,11 @@ impl SqlTableFunction for AnonymizeFunction {
         context: &mut dyn RelationPlannerContext,
     ) -> Result<Arc<dyn TableProvider>> {
         let bound = bind(self.name(), &ANONYMIZE_PARAMS, &["source"], args)?;
-        let request = build_request(self.name(), &bound, context)?;
+        let public = self.cache.public.as_deref();
+        if let Some(rules) = public {
+            rules.check_arguments(self.name(), bound.names())?;
+        }
+        let request = build_request(self.name(), &bound, context, public)?;
         let limit = ReleaseRowLimit {
             given: request.max_release_rows,
             ceiling: self.cache.max_release_rows,
@@ -274,6 +283,8 @@ impl BatchProducer for ReleaseProducer {
         let output = cell
             .get_or_try_init(|| async {
                 // Charged once, before anything is drawn; refunded if nothing is released.
+                // A seeded release (owner sessions only) has no privacy guarantee but is
+                // charged all the same: charging more never weakens the ledger.
                 let request = &self.entry.request;
                 let charge = charge_release(
                     &self.cache.ledger,
@@ -283,9 +294,28 @@ impl BatchProducer for ReleaseProducer {
                 )?;
                 let computed =
                     engine::compute_release(&self.entry.request, state, progress, self.limit);
-                match computed.await {
-                    Ok(output) => Ok(Arc::new(output)),
-                    Err(e) => Err(charge.refund(e)),
+                match (computed.await, &self.cache.public) {
+                    (Ok(output), None) => Ok(Arc::new(output)),
+                    (Err(e), None) => Err(charge.refund(e)),
+                    // A public user learns nothing from why a release failed: the refusal
+                    // is the same for every cause, and refunded (its causes are the
+                    // arguments, the public declarations and, for a source left without
+                    // usable records, the one bit the threat model states).
+                    (Err(_), Some(_)) => {
+                        Err(charge.refund(DataFusionError::Execution(PUBLIC_FAILURE.into())))
+                    }
+                    // The ceiling is checked on the released rows, a function of the
+                    // release itself: the refusal reveals nothing beyond it, and the
+                    // charge stays (the draw happened).
+                    (Ok(output), Some(rules)) => {
+                        if output.rows.row_count() > rules.max_release_rows() {
+                            return exec_err!(
+                                "anonymize(): this release has more rows than public users may receive in this session ({}); its budget was spent. Use a larger epsilon or fewer quasi-identifier levels",
+                                rules.max_release_rows()
+                            );
+                        }
+                        Ok(Arc::new(output))
+                    }
                 }
             })
             .await?;

@@ -14,6 +14,7 @@ use super::names::{parse_list, ListName};
 use crate::engine::{AnonymizeRequest, QiSpec, SensitiveSpec};
 use crate::method::{find_method, Method, MethodArgs, MethodSpec, METHODS};
 use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
+use crate::public::PublicRules;
 use crate::sql::args::BoundArgs;
 
 /// Name of the default method.
@@ -55,7 +56,7 @@ pub const COMMON_PARAMS: &[ParamSpec] = &[
         "max_release_rows",
         ParamKind::Count,
         ParamDefault::Optional("10 x the input rows, at least 100000"),
-        "largest number of rows the release may have: a release whose size bound, computed before anything is drawn, is larger is refused (e.g. a tiny epsilon making IPA add millions of counterfeits)",
+        "largest number of rows the release may have: a release whose size bound, computed before anything is drawn, is larger is refused (e.g. a tiny epsilon making IPA add millions of counterfeits); in sessions for public users the data owner sets it and it cannot be given",
     ),
 ];
 
@@ -112,10 +113,15 @@ fn leak(text: String) -> &'static str {
 }
 
 /// Builds the request of one call of `function` (`anonymize` or one of its views).
+///
+/// For a public registration (`public`), the source is looked up in the owner's catalog,
+/// hierarchies only among the declared public tables, and the call is checked against the
+/// owner's policy.
 pub fn build_request(
     function: &str,
     args: &BoundArgs,
     context: &mut dyn RelationPlannerContext,
+    public: Option<&PublicRules>,
 ) -> Result<AnonymizeRequest> {
     let common = ParamValues::parse(function, "every method", COMMON_PARAMS, args.values())?;
     let method_name = common.text("method")?;
@@ -134,13 +140,24 @@ pub fn build_request(
     let values = ParamValues::parse(function, &context_text, method.params, args.values())?;
 
     let source_name = common.text("source")?.to_string();
-    let source = resolve_table(function, context, &source_name, "source table")?;
+    let source = match public {
+        None => resolve_table(function, context, &source_name, "source table")?,
+        Some(rules) => match rules.source(&source_name)? {
+            Some(table) => table,
+            None => return plan_err!("{function}(): source table '{source_name}' not found"),
+        },
+    };
     let schema = source.schema();
-    let qi = resolve_qi(function, context, &source_name, &schema, common.text("qi")?)?;
+    let tables = Tables {
+        function,
+        source: &source,
+        public,
+    };
+    let qi = resolve_qi(&tables, context, &source_name, &schema, common.text("qi")?)?;
     let (sensitive, sensitive_param) = match sensitive_text(function, &common)? {
         None => (Vec::new(), "sensitive"),
         Some((name, text)) => (
-            resolve_sensitive(function, context, &source_name, &schema, &qi, name, text)?,
+            resolve_sensitive(&tables, context, &source_name, &schema, &qi, name, text)?,
             name,
         ),
     };
@@ -162,6 +179,15 @@ pub fn build_request(
     configured
         .check_sensitive(&sensitive)
         .map_err(|e| prefix_error(function, e))?;
+    if let Some(rules) = public {
+        rules.check_method(
+            function,
+            method.name,
+            configured.budget(),
+            values.opt_u64("k"),
+            &qi_columns,
+        )?;
+    }
 
     let dropped: Vec<String> = schema
         .fields()
@@ -181,6 +207,7 @@ pub fn build_request(
         seed,
         method: configured,
         max_release_rows: common.opt_u64("max_release_rows"),
+        public: public.is_some(),
     })
 }
 
@@ -254,6 +281,34 @@ fn resolve_table(
     }
 }
 
+/// Where the tables of one call are found.
+struct Tables<'a> {
+    function: &'a str,
+    source: &'a Arc<dyn TableProvider>,
+    public: Option<&'a PublicRules>,
+}
+
+impl Tables<'_> {
+    /// The hierarchy table `name` of `column`; `None` when there is none. For a public
+    /// user only a declared public table other than the source, with one error text
+    /// whether or not an undeclared table of that name exists (nothing is read).
+    fn hierarchy(
+        &self,
+        context: &mut dyn RelationPlannerContext,
+        name: &str,
+        column: &str,
+    ) -> Result<Option<Arc<dyn TableProvider>>> {
+        let found = crate::sql::resolve::resolve_table(context, name)?;
+        let Some(rules) = self.public else {
+            return Ok(found);
+        };
+        match found {
+            Some(table) if !Arc::ptr_eq(&table, self.source) => Ok(Some(table)),
+            _ => Err(rules.undeclared_hierarchy(self.function, name, column)),
+        }
+    }
+}
+
 /// Finds a column: a quoted name by its exact spelling; a plain name by its exact spelling,
 /// else by a unique case-insensitive match.
 fn resolve_column(
@@ -299,12 +354,13 @@ fn resolve_column(
 /// Resolves `qi => 'col[:hierarchy], ...'` (grammar: the `names` module) to columns and
 /// hierarchy tables.
 fn resolve_qi(
-    function: &str,
+    tables: &Tables<'_>,
     context: &mut dyn RelationPlannerContext,
     source_name: &str,
     schema: &Schema,
     qi_text: &str,
 ) -> Result<Vec<QiSpec>> {
+    let function = tables.function;
     let table_part = source_name.rsplit('.').next().unwrap_or(source_name);
     let mut qi: Vec<QiSpec> = Vec::new();
     for item in parse_list("qi", qi_text, true).map_err(|e| prefix_error(function, e))? {
@@ -330,8 +386,7 @@ fn resolve_qi(
         if qi.iter().any(|q| q.column == column) {
             return plan_err!("{function}(): column '{column}' is listed twice in 'qi'");
         }
-        let Ok(hierarchy) = resolve_table(function, context, &hierarchy_name, "hierarchy table")
-        else {
+        let Some(hierarchy) = tables.hierarchy(context, &hierarchy_name, &column)? else {
             return plan_err!(
                 "{function}(): hierarchy table '{hierarchy_name}' for column '{column}' not found; create it (e.g. CREATE VIEW {hierarchy_name} AS SELECT * FROM interval_hierarchy(...)) or name one with qi => '{column}:<table>'"
             );
@@ -368,7 +423,7 @@ fn sensitive_text<'a>(
 /// at least one column, none of them a quasi-identifier or listed twice; a hierarchy table
 /// only where one is named.
 fn resolve_sensitive(
-    function: &str,
+    tables: &Tables<'_>,
     context: &mut dyn RelationPlannerContext,
     source_name: &str,
     schema: &Schema,
@@ -376,6 +431,7 @@ fn resolve_sensitive(
     param: &str,
     text: &str,
 ) -> Result<Vec<SensitiveSpec>> {
+    let function = tables.function;
     let mut out: Vec<SensitiveSpec> = Vec::new();
     for item in parse_list(param, text, true).map_err(|e| prefix_error(function, e))? {
         if item.column.text.is_empty() {
@@ -406,7 +462,7 @@ fn resolve_sensitive(
         let hierarchy = match hierarchy_name {
             None => None,
             Some(h) => {
-                let Ok(table) = resolve_table(function, context, &h, "hierarchy table") else {
+                let Some(table) = tables.hierarchy(context, &h, &name)? else {
                     return plan_err!(
                         "{function}(): hierarchy table '{h}' for sensitive column '{name}' not found"
                     );

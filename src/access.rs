@@ -1,0 +1,156 @@
+//! Who the SQL users of a registration are ([`Access`]), the options of
+//! [`crate::register_with`] ([`RegisterOptions`]) and the data owner's policy for public
+//! users ([`PublicPolicy`]).
+
+use crate::budget::config::AnonymizeOptions;
+use crate::progress::ProgressFn;
+
+/// Who the SQL users of a registration are: it decides which functions exist, which tables
+/// SQL can reach and whether SQL can change the privacy-budget settings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Access {
+    /// Analysts or the public (the default of [`crate::register`]); the threat model of
+    /// `docs/METHODS.md` ("Who the adversary is") applies. The session reaches only what
+    /// the owner published ([`PublicPolicy`]): releases and their public metadata, and the
+    /// tables declared public. Sources are reached only through `anonymize(...)`; no
+    /// statement creates, changes, copies or drops anything; owner-only functions (exact
+    /// counts of the raw data) do not exist; `seed` and `max_release_rows` are refused;
+    /// errors say nothing about the data; the `anonymize.*` budget settings are the ones
+    /// given in [`RegisterOptions::budget`], and a release needs a finite ε budget.
+    #[default]
+    Public,
+    /// The data owner (what `dfanon` registers unless started with `--public`): every
+    /// function, every table, detailed errors, and `SET anonymize.*` changes the budget
+    /// settings of the session (never lowering what was spent; see the `budget` module).
+    Owner,
+}
+
+/// The data owner's policy for the public users of a registration ([`Access::Public`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PublicPolicy {
+    /// Tables public users may read and name as hierarchies: exact table names, or a
+    /// prefix followed by `*` (`nps_hierarchy_*`). Every other table of the session is
+    /// invisible to SQL; `anonymize(...)` still reads the sources, which are the tables
+    /// the session had when it was registered.
+    pub tables: Vec<String>,
+    /// The methods public users may call (default: the methods whose whole release is
+    /// differentially private, `dp_histogram` and `safepub`).
+    pub methods: Vec<String>,
+    /// Smallest `k` a call of a syntactic method (`kanon`, `upa`) may use; syntactic
+    /// methods are refused unless it and [`PublicPolicy::syntactic_qi`] are set.
+    pub min_k: Option<u64>,
+    /// The quasi-identifiers every call of a syntactic method must name, exactly (in any
+    /// order).
+    pub syntactic_qi: Option<Vec<String>>,
+    /// Smallest ε one release of a differentially private method may spend (default
+    /// 0.01): a tiny ε makes noise and counterfeits grow without bound.
+    pub min_epsilon: f64,
+    /// Most rows one release may have (default 10,000,000). The check reads only the
+    /// released rows, after the draw, so the refusal is a function of the release; the
+    /// charge stays.
+    pub max_release_rows: u64,
+}
+
+/// The methods public users may call when the owner says nothing else.
+pub const DEFAULT_PUBLIC_METHODS: [&str; 2] = ["dp_histogram", "safepub"];
+
+/// Default [`PublicPolicy::min_epsilon`].
+pub const DEFAULT_PUBLIC_MIN_EPSILON: f64 = 0.01;
+
+/// Default [`PublicPolicy::max_release_rows`].
+pub const DEFAULT_PUBLIC_MAX_RELEASE_ROWS: u64 = 10_000_000;
+
+impl Default for PublicPolicy {
+    fn default() -> Self {
+        Self {
+            tables: Vec::new(),
+            methods: DEFAULT_PUBLIC_METHODS.iter().map(|m| m.to_string()).collect(),
+            min_k: None,
+            syntactic_qi: None,
+            min_epsilon: DEFAULT_PUBLIC_MIN_EPSILON,
+            max_release_rows: DEFAULT_PUBLIC_MAX_RELEASE_ROWS,
+        }
+    }
+}
+
+impl PublicPolicy {
+    /// Whether `table` (a table's name as registered) is declared public.
+    pub fn is_public_table(&self, table: &str) -> bool {
+        self.tables
+            .iter()
+            .any(|pattern| match pattern.strip_suffix('*') {
+                Some(prefix) => table.starts_with(prefix),
+                None => table == pattern,
+            })
+    }
+}
+
+/// Options for [`crate::register_with`].
+#[derive(Default, Clone)]
+pub struct RegisterOptions {
+    /// Called as long searches progress: `(phase, done, total)`.
+    pub progress: Option<ProgressFn>,
+    /// Who the SQL users are (default: [`Access::Public`]).
+    pub access: Access,
+    /// The budget settings (`anonymize.epsilon_budget`, `anonymize.delta_budget`,
+    /// `anonymize.ledger_path`): fixed for [`Access::Public`], initial values for
+    /// [`Access::Owner`]. Default: unlimited budgets, ledger in memory; a public
+    /// registration refuses to release until an ε budget is set.
+    pub budget: AnonymizeOptions,
+    /// Largest `max_release_rows` any owner call may use (default: no ceiling beyond each
+    /// call's own limit). Public registrations use [`PublicPolicy::max_release_rows`].
+    pub max_release_rows: Option<u64>,
+    /// What public users may reach and call ([`Access::Public`] only).
+    pub public: PublicPolicy,
+}
+
+impl std::fmt::Debug for RegisterOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegisterOptions")
+            .field("access", &self.access)
+            .field("budget", &self.budget)
+            .field("max_release_rows", &self.max_release_rows)
+            .field("public", &self.public)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RegisterOptions {
+    /// Options for the data owner: every function, budget settings changeable by SQL.
+    pub fn owner() -> Self {
+        Self {
+            access: Access::Owner,
+            ..Self::default()
+        }
+    }
+
+    /// Options for public users under `policy`, with an ε budget per source table.
+    pub fn public(policy: PublicPolicy, epsilon_budget: f64) -> Self {
+        let mut options = Self {
+            access: Access::Public,
+            public: policy,
+            ..Self::default()
+        };
+        options.budget.epsilon_budget = epsilon_budget;
+        options
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_tables_match_exactly_or_by_prefix() {
+        let policy = PublicPolicy {
+            tables: vec!["nps_hierarchy_*".into(), "codes".into()],
+            ..PublicPolicy::default()
+        };
+        assert!(policy.is_public_table("nps_hierarchy_age"));
+        assert!(policy.is_public_table("codes"));
+        assert!(!policy.is_public_table("codes2"));
+        assert!(!policy.is_public_table("nps"));
+        assert!(!policy.is_public_table("NPS_HIERARCHY_AGE"));
+        assert!(!PublicPolicy::default().is_public_table("nps"));
+    }
+}

@@ -1,0 +1,194 @@
+//! A session for public users answers neighbouring sources alike: every error and refusal
+//! a public user can provoke has the same text on a source and on the same source with one
+//! record added (a new class, a NULL, a value outside the hierarchy), and the only
+//! data-dependent outcome is the release itself.
+
+use datafusion::error::Result;
+use datafusion::prelude::SessionContext;
+use datafusion_anonymize::{public_session, register_with, PublicPolicy, RegisterOptions};
+
+const SETUP: &str = "
+CREATE TABLE t(age INT, sex VARCHAR, disease VARCHAR) AS VALUES (30, 'M', 'A'), (40, 'F', 'B'), (50, 'M', 'A'), (30, 'F', 'A'), (40, 'M', 'C'), (50, 'F', 'B'), (30, 'M', 'B'), (40, 'F', 'A');
+CREATE TABLE t_new_class AS SELECT * FROM t UNION ALL VALUES (50, 'M', 'Z');
+CREATE TABLE t_one_more AS SELECT * FROM t UNION ALL VALUES (30, 'M', 'A');
+CREATE TABLE t_null AS SELECT * FROM t UNION ALL VALUES (CAST(NULL AS INT), 'M', 'A');
+CREATE TABLE t_missing AS SELECT * FROM t UNION ALL VALUES (99, 'M', 'A');
+CREATE TABLE t_null_disease AS SELECT * FROM t UNION ALL VALUES (30, 'M', CAST(NULL AS VARCHAR));
+CREATE TABLE h_age(v VARCHAR, l1 VARCHAR, l2 VARCHAR) AS VALUES ('30', '[30-50)', '*'), ('40', '[30-50)', '*'), ('50', '[50-70)', '*');
+CREATE TABLE h_sex(v VARCHAR, l1 VARCHAR) AS VALUES ('M', '*'), ('F', '*');
+CREATE TABLE h_disease(v VARCHAR, l1 VARCHAR) AS VALUES ('A', '*'), ('B', '*'), ('C', '*');
+CREATE TABLE secret(v VARCHAR, l1 VARCHAR) AS VALUES ('30', '*'), ('40', '*'), ('50', '*');
+";
+
+const NEIGHBOURS: [&str; 5] = ["t_new_class", "t_one_more", "t_null", "t_missing", "t_null_disease"];
+
+async fn session(policy: PublicPolicy, epsilon_budget: f64) -> Result<SessionContext> {
+    let owner = SessionContext::new();
+    register_with(&owner, RegisterOptions::owner())?;
+    datafusion_anonymize::sql::script::run_script(&owner, SETUP).await?;
+    public_session(&owner, RegisterOptions::public(policy, epsilon_budget))
+}
+
+fn declared() -> PublicPolicy {
+    PublicPolicy {
+        tables: vec!["h_*".into()],
+        ..PublicPolicy::default()
+    }
+}
+
+/// `Ok(())` when the statement ran to the end, else its error text.
+async fn outcome(ctx: &SessionContext, sql: &str) -> std::result::Result<(), String> {
+    let run = async { ctx.sql(sql).await?.collect().await };
+    run.await.map(|_| ()).map_err(|e| e.strip_backtrace())
+}
+
+/// Probes whose outcome must not depend on the data at all: `{}` is the source.
+const REFUSED_PROBES: &[&str] = &[
+    "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease', seed => 1)",
+    "SELECT * FROM anonymize('{}', method => 'safepub', qi => 'age:h_age, sex:h_sex', seed => 7)",
+    "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease', max_release_rows => 1)",
+    "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease', max_release_rows => 30000000000)",
+    "SELECT * FROM anonymize('{}', method => 'kanon', qi => 'age:h_age, sex:h_sex', k => 1, suppression_limit => 0)",
+    "SELECT * FROM anonymize('{}', method => 'ipa', qi => 'age:h_age, sex:h_sex', informative => 'disease')",
+    "SELECT * FROM anonymize('{}', method => 'upa', qi => 'age:h_age, sex:h_sex', informative => 'disease')",
+    "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:{}, sex:h_sex', informative => 'disease')",
+    "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:secret, sex:h_sex', informative => 'disease')",
+    "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:t, sex:h_sex', informative => 'disease')",
+    "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:nothing_here, sex:h_sex', informative => 'disease')",
+    "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age', informative => 'disease')",
+    "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease:secret')",
+    "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease', epsilon => 2e-8)",
+    "SELECT * FROM {}",
+    "SELECT COUNT(*) FROM {}",
+    "DESCRIBE {}",
+    "COPY (SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease')) TO '/tmp/public_access_probe.csv'",
+    "CREATE VIEW v AS SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease')",
+];
+
+/// `text` with every mention of the source name (an argument the user typed, alone or in
+/// a default hierarchy name) replaced by `<source>`.
+fn without_source(text: &str, source: &str) -> String {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(source) {
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + source.len()..].chars().next();
+        let whole = !before.is_some_and(ident)
+            && (!after.is_some_and(ident) || rest[at + source.len()..].starts_with("_hierarchy_"));
+        out.push_str(&rest[..at]);
+        out.push_str(if whole { "<source>" } else { source });
+        rest = &rest[at + source.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[tokio::test]
+async fn refusals_are_the_same_on_neighbouring_sources() -> Result<()> {
+    let ctx = session(declared(), 1000.0).await?;
+    for probe in REFUSED_PROBES {
+        let base = outcome(&ctx, &probe.replace("{}", "t")).await;
+        assert!(base.is_err(), "{probe} ran for a public user");
+        for neighbour in NEIGHBOURS {
+            let other = outcome(&ctx, &probe.replace("{}", neighbour)).await;
+            let base = base.clone().map_err(|e| without_source(&e, "t"));
+            let shown = other.map_err(|e| without_source(&e, neighbour));
+            assert_eq!(base, shown, "{probe} on t and {neighbour}");
+        }
+    }
+    Ok(())
+}
+
+/// Releases of neighbouring sources: each either succeeds or fails with the ceiling's text,
+/// which depends only on the released rows (a function of the release); no other error.
+#[tokio::test]
+async fn releases_of_neighbours_fail_only_on_the_ceiling() -> Result<()> {
+    for ceiling in [1u64, 5, 8, 9, 10, 1_000] {
+        let policy = PublicPolicy {
+            max_release_rows: ceiling,
+            ..declared()
+        };
+        let ctx = session(policy, 1000.0).await?;
+        for source in std::iter::once("t").chain(NEIGHBOURS) {
+            for method in [
+                "method => 'dp_histogram', informative => 'disease'",
+                "method => 'dp_histogram', informative => 'disease:h_disease'",
+                "method => 'safepub', epsilon => 2",
+            ] {
+                let sql = format!(
+                    "SELECT COUNT(*) FROM anonymize('{source}', qi => 'age:h_age, sex:h_sex', {method})"
+                );
+                match outcome(&ctx, &sql).await {
+                    Ok(()) => {}
+                    Err(e) => assert_eq!(
+                        e,
+                        format!(
+                            "Execution error: anonymize(): this release has more rows than public users may receive in this session ({ceiling}); its budget was spent. Use a larger epsilon or fewer quasi-identifier levels"
+                        ),
+                        "{sql}"
+                    ),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_public_session_without_a_budget_releases_nothing() -> Result<()> {
+    let ctx = session(declared(), f64::INFINITY).await?;
+    let err = outcome(
+        &ctx,
+        "SELECT * FROM anonymize('t', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease')",
+    )
+    .await;
+    assert_eq!(
+        err,
+        Err("Error during planning: anonymize(): this session has no privacy budget, so it releases nothing: the data owner sets one with dfanon --epsilon-budget or RegisterOptions::budget".to_string())
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn syntactic_methods_need_the_owners_minimum_k_and_quasi_identifiers() -> Result<()> {
+    let policy = PublicPolicy {
+        methods: vec!["kanon".into()],
+        min_k: Some(3),
+        syntactic_qi: Some(vec!["sex".into(), "age".into()]),
+        ..declared()
+    };
+    let ctx = session(policy, 1000.0).await?;
+    let call = |k: u64, qi: &str| {
+        format!("SELECT * FROM anonymize('t', method => 'kanon', qi => '{qi}', k => {k})")
+    };
+    assert_eq!(
+        outcome(&ctx, &call(2, "age:h_age, sex:h_sex")).await,
+        Err("Error during planning: anonymize(): method 'kanon' needs k >= 3 in this session".into())
+    );
+    assert_eq!(
+        outcome(&ctx, &call(3, "age:h_age")).await,
+        Err("Error during planning: anonymize(): method 'kanon' must name exactly the quasi-identifiers 'sex', 'age' in this session".into())
+    );
+    assert_eq!(outcome(&ctx, &call(3, "age:h_age, sex:h_sex")).await, Ok(()));
+    Ok(())
+}
+
+/// The owner keeps detailed errors: the same NULL that a public release leaves out is
+/// named to the owner.
+#[tokio::test]
+async fn the_owner_still_sees_why() -> Result<()> {
+    let owner = SessionContext::new();
+    register_with(&owner, RegisterOptions::owner())?;
+    datafusion_anonymize::sql::script::run_script(&owner, SETUP).await?;
+    let err = outcome(
+        &owner,
+        "SELECT * FROM anonymize('t_null', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease')",
+    )
+    .await;
+    assert!(
+        err.as_ref().is_err_and(|e| e.contains("contains NULL values")),
+        "{err:?}"
+    );
+    Ok(())
+}
