@@ -5,23 +5,31 @@
 //!    sampling probability β = 1 − e^(−ε_anon) and the threshold k = d'(δ, β, ε_anon) are
 //!    computed with interval arithmetic so that the δ delivered never exceeds the request.
 //! 2. **Sampling** ([`sample`]): every record is kept with probability β (exact Bernoulli
-//!    trials on the histogram's counts).
+//!    trials on the histogram's counts). Two independent samples are drawn: one for the
+//!    search and one for the release (`search_sample => 'shared'`, the paper's behaviour,
+//!    searches the released sample instead).
 //! 3. **Search** ([`search`]): a top-down walk through the generalization lattice, each
 //!    step an exponential-mechanism choice at ε_search / steps among the predecessors of
-//!    the pivots so far, scored by one of the [`score`] functions on the sample
-//!    ([`partition`]).
-//! 4. **Release**: the sample generalized with the chosen scheme; every record whose class
-//!    has fewer than k sampled records is suppressed.
+//!    the pivots so far, scored by one of the [`score`] functions on the search's sample
+//!    ([`partition`]). The scheme released is the last pivot (`final_selection => 'best'`,
+//!    the paper's rule, takes the best-scoring one).
+//! 4. **Release**: the released sample generalized with the chosen scheme; every record
+//!    whose released form (generalized quasi-identifiers with its informative value) occurs
+//!    fewer than k times in that sample is suppressed.
+//!
+//! With the defaults the release is (ε_search + ε_anon, δ)-differentially private by
+//! sequential composition (docs/METHODS.md §2.12): the search is ε_search-DP on its own
+//! sample, and for every fixed scheme the release is (ε_anon, δ)-DP by SafePub's Theorem 3.
 //!
 //! # What a suppressed record becomes
 //!
 //! Suppressed records are removed from the release, not published as `*` rows. The
-//! privacy proof (Li, Qardaji & Su, SafePub Theorem 3) rests on a record in a class below
-//! k leaving the output unchanged; a row of `*` would publish the number of such records
-//! (and with it, on small data, whether a given record was sampled), which the theorem does
-//! not cover. The scores still count suppressed and unsampled records as `*`, as in the
-//! paper and ARX: that only affects which scheme is chosen and is covered by the
-//! sensitivities.
+//! privacy proof (Li, Qardaji & Su, SafePub Theorem 3) rests on a record whose released
+//! form occurs fewer than k times leaving the output unchanged; a row of `*` would publish
+//! the number of such records (and with it, on small data, whether a given record was
+//! sampled), which the theorem does not cover. The scores still count suppressed and
+//! unsampled records as `*`, as in the paper and ARX: that only affects which scheme is
+//! chosen and is covered by the sensitivities.
 
 mod params;
 pub mod partition;
@@ -45,7 +53,9 @@ use crate::privacy::safepub_params::{
 };
 use crate::release::ReleasedHistogram;
 pub use params::{SafePub, METHOD};
-use partition::{Evaluator, SampleData};
+use partition::{Evaluator, Partition, SampleData};
+pub use sample::SearchSample;
+use score::Evaluation;
 pub use score::ScoreFunction;
 pub use search::FinalSelection;
 use search::{top_down_search, SearchResult};
@@ -77,12 +87,16 @@ pub struct SafePubParams {
     pub score: ScoreFunction,
     /// Use k + 1 as ARX does.
     pub arx_compat: bool,
-    /// Best-scoring or last pivot.
+    /// Last pivot (default, proven) or best-scoring pivot (the paper's rule, not proven).
     pub final_selection: FinalSelection,
+    /// The search's own sample (default, proven) or the released one (the paper's).
+    pub search_sample: SearchSample,
 }
 
 impl SafePubParams {
-    /// Parameters with the paper's defaults for everything but ε and δ.
+    /// Parameters with the defaults for everything but ε and δ: the paper's ε_search,
+    /// steps and score, and the proven final selection (`last`) and search sample
+    /// (`independent`).
     pub fn with_defaults(epsilon: f64, delta: f64) -> Self {
         Self {
             epsilon,
@@ -91,8 +105,26 @@ impl SafePubParams {
             steps: DEFAULT_STEPS,
             score: ScoreFunction::Granularity,
             arx_compat: false,
-            final_selection: FinalSelection::Best,
+            final_selection: FinalSelection::default(),
+            search_sample: SearchSample::default(),
         }
+    }
+
+    /// The paper's and ARX's behaviour: the best-scoring pivot, searched on the released
+    /// sample. Its privacy is the paper's claim, not proven here.
+    pub fn paper(epsilon: f64, delta: f64) -> Self {
+        Self {
+            final_selection: FinalSelection::Best,
+            search_sample: SearchSample::Shared,
+            ..Self::with_defaults(epsilon, delta)
+        }
+    }
+
+    /// Whether the configuration is the one the privacy proof covers (docs/METHODS.md
+    /// §2.12): the last pivot of a search on an independent sample.
+    pub fn proven(&self) -> bool {
+        self.final_selection == FinalSelection::Last
+            && self.search_sample == SearchSample::Independent
     }
 
     /// ε of the sampling + suppression operator.
@@ -148,22 +180,27 @@ impl SafePubParams {
 pub struct SafePubResult {
     /// β, k and δ.
     pub calibration: SafePubCalibration,
-    /// The search and its pivots.
+    /// The search and its pivots (scored on the search's sample).
     pub search: SearchResult,
     /// The released histogram.
     pub release: ReleasedHistogram,
+    /// The chosen scheme evaluated on the released sample (its `kept` is the number of
+    /// released rows).
+    pub released: Evaluation,
     /// Records in the input.
     pub input_rows: u64,
-    /// Records in the sample.
+    /// Records in the released sample.
     pub sampled: u64,
+    /// Records in the sample the search scored (the released one when it is shared).
+    pub search_sampled: u64,
     /// Upper bound on δ' at the smoothness ε'.
     pub smoothness_delta: f64,
 }
 
 impl SafePubResult {
-    /// Sampled records suppressed by the chosen scheme.
+    /// Records of the released sample suppressed by the chosen scheme.
     pub fn suppressed(&self) -> u64 {
-        self.sampled - self.search.evaluation.kept
+        self.sampled - self.released.kept
     }
 
     /// Whether more than [`SUPPRESSION_WARNING_SHARE`] of the sample was suppressed.
@@ -189,16 +226,28 @@ pub fn run_safepub(
         smoothness_delta(calibration.k, calibration.beta, params.smoothness_epsilon())?;
     let mut sample_rng = derive_child(rng);
     let mut search_rng = derive_child(rng);
+    let beta_num = beta_numerator(calibration.beta);
 
-    let sampled = sample::sample_histogram(
-        input.histogram,
-        beta_numerator(calibration.beta),
-        &mut sample_rng,
+    // The released sample, and the search's own sample drawn with independent randomness
+    // (the sequential composition of the search and the release needs it).
+    let sample = SampleData::new(
+        sample::sample_histogram(input.histogram, beta_num, &mut sample_rng),
+        input_rows,
     );
-    let sample = SampleData::new(sampled, input_rows);
+    let search_sample = match params.search_sample {
+        SearchSample::Shared => None,
+        SearchSample::Independent => {
+            let mut search_sample_rng = derive_child(rng);
+            Some(SampleData::new(
+                sample::sample_histogram(input.histogram, beta_num, &mut search_sample_rng),
+                input_rows,
+            ))
+        }
+    };
+    let scored = search_sample.as_ref().unwrap_or(&sample);
     let attrs = input.hierarchies.len();
     let mut evaluator = Evaluator::new(
-        &sample,
+        scored,
         input.hierarchies,
         input.lattice,
         calibration.k,
@@ -216,7 +265,10 @@ pub fn run_safepub(
         input.progress,
     )?;
 
-    // The release: the sample at the chosen scheme, classes below k removed.
+    // The release: the released sample at the chosen scheme; every released record
+    // (generalized quasi-identifiers with its informative value) occurring fewer than k
+    // times is removed.
+    let k = calibration.k;
     let node = &search.chosen;
     let rolled = sample
         .histogram
@@ -224,21 +276,41 @@ pub fn run_safepub(
     let mut release = ReleasedHistogram::new(node.clone(), attrs);
     let mut pairs: Vec<(u32, u64)> = Vec::new();
     for c in 0..rolled.class_count() {
-        if rolled.class_size(c) < calibration.k {
-            continue;
-        }
-        let codes: Vec<u32> = (0..attrs).map(|a| rolled.class_codes[a][c]).collect();
         pairs.clear();
         pairs.extend(
             (rolled.class_offsets[c]..rolled.class_offsets[c + 1])
-                .map(|p| (rolled.pair_values[p], rolled.pair_counts[p])),
+                .map(|p| (rolled.pair_values[p], rolled.pair_counts[p]))
+                .filter(|&(_, count)| count >= k),
         );
+        if pairs.is_empty() {
+            continue;
+        }
+        let codes: Vec<u32> = (0..attrs).map(|a| rolled.class_codes[a][c]).collect();
         release.push_class(&codes, &pairs, &[]);
     }
-    if release.row_count() != search.evaluation.kept {
+    // The same scheme through the scores' path on the released sample: the scores see
+    // exactly the release's suppression rule.
+    let released = Evaluator::new(
+        &sample,
+        input.hierarchies,
+        input.lattice,
+        k,
+        params.score,
+        input.value_domain,
+    )
+    .score_partition(&Partition::from_scratch(
+        &sample,
+        input.hierarchies,
+        node,
+        k,
+    ));
+    let shared_differs = search_sample.is_none()
+        && (released.kept, released.classes) != (search.evaluation.kept, search.evaluation.classes);
+    if release.row_count() != released.kept || shared_differs {
         return internal_err!(
-            "safepub: the release of {node:?} keeps {} records, the search scored {}",
+            "safepub: the release of {node:?} keeps {} records, its evaluation {}, the search's {}",
             release.row_count(),
+            released.kept,
             search.evaluation.kept
         );
     }
@@ -246,8 +318,10 @@ pub fn run_safepub(
         calibration,
         search,
         release,
+        released,
         input_rows,
         sampled: sample.sampled,
+        search_sampled: scored.sampled,
         smoothness_delta: smoothness,
     })
 }
@@ -271,38 +345,7 @@ pub fn safepub_metadata(
             c.k
         )
     };
-    let selection = match params.final_selection {
-        FinalSelection::Best => {
-            "The search returns the pivot with the best score, as in the paper and ARX. The paper \
-             counts this comparison as post-processing; strictly it is not, since the scores are \
-             computed on the sample (final_selection => 'last' returns the last pivot, a function \
-             of the private choices only)."
-        }
-        FinalSelection::Last => {
-            "The search returns its last pivot, a function of its differentially private choices \
-             only (Theorem 10)."
-        }
-    };
-    let guarantee = format!(
-        "({epsilon}, {delta:e})-differential privacy: epsilon = epsilon_anon + epsilon_search = {epsilon_anon} + {search}, \
-         delta = {delta:e} (an upper bound on d(k, beta, epsilon_anon), computed with interval arithmetic; requested {requested}). \
-         Probabilistic form: for neighbouring inputs (one record added or removed) the e^epsilon bound on output \
-         probabilities holds except with probability at most delta (SafePub, Bild, Kuhn & Prasser, Theorems 3, 4 and 10). \
-         Truthful: every released row is a real input record, kept by random sampling with probability beta = {beta}, \
-         its quasi-identifiers generalized to the chosen levels and its other released values unchanged; records in \
-         classes with fewer than k = {k} sampled records are removed, and no value is perturbed or invented. \
-         Smoothness (Theorem 11): the same release is also ({eps_prime}, {delta_prime:e})-differentially private. {selection} \
-         The exponential mechanism runs in floating point: its epsilon excess over this search is at most {excess:.1e}.",
-        epsilon = params.epsilon,
-        delta = c.delta_delivered,
-        search = params.epsilon_search,
-        requested = params.delta,
-        beta = c.beta,
-        k = c.k,
-        eps_prime = params.smoothness_epsilon(),
-        delta_prime = result.smoothness_delta,
-        excess = result.search.floating_point_excess(),
-    );
+    let guarantee = guarantee_text(params, result);
     let steps_run = result.search.steps.len().saturating_sub(1);
     let mut out: Vec<(String, String)> = vec![
         ("epsilon".into(), format!("{}", params.epsilon)),
@@ -330,11 +373,12 @@ pub fn safepub_metadata(
             ),
         ),
         ("final_selection".into(), params.final_selection.name().into()),
+        ("search_sample".into(), params.search_sample.name().into()),
         ("smoothness_epsilon".into(), format!("{}", params.smoothness_epsilon())),
         ("smoothness_delta".into(), format!("{:e}", result.smoothness_delta)),
         (
             "suppression".into(),
-            "records of classes with fewer than k sampled records are removed from the release (not released as '*')".into(),
+            "every released record (generalized quasi-identifiers with its informative value) that occurs fewer than k times in the sample is removed from the release (not released as '*')".into(),
         ),
         ("lattice_nodes".into(), lattice.len().to_string()),
         ("guarantee".into(), guarantee),
@@ -356,7 +400,85 @@ pub fn safepub_metadata(
     out
 }
 
-/// Schema of `anonymize_diagnostics` for SafePub: one row per search step.
+/// The `guarantee` metadata text. For the proven configuration (the defaults) it states
+/// exactly the theorem of docs/METHODS.md §2.12; otherwise it says plainly what is not
+/// proven.
+pub fn guarantee_text(params: &SafePubParams, result: &SafePubResult) -> String {
+    let c = &result.calibration;
+    let epsilon_anon = params.epsilon_anon();
+    let eps_prime = params.smoothness_epsilon();
+    let common = format!(
+        "delta = {delta:e} is an upper bound on d(k, beta, epsilon_anon) computed with interval arithmetic (requested {requested}). \
+         Probabilistic form: for neighbouring inputs (one record added or removed) the e^epsilon bound on output probabilities \
+         holds except with probability at most delta.",
+        delta = c.delta_delivered,
+        requested = params.delta,
+    );
+    let release_step = format!(
+        "the release step: a fresh random sample (each record kept with probability beta = {beta}), generalized to the \
+         chosen levels, every released record (generalized quasi-identifiers with its informative value) occurring fewer \
+         than k = {k} times removed",
+        beta = c.beta,
+        k = c.k,
+    );
+    let truthful = "Truthful: every released row is a real input record with its quasi-identifiers generalized; no value is \
+                    perturbed or invented.";
+    let excess = format!(
+        "The exponential mechanism runs in floating point: epsilon_search is exceeded by at most {:.1e}.",
+        result.search.floating_point_excess()
+    );
+    if params.proven() {
+        return format!(
+            "({epsilon}, {delta:e})-differential privacy, proven by sequential composition (docs/METHODS.md section 2.12): \
+             epsilon = epsilon_search + epsilon_anon = {search} + {epsilon_anon}. {common} \
+             (1) The search is epsilon_search-differentially private: it scores its own random sample (each record kept with \
+             probability beta, independently of the released sample), every step is the exponential mechanism at \
+             epsilon_search / steps with the score's sensitivity, and the released levels are its last pivot (SafePub Theorem 10). \
+             (2) For any fixed levels, {release_step}, is (epsilon_anon, delta)-differentially private (SafePub Theorems 3 and 4, \
+             from Li, Qardaji & Su); its randomness is independent of the search's. \
+             Covered: the released rows, the levels and everything computed from them; the 'warning' entry, when present, is \
+             one bit about the released sample outside this accounting. {truthful} \
+             Smoothness (Theorem 11): the release step is also ({eps_prime}, {delta_prime:e})-differentially private, so the \
+             whole release is ({eps_total}, {delta_prime:e})-differentially private by the same composition. {excess}",
+            epsilon = params.epsilon,
+            delta = c.delta_delivered,
+            search = params.epsilon_search,
+            delta_prime = result.smoothness_delta,
+            eps_total = params.epsilon_search + eps_prime,
+        );
+    }
+    let mut unproven = Vec::new();
+    if params.final_selection == FinalSelection::Best {
+        unproven.push(
+            "final_selection => 'best' returns the pivot with the best score, an exact comparison of scores computed on the \
+             data: the paper counts it as post-processing, but it is not a function of the private choices, so the levels \
+             are not covered by Theorem 10",
+        );
+    }
+    if params.search_sample == SearchSample::Shared {
+        unproven.push(
+            "search_sample => 'shared' scores the released sample itself (the paper's and ARX's behaviour): the search and \
+             the release share their randomness, so the sequential composition that adds epsilon_search and epsilon_anon \
+             does not apply",
+        );
+    }
+    format!(
+        "NOT PROVEN: ({epsilon}, {delta:e})-differential privacy with epsilon = epsilon_search + epsilon_anon = {search} + \
+         {epsilon_anon} is the paper's claim for this configuration; it is not proven here: {why}. The defaults \
+         (final_selection => 'last', search_sample => 'independent') are proven. What holds: for any fixed levels, \
+         {release_step}, is (epsilon_anon, delta)-differentially private (SafePub Theorems 3 and 4); here the levels depend on \
+         the data in a way no proof covers. {common} {truthful} {excess}",
+        epsilon = params.epsilon,
+        delta = c.delta_delivered,
+        search = params.epsilon_search,
+        why = unproven.join("; "),
+    )
+}
+
+/// Schema of `anonymize_diagnostics` for SafePub: one row per search step. `score`,
+/// `kept_records` and `classes` are the pivot's on the sample the search scored
+/// (`sampled_records` records); `released_sample_records` is the size of the released
+/// sample (the same sample when `search_sample => 'shared'`).
 pub fn safepub_diagnostics_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("step", DataType::UInt64, false),
@@ -368,6 +490,7 @@ pub fn safepub_diagnostics_schema() -> SchemaRef {
         Field::new("chosen", DataType::Boolean, false),
         Field::new("sampled_records", DataType::UInt64, false),
         Field::new("input_records", DataType::UInt64, false),
+        Field::new("released_sample_records", DataType::UInt64, false),
     ]))
 }
 
@@ -392,8 +515,9 @@ pub fn safepub_diagnostics_batch(result: &SafePubResult) -> Result<RecordBatch> 
         Arc::new(BooleanArray::from_iter(
             steps.iter().map(|s| Some(&s.pivot == chosen)),
         )),
-        u64s(&|_| result.sampled),
+        u64s(&|_| result.search_sampled),
         u64s(&|_| result.input_rows),
+        u64s(&|_| result.sampled),
     ];
     Ok(RecordBatch::try_new(safepub_diagnostics_schema(), columns)?)
 }

@@ -8,7 +8,8 @@ use datafusion::common::{plan_err, Result};
 
 use super::{
     run_safepub, safepub_diagnostics_batch, safepub_diagnostics_schema, safepub_metadata,
-    FinalSelection, SafePubParams, ScoreFunction, DEFAULT_EPSILON_SEARCH, DEFAULT_STEPS,
+    FinalSelection, SafePubParams, ScoreFunction, SearchSample, DEFAULT_EPSILON_SEARCH,
+    DEFAULT_STEPS,
 };
 use crate::budget::Cost;
 use crate::lattice::LevelBounds;
@@ -67,9 +68,15 @@ pub const METHOD: MethodSpec = MethodSpec {
         ),
         ParamSpec::new(
             "final_selection",
-            ParamKind::Choice(&["best", "last"]),
-            ParamDefault::Text("best"),
-            "'best' (best-scoring pivot, as in the paper) or 'last' (last pivot, a function of the private choices only)",
+            ParamKind::Choice(&["last", "best"]),
+            ParamDefault::Text("last"),
+            "'last' (the last pivot, a function of the private choices only: proven) or 'best' (the best-scoring pivot, as in the paper and ARX: not proven, the guarantee text says so)",
+        ),
+        ParamSpec::new(
+            "search_sample",
+            ParamKind::Choice(&["independent", "shared"]),
+            ParamDefault::Text("independent"),
+            "'independent' (the search scores its own random sample, independent of the released one: proven) or 'shared' (the search scores the released sample, as in the paper and ARX: not proven, the guarantee text says so)",
         ),
     ],
     refuses: &[],
@@ -84,6 +91,7 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
     params.score = ScoreFunction::parse(values.text("score")?)?;
     params.arx_compat = values.bool("arx_compat")?;
     params.final_selection = FinalSelection::parse(values.text("final_selection")?)?;
+    params.search_sample = SearchSample::parse(values.text("search_sample")?)?;
     if params.score == ScoreFunction::Classification && !args.has_informative {
         return plan_err!(
             "score 'classification' needs a class attribute: name it with informative => '<column>' (released unchanged, never generalized)"

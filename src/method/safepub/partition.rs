@@ -7,6 +7,11 @@
 //! refinement and are never visited again. Scoring a predecessor is one pass over the
 //! kept members of its pivot's partition: no roll-up of the sample from the leaves and no
 //! rescan of the source.
+//!
+//! With an informative column, a record is kept only when its (class, informative value)
+//! group holds at least k sampled records, as in the release; such a group also only splits
+//! in a refinement, so a partition holding every class of at least k records still holds
+//! every kept record.
 
 use std::collections::HashMap;
 
@@ -293,15 +298,20 @@ impl Grouper {
     }
 }
 
-/// Largest number of records sharing one informative value among the leaf classes of
-/// `units` of `partition`.
-fn majority(
+/// The records kept among the leaf classes of `units` of `partition` when every (class,
+/// informative value) group of fewer than `k` records is suppressed, and the largest kept
+/// group (the most frequent informative value among the kept records; 0 if none is kept).
+///
+/// A released record is its generalized quasi-identifiers *with* its informative value, so
+/// SafePub's Theorem 3 needs each such combination to occur at least k times.
+fn kept_by_value(
     sample: &SampleData,
     partition: &Partition,
     units: impl Iterator<Item = u32>,
+    k: u64,
     counts: &mut [u64],
     touched: &mut Vec<u32>,
-) -> u64 {
+) -> (u64, u64) {
     let h = &sample.histogram;
     for u in units {
         for &m in partition.unit_members(u as usize) {
@@ -314,13 +324,17 @@ fn majority(
             }
         }
     }
-    let mut best = 0;
+    let (mut kept, mut best) = (0, 0);
     for &v in touched.iter() {
-        best = best.max(counts[v as usize]);
+        let c = counts[v as usize];
+        if c >= k {
+            kept += c;
+            best = best.max(c);
+        }
         counts[v as usize] = 0;
     }
     touched.clear();
-    best
+    (kept, best)
 }
 
 /// Default memory the partitions of past pivots may hold (see [`Evaluator`]).
@@ -341,6 +355,8 @@ pub struct Evaluator<'a> {
     lattice: &'a Lattice,
     k: u64,
     function: ScoreFunction,
+    /// More than one informative value: records are kept per (class, value) group.
+    by_value: bool,
     tables: ScoreTables,
     partitions: HashMap<usize, (Partition, u64)>,
     /// Lattice index of each held partition by its last use.
@@ -358,7 +374,8 @@ pub struct Evaluator<'a> {
 
 impl<'a> Evaluator<'a> {
     /// An evaluator of `function` with threshold `k`; `value_domain` is the number of
-    /// informative values.
+    /// informative values. With more than one, a record is kept only when its class holds at
+    /// least `k` sampled records with its informative value (the release's rule).
     pub fn new(
         sample: &'a SampleData,
         hierarchies: &'a [&'a Hierarchy],
@@ -382,6 +399,7 @@ impl<'a> Evaluator<'a> {
             lattice,
             k,
             function,
+            by_value: value_domain > 1,
             tables: ScoreTables::new(hierarchies),
             partitions: HashMap::new(),
             recency: std::collections::BTreeMap::new(),
@@ -414,26 +432,24 @@ impl<'a> Evaluator<'a> {
             &partition.levels,
             sample.input_rows,
         );
-        let classify = self.function == ScoreFunction::Classification;
         for s in 0..partition.class_count() {
             let rep = partition.class_members(s)[0];
-            let best = if classify {
+            let (kept, best) = if self.by_value {
                 let units = partition.class_units(s);
-                majority(
+                kept_by_value(
                     sample,
                     partition,
                     units.start as u32..units.end as u32,
+                    self.k,
                     &mut self.value_counts,
                     &mut self.value_touched,
                 )
             } else {
-                0
+                (partition.class_sizes[s], partition.class_sizes[s])
             };
-            acc.add_class(
-                partition.class_sizes[s],
-                |a| maps[a][sample.leaf(a, rep) as usize],
-                best,
-            );
+            if kept > 0 {
+                acc.add_class(kept, |a| maps[a][sample.leaf(a, rep) as usize], best);
+            }
         }
         acc.finish()
     }
@@ -452,7 +468,7 @@ impl<'a> Evaluator<'a> {
         let weight = |u: u32| parent.unit_sizes[u as usize];
         let mut acc =
             ScoreAccumulator::new(self.function, &self.tables, &levels, sample.input_rows);
-        let classify = self.function == ScoreFunction::Classification;
+        let (by_value, k) = (self.by_value, self.k);
         let g = &mut self.classes;
         for s in 0..parent.class_count() {
             let units = parent.class_units(s);
@@ -462,46 +478,47 @@ impl<'a> Evaluator<'a> {
             }
             if units.len() == 1 || g.touched.len() == 1 {
                 // The whole class stays one class.
-                let best = if classify {
-                    majority(
+                let (kept, best) = if by_value {
+                    kept_by_value(
                         sample,
                         parent,
                         range,
+                        k,
                         &mut self.value_counts,
                         &mut self.value_touched,
                     )
                 } else {
-                    0
+                    (parent.class_sizes[s], parent.class_sizes[s])
                 };
-                let rep = first(units.start as u32);
-                acc.add_class(
-                    parent.class_sizes[s],
-                    |a| maps[a][sample.leaf(a, rep) as usize],
-                    best,
-                );
-            } else if classify {
+                if kept > 0 {
+                    let rep = first(units.start as u32);
+                    acc.add_class(kept, |a| maps[a][sample.leaf(a, rep) as usize], best);
+                }
+            } else if by_value {
                 g.group(range, code);
                 for &(c, start, end) in &g.runs {
-                    let size = g.size[c as usize];
-                    if size < self.k {
+                    if g.size[c as usize] < k {
                         continue;
                     }
-                    let best = majority(
+                    let (kept, best) = kept_by_value(
                         sample,
                         parent,
                         g.grouped[start..end].iter().copied(),
+                        k,
                         &mut self.value_counts,
                         &mut self.value_touched,
                     );
-                    let rep = first(g.rep[c as usize]);
-                    acc.add_class(size, |a| maps[a][sample.leaf(a, rep) as usize], best);
+                    if kept > 0 {
+                        let rep = first(g.rep[c as usize]);
+                        acc.add_class(kept, |a| maps[a][sample.leaf(a, rep) as usize], best);
+                    }
                 }
             } else {
                 for &c in &g.touched {
                     let size = g.size[c as usize];
-                    if size >= self.k {
+                    if size >= k {
                         let rep = first(g.rep[c as usize]);
-                        acc.add_class(size, |a| maps[a][sample.leaf(a, rep) as usize], 0);
+                        acc.add_class(size, |a| maps[a][sample.leaf(a, rep) as usize], size);
                     }
                 }
             }

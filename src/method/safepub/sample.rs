@@ -54,3 +54,36 @@ pub fn sample_histogram(
         pair_counts,
     }
 }
+
+/// Which records the search scores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SearchSample {
+    /// A second β-sample drawn independently of the released one (the default): the search
+    /// and the release use independent randomness, so their budgets compose sequentially.
+    #[default]
+    Independent,
+    /// The released sample itself (the paper's and ARX's behaviour): the search and the
+    /// release share their randomness, which the sequential composition does not cover.
+    Shared,
+}
+
+impl SearchSample {
+    /// Parses `independent` or `shared`.
+    pub fn parse(text: &str) -> datafusion::common::Result<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "independent" => Ok(Self::Independent),
+            "shared" => Ok(Self::Shared),
+            other => datafusion::common::plan_err!(
+                "unknown search_sample '{other}' for method 'safepub'; valid: 'independent', 'shared'"
+            ),
+        }
+    }
+
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Independent => "independent",
+            Self::Shared => "shared",
+        }
+    }
+}

@@ -1,15 +1,19 @@
 //! SafePub's score functions (Section 5, Theorems 6–9) and their sensitivities.
 //!
 //! A score is evaluated on `S(D)`, the output of the anonymization operator for one
-//! generalization scheme: the kept classes (at least k records each) plus every suppressed
-//! record. Records left out by the sampling count as suppressed too (as in ARX), so the
-//! dataset a score sees always has `N` = the number of input records. Higher is better.
+//! generalization scheme: the kept records plus every suppressed record. A record is kept
+//! when its released form (generalized quasi-identifiers with its informative value, if
+//! any) occurs at least k times among the sampled records, exactly as in the release; a
+//! class `E` below is a set of kept records with equal generalized quasi-identifiers.
+//! Records left out by the sampling count as suppressed too (as in ARX), so the dataset a
+//! score sees always has `N` = the number of input records. Higher is better. The
+//! sensitivities are proven for this suppression rule in docs/METHODS.md (§2.6).
 //!
 //! | function | score | sensitivity |
 //! |---|---|---|
 //! | `granularity` (ARX: Loss) | `−Σ_records Σ_i leaves_i(r_i)/|Ω_i|`, a suppressed cell counts 1 | `(k−1)·m`, `m` if k = 1 |
 //! | `intensity` (ARX: Precision) | `−Σ_records Σ_i level_i/height_i`, a suppressed cell counts 1 | as granularity |
-//! | `discernibility` | `−(Σ_E |E|²/N + #suppressed)` | `k²/(k−1) + 1`, 5 if k = 1 |
+//! | `discernibility` | `−(Σ_E |E|²/N + #suppressed)` | `k²/(k−1) + 1`, 5 if k = 1 (the proof gives k) |
 //! | `entropy` (non-uniform entropy proxy) | `−Σ_i φ(p_i(S(D)))`, a cell generalized to the root counts as suppressed | discernibility's · m |
 //! | `group_size` | number of kept classes | 1 |
 //! | `classification` | `Σ_E max_v |{r ∈ E : value(r) = v}|` over kept classes whose features are not all at the root | k |

@@ -3,8 +3,8 @@
 //! Starting at the top of the lattice, every step adds the direct predecessors of the
 //! current pivot to the candidate set, removes the pivot, and draws the next pivot from
 //! the candidates with the exponential mechanism at `ε_search / steps`. Every candidate
-//! is scored once, when first inserted. The result is the pivot with the best score (the
-//! paper's rule) or the last pivot.
+//! is scored once, when first inserted. The result is the last pivot (the default: a
+//! function of the private choices only) or, as in the paper, the pivot with the best score.
 
 use datafusion::common::{DataFusionError, Result};
 
@@ -24,11 +24,13 @@ pub trait NodeScorer {
 }
 
 /// Which scheme the search returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FinalSelection {
-    /// The pivot with the best score (the paper's and ARX's rule).
+    /// The pivot with the best score (the paper's and ARX's rule): an exact comparison of
+    /// scores computed on the data, not covered by the privacy proof.
     Best,
-    /// The last pivot (a function of the differentially private choices only).
+    /// The last pivot, a function of the differentially private choices only (the default).
+    #[default]
     Last,
 }
 

@@ -13,6 +13,7 @@ use crate::mechanism::exponential::exponential_weights;
 use crate::mechanism::rng::rng_from_seed;
 use crate::privacy::safepub_params::beta_for;
 use crate::progress::Progress;
+use crate::release::ReleasedHistogram;
 use crate::testing::stats::{assert_chi_square_fits, assert_wilson, categorical_bins, Bin};
 
 use crate::testing::{histogram, ladder as interval, Record};
@@ -63,7 +64,10 @@ fn production_score(
     evaluator.score_partition(&partition)
 }
 
-/// The paper's definitions evaluated record by record.
+/// The paper's definitions evaluated record by record, on the records kept by the release's
+/// rule: a sampled record is kept when its generalized quasi-identifiers *with its
+/// informative value* occur at least k times; a class is a set of kept records with equal
+/// generalized quasi-identifiers.
 fn brute_force_score(
     function: ScoreFunction,
     hs: &[&Hierarchy],
@@ -79,14 +83,18 @@ fn brute_force_score(
             .map(|a| hs[a].level(node[a]).leaf_to_code()[r.0[a] as usize])
             .collect()
     };
+    let mut released: BTreeMap<(Vec<u32>, u32), u64> = BTreeMap::new();
+    for r in sampled {
+        *released.entry((generalize(r), r.1)).or_default() += 1;
+    }
     let mut classes: BTreeMap<Vec<u32>, Vec<u32>> = BTreeMap::new();
     for r in sampled {
-        classes.entry(generalize(r)).or_default().push(r.1);
+        let codes = generalize(r);
+        if released[&(codes.clone(), r.1)] >= k {
+            classes.entry(codes).or_default().push(r.1);
+        }
     }
-    let kept: Vec<(&Vec<u32>, &Vec<u32>)> = classes
-        .iter()
-        .filter(|(_, v)| v.len() as u64 >= k)
-        .collect();
+    let kept: Vec<(&Vec<u32>, &Vec<u32>)> = classes.iter().collect();
     let kept_records: usize = kept.iter().map(|(_, v)| v.len()).sum();
     let suppressed = n - kept_records as f64;
     let root = |a: usize| hs[a].level(node[a]).cardinality() == 1;
@@ -621,9 +629,10 @@ fn run(f: &Fixture, params: &SafePubParams, seed: u64) -> SafePubResult {
     run_safepub(&input, params, &mut rng_from_seed(seed)).unwrap()
 }
 
-/// The release: every class has at least k records; every released (class, value) count
-/// is at most the number of input records that generalize to it (truthful, sampled);
-/// the release equals the search's evaluation of the chosen scheme; runs are reproducible.
+/// The release: every released (class, value) combination has at least k records (so
+/// every class too); every released count is at most the number of input records that
+/// generalize to it (truthful, sampled); the release equals the scores' evaluation of the
+/// chosen scheme on the released sample; runs are reproducible.
 #[test]
 fn release_is_k_anonymous_and_truthful() {
     let f = fixture(3000, 31);
@@ -662,6 +671,11 @@ fn release_is_k_anonymous_and_truthful() {
             let size: u64 = release.counts[range.clone()].iter().sum();
             assert!(size >= k, "{score:?}: class of {size} < k = {k}");
             for e in range {
+                assert!(
+                    release.counts[e] >= k,
+                    "{score:?}: (class, value) of {} < k = {k}",
+                    release.counts[e]
+                );
                 let available = input
                     .get(&(codes.clone(), release.values[e]))
                     .copied()
@@ -673,8 +687,10 @@ fn release_is_k_anonymous_and_truthful() {
             }
             total += size;
         }
-        assert_eq!(total, result.search.evaluation.kept);
+        assert_eq!(total, result.released.kept);
+        assert_eq!(release.class_count() as u64, result.released.classes);
         assert!(result.sampled <= 3000 && total <= result.sampled);
+        assert!(result.search_sampled <= 3000);
         // Reproducible with the same seed.
         let again = run(&f, &params, 7);
         assert_eq!(&again.release, release);
@@ -709,10 +725,9 @@ fn metadata_and_diagnostics() {
         meta["guarantee"].contains("differential privacy")
             && meta["guarantee"].contains("Truthful")
     );
-    assert!(
-        !meta.contains_key("warning"),
-        "most of the sample is kept here"
-    );
+    assert_eq!(meta["final_selection"], "last");
+    assert_eq!(meta["search_sample"], "independent");
+    assert_eq!(meta.contains_key("warning"), result.mostly_suppressed());
 
     let batch = safepub_diagnostics_batch(&result).unwrap();
     assert_eq!(batch.num_rows(), result.search.steps.len());
@@ -884,6 +899,299 @@ fn audit_safepub_operator() {
             assert_violated(
                 &audit(&d, &d2, epsilon_anon, 0.0, ALPHA),
                 "safepub operator power check",
+            );
+        }
+    }
+}
+
+/// A run on `records` (one attribute of `hierarchy`, informative values `0..values`).
+fn run_records(
+    hierarchy: &Hierarchy,
+    records: &[Record],
+    values: usize,
+    params: &SafePubParams,
+    seed: u64,
+) -> SafePubResult {
+    let hs = [hierarchy];
+    let base = histogram(&hs, records, values);
+    let lattice = all_nodes(&hs);
+    let progress = Progress::silent();
+    let input = MethodInput {
+        histogram: &base,
+        hierarchies: &hs,
+        value_domain: values,
+        sensitive: &crate::sensitive::SensitiveDomain::none(),
+        lattice: &lattice,
+        progress: &progress,
+        threads: 1,
+    };
+    run_safepub(&input, params, &mut rng_from_seed(seed)).unwrap()
+}
+
+/// Released rows carrying informative value `value`.
+fn released_with_value(release: &ReleasedHistogram, value: u32) -> u64 {
+    (0..release.values.len())
+        .filter(|&e| release.values[e] == value)
+        .map(|e| release.counts[e])
+        .sum()
+}
+
+/// Theorem 3 needs every released record — generalized quasi-identifiers *with* the
+/// informative value — to occur at least k times. 1,000 records ('flu', value 0) and one
+/// ('HIV', value 1) with identical quasi-identifiers, ε = 1, δ = 1e-6 (k = 73): the class
+/// is always kept, and the HIV record must never be released (keeping the class and
+/// releasing its values unchanged would show it with probability β ≈ 0.59). 200 seeds,
+/// with the defaults and with the paper's configuration.
+#[test]
+fn a_lone_informative_value_is_never_released() {
+    let h = interval("a", "0..3", &["2"]);
+    let mut records: Vec<Record> = (0..1000).map(|_| (vec![1], 0)).collect();
+    records.push((vec![1], 1));
+    for params in [
+        SafePubParams::with_defaults(1.0, 1e-6),
+        SafePubParams::paper(1.0, 1e-6),
+    ] {
+        let mut flu_released = 0;
+        for seed in 0..200 {
+            let result = run_records(&h, &records, 2, &params, 1000 + seed);
+            assert_eq!(result.calibration.k, 73);
+            assert_eq!(
+                released_with_value(&result.release, 1),
+                0,
+                "seed {seed}: the lone 'HIV' record was released ({:?})",
+                params.search_sample
+            );
+            if released_with_value(&result.release, 0) > 0 {
+                flu_released += 1;
+            }
+        }
+        assert_eq!(flu_released, 200, "the 'flu' class is always released");
+    }
+}
+
+/// The defaults are the configuration the proof covers (last pivot, independent search
+/// sample), and their `guarantee` text states the theorem of METHODS §2.12; the paper's
+/// configuration is available but its text says plainly what is not proven.
+#[test]
+fn defaults_are_the_proven_configuration() {
+    let defaults = SafePubParams::with_defaults(1.0, 1e-4);
+    assert_eq!(defaults.final_selection, FinalSelection::Last);
+    assert_eq!(defaults.search_sample, SearchSample::Independent);
+    assert!(defaults.proven());
+    let spec = |name: &str| {
+        METHOD
+            .params
+            .iter()
+            .find(|p| p.name == name)
+            .unwrap_or_else(|| panic!("no parameter {name}"))
+    };
+    assert!(matches!(
+        spec("final_selection").default,
+        crate::params::ParamDefault::Text("last")
+    ));
+    assert!(matches!(
+        spec("search_sample").default,
+        crate::params::ParamDefault::Text("independent")
+    ));
+    assert_eq!(FinalSelection::parse("best").unwrap(), FinalSelection::Best);
+    assert_eq!(SearchSample::parse("shared").unwrap(), SearchSample::Shared);
+    assert!(SearchSample::parse("full").is_err());
+
+    let f = fixture(2000, 32);
+    let hs: Vec<&Hierarchy> = f.hierarchies.iter().collect();
+    let lattice = all_nodes(&hs);
+    let text = |params: &SafePubParams| {
+        let result = run(&f, params, 3);
+        let meta: BTreeMap<String, String> = safepub_metadata(params, &result, &lattice)
+            .into_iter()
+            .collect();
+        meta["guarantee"].clone()
+    };
+    let proven = text(&defaults);
+    assert!(
+        proven.starts_with("(1, ") && proven.contains("proven by sequential composition"),
+        "{proven}"
+    );
+    for phrase in [
+        "epsilon = epsilon_search + epsilon_anon = 0.1 + 0.9",
+        "scores its own random sample",
+        "independently of the released sample",
+        "the released levels are its last pivot",
+        "generalized quasi-identifiers with its informative value",
+        "(epsilon_anon, delta)-differentially private",
+        "its randomness is independent of the search's",
+    ] {
+        assert!(proven.contains(phrase), "missing '{phrase}': {proven}");
+    }
+    assert!(!proven.contains("NOT PROVEN") && !proven.contains("best"));
+
+    let paper = text(&SafePubParams::paper(1.0, 1e-4));
+    assert!(paper.starts_with("NOT PROVEN"), "{paper}");
+    assert!(
+        paper.contains("final_selection => 'best'") && paper.contains("search_sample => 'shared'")
+    );
+    let mut best_only = SafePubParams::with_defaults(1.0, 1e-4);
+    best_only.final_selection = FinalSelection::Best;
+    let best_only = text(&best_only);
+    assert!(best_only.starts_with("NOT PROVEN") && !best_only.contains("'shared' scores"));
+    let mut shared_only = SafePubParams::with_defaults(1.0, 1e-4);
+    shared_only.search_sample = SearchSample::Shared;
+    let shared_only = text(&shared_only);
+    assert!(shared_only.starts_with("NOT PROVEN") && !shared_only.contains("'best' returns"));
+}
+
+/// The search scores its own sample: the released sample is drawn exactly as with a shared
+/// sample (same seed, same release at the top node), and the search's sample is a second,
+/// different draw.
+#[test]
+fn the_search_scores_an_independent_sample() {
+    let f = fixture(3000, 34);
+    let mut params = SafePubParams::with_defaults(1.0, 1e-3);
+    params.steps = 0;
+    let independent = run(&f, &params, 8);
+    params.search_sample = SearchSample::Shared;
+    let shared = run(&f, &params, 8);
+    assert_eq!(independent.release, shared.release);
+    assert_eq!(independent.sampled, shared.sampled);
+    assert_eq!(shared.search_sampled, shared.sampled);
+    assert_ne!(
+        independent.search_sampled, independent.sampled,
+        "two independent Binomial(3000, beta) draws (equal with probability about 1.5%; fixed seed)"
+    );
+    // With steps, the search's evaluation of its choice is on its own sample.
+    params.steps = 30;
+    params.search_sample = SearchSample::Independent;
+    let result = run(&f, &params, 9);
+    assert_eq!(result.release.row_count(), result.released.kept);
+    assert!(result.search.evaluation.kept <= result.search_sampled);
+}
+
+/// The sensitivities hold for the release's suppression rule in the cases it adds: one
+/// record lifts a (class, value) group from k − 1 to k inside a class already kept through
+/// another value (discernibility's change k − (k−1)²/N stays below its bound), or inside a
+/// class with nothing kept (classification gains exactly k).
+#[test]
+fn sensitivities_hold_for_value_groups() {
+    let h = interval("a", "0..3", &["2"]);
+    let hs = [&h];
+    let lattice = all_nodes(&hs);
+    for k in [2u64, 5, 20] {
+        for big in [0u64, k - 1, k, 3 * k, 200] {
+            let mut before: Vec<Record> = (0..big).map(|_| (vec![0], 0)).collect();
+            before.extend((0..k - 1).map(|_| (vec![0], 1)));
+            let mut after = before.clone();
+            after.push((vec![0], 1));
+            let n = before.len() as u64;
+            let d1 = SampleData::new(histogram(&hs, &before, 2), n);
+            let d2 = SampleData::new(histogram(&hs, &after, 2), n + 1);
+            for node in lattice.nodes() {
+                for function in ScoreFunction::ALL {
+                    let s1 = production_score(function, &hs, &lattice, &d1, &node, k, 2).score;
+                    let s2 = production_score(function, &hs, &lattice, &d2, &node, k, 2).score;
+                    let bound = function.sensitivity(k, 1);
+                    assert!(
+                        (s2 - s1).abs() <= bound * (1.0 + 1e-12),
+                        "{function:?} k {k} big {big} node {node:?}: {} > {bound}",
+                        (s2 - s1).abs()
+                    );
+                    if function == ScoreFunction::Classification && node[0] == 0 {
+                        let want = if big >= k { 0.0 } else { k as f64 };
+                        assert_eq!(s2 - s1, want, "k {k} big {big}");
+                    }
+                    if function == ScoreFunction::Discernibility && node[0] == 0 && big > 0 {
+                        assert!(s1 - s2 <= k as f64, "discernibility: proven bound k");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// DP audit of the whole of SafePub (defaults: independent search sample, last pivot) with
+/// an informative column, on two pairs of neighbouring tables over one attribute
+/// (0..3, lattice of 3 nodes), ε = 1.1 (ε_search = 0.1, ε_anon = 1), δ = 0.05 (k = d'(δ)):
+///
+/// 1. 30 × 'flu' at a = 1, 40 × 'flu' at a = 2 vs. the same plus one 'HIV' at a = 1;
+/// 2. the same with k − 1 'HIV' at a = 1 vs. k 'HIV': the 'HIV' group sits at the threshold.
+///
+/// Each release is binned by its levels, whether any 'HIV' row is released, and the number
+/// of released 'flu' rows (5 buckets): 30 bins. 40,000 releases per table (fixed seeds);
+/// every bin must satisfy P[D] ≤ e^ε·P[D'] + δ both ways (Clopper–Pearson, total
+/// false-failure probability 1e-6 per audit, `crate::testing::audit`). Releasing the
+/// informative values of kept classes unchanged fails pair 1 (the 'HIV' bin has
+/// probability about 0.6 on D' and 0 on D). Power check: on pair 2 the same samples refute
+/// δ = 0, where only the threshold on the 'HIV' group hides the added record.
+#[test]
+fn audit_safepub_with_informative_column() {
+    use crate::privacy::safepub_params::DeltaCalculator;
+    use crate::testing::audit::{
+        assert_private, assert_violated, audit, histogram as audit_histogram, ALPHA,
+    };
+    let (epsilon, delta) = (1.1, 0.05);
+    let mut params = SafePubParams::with_defaults(epsilon, delta);
+    params.steps = 5;
+    let epsilon_anon = params.epsilon_anon();
+    let beta = beta_for(epsilon_anon).unwrap();
+    let (k, _) = DeltaCalculator::new(beta, epsilon_anon)
+        .unwrap()
+        .minimal_k(delta)
+        .unwrap();
+    assert!((2..30).contains(&k), "k = {k}");
+    let h = interval("a", "0..3", &["2"]);
+    let hs = [&h];
+    let lattice = all_nodes(&hs);
+    assert_eq!(lattice.len(), 3);
+    let flu: Vec<Record> = (0..30)
+        .map(|_| (vec![1], 0))
+        .chain((0..40).map(|_| (vec![2], 0)))
+        .collect();
+    let with_hiv = |n: u64| -> Vec<Record> {
+        flu.iter()
+            .cloned()
+            .chain((0..n).map(|_| (vec![1], 1)))
+            .collect()
+    };
+    let bins = 3 * 2 * 5;
+    let trials = 40_000u64;
+    let released = |records: &[Record], seed: u64| {
+        let base = histogram(&hs, records, 2);
+        let progress = Progress::silent();
+        let input = MethodInput {
+            histogram: &base,
+            hierarchies: &hs,
+            value_domain: 2,
+            sensitive: &crate::sensitive::SensitiveDomain::none(),
+            lattice: &lattice,
+            progress: &progress,
+            threads: 1,
+        };
+        audit_histogram(bins, trials, seed, |rng| {
+            let result = run_safepub(&input, &params, rng).unwrap();
+            let level = result.release.levels[0];
+            let hiv = usize::from(released_with_value(&result.release, 1) > 0);
+            let flu = released_with_value(&result.release, 0);
+            // Expected 'flu' rows: about 0.63 · 70 = 44.
+            let bucket = match flu {
+                0 => 0,
+                1..=39 => 1,
+                40..=44 => 2,
+                45..=49 => 3,
+                _ => 4,
+            };
+            (level * 2 + hiv) * 5 + bucket
+        })
+    };
+    for (pair, hiv) in [(1u64, 0u64), (2, k - 1)] {
+        let d = released(&with_hiv(hiv), 80 + 2 * pair);
+        let d2 = released(&with_hiv(hiv + 1), 81 + 2 * pair);
+        assert_private(
+            &audit(&d, &d2, epsilon, delta, ALPHA),
+            &format!("safepub with an informative column, pair {pair}"),
+        );
+        if pair == 2 {
+            assert_violated(
+                &audit(&d, &d2, epsilon, 0.0, ALPHA),
+                "safepub with an informative column, power check",
             );
         }
     }
