@@ -20,7 +20,13 @@ CREATE TABLE h_disease(v VARCHAR, l1 VARCHAR) AS VALUES ('A', '*'), ('B', '*'), 
 CREATE TABLE secret(v VARCHAR, l1 VARCHAR) AS VALUES ('30', '*'), ('40', '*'), ('50', '*');
 ";
 
-const NEIGHBOURS: [&str; 5] = ["t_new_class", "t_one_more", "t_null", "t_missing", "t_null_disease"];
+const NEIGHBOURS: [&str; 5] = [
+    "t_new_class",
+    "t_one_more",
+    "t_null",
+    "t_missing",
+    "t_null_disease",
+];
 
 async fn session(policy: PublicPolicy, epsilon_budget: f64) -> Result<SessionContext> {
     let owner = SessionContext::new();
@@ -45,7 +51,7 @@ async fn outcome(ctx: &SessionContext, sql: &str) -> std::result::Result<(), Str
 /// Probes whose outcome must not depend on the data at all: `{}` is the source.
 const REFUSED_PROBES: &[&str] = &[
     "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease', seed => 1)",
-    "SELECT * FROM anonymize('{}', method => 'safepub', qi => 'age:h_age, sex:h_sex', seed => 7)",
+    "SELECT * FROM anonymize('{}', method => 'safepub', qi => 'age:h_age, sex:h_sex', delta => 1e-5, seed => 7)",
     "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease', max_release_rows => 1)",
     "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease', max_release_rows => 30000000000)",
     "SELECT * FROM anonymize('{}', method => 'kanon', qi => 'age:h_age, sex:h_sex', k => 1, suppression_limit => 0)",
@@ -53,7 +59,6 @@ const REFUSED_PROBES: &[&str] = &[
     "SELECT * FROM anonymize('{}', method => 'upa', qi => 'age:h_age, sex:h_sex', informative => 'disease')",
     "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:{}, sex:h_sex', informative => 'disease')",
     "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:secret, sex:h_sex', informative => 'disease')",
-    "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:t, sex:h_sex', informative => 'disease')",
     "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:nothing_here, sex:h_sex', informative => 'disease')",
     "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age', informative => 'disease')",
     "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease:secret')",
@@ -114,7 +119,7 @@ async fn releases_of_neighbours_fail_only_on_the_ceiling() -> Result<()> {
             for method in [
                 "method => 'dp_histogram', informative => 'disease'",
                 "method => 'dp_histogram', informative => 'disease:h_disease'",
-                "method => 'safepub', epsilon => 2",
+                "method => 'safepub', epsilon => 2, delta => 1e-5",
             ] {
                 let sql = format!(
                     "SELECT COUNT(*) FROM anonymize('{source}', qi => 'age:h_age, sex:h_sex', {method})"
@@ -164,13 +169,19 @@ async fn syntactic_methods_need_the_owners_minimum_k_and_quasi_identifiers() -> 
     };
     assert_eq!(
         outcome(&ctx, &call(2, "age:h_age, sex:h_sex")).await,
-        Err("Error during planning: anonymize(): method 'kanon' needs k >= 3 in this session".into())
+        Err(
+            "Error during planning: anonymize(): method 'kanon' needs k >= 3 in this session"
+                .into()
+        )
     );
     assert_eq!(
         outcome(&ctx, &call(3, "age:h_age")).await,
         Err("Error during planning: anonymize(): method 'kanon' must name exactly the quasi-identifiers 'sex', 'age' in this session".into())
     );
-    assert_eq!(outcome(&ctx, &call(3, "age:h_age, sex:h_sex")).await, Ok(()));
+    assert_eq!(
+        outcome(&ctx, &call(3, "age:h_age, sex:h_sex")).await,
+        Ok(())
+    );
     Ok(())
 }
 
@@ -187,7 +198,8 @@ async fn the_owner_still_sees_why() -> Result<()> {
     )
     .await;
     assert!(
-        err.as_ref().is_err_and(|e| e.contains("contains NULL values")),
+        err.as_ref()
+            .is_err_and(|e| e.contains("contains NULL values")),
         "{err:?}"
     );
     Ok(())
