@@ -64,7 +64,10 @@ impl Default for PublicPolicy {
     fn default() -> Self {
         Self {
             tables: Vec::new(),
-            methods: DEFAULT_PUBLIC_METHODS.iter().map(|m| m.to_string()).collect(),
+            methods: DEFAULT_PUBLIC_METHODS
+                .iter()
+                .map(|m| m.to_string())
+                .collect(),
             min_k: None,
             syntactic_qi: None,
             min_epsilon: DEFAULT_PUBLIC_MIN_EPSILON,

@@ -99,7 +99,13 @@ fn public_session_from_an_owner_setup() {
     let setup = setup.to_string_lossy().into_owned();
     let copy_target = dir.path().join("copy.csv").to_string_lossy().into_owned();
     let public = |budget: bool, sql: &str| {
-        let mut args = vec!["--public", "--init", &setup, "--public-table", "x_hierarchy_*"];
+        let mut args = vec![
+            "--public",
+            "--init",
+            &setup,
+            "--public-table",
+            "x_hierarchy_*",
+        ];
         if budget {
             args.extend(["--epsilon-budget", "1"]);
         }
@@ -135,7 +141,10 @@ fn public_session_from_an_owner_setup() {
     assert!(!std::path::Path::new(&copy_target).exists());
     let (ok, _, stderr) = public(false, release);
     assert!(!ok);
-    assert!(stderr.contains("this session has no privacy budget"), "{stderr}");
+    assert!(
+        stderr.contains("this session has no privacy budget"),
+        "{stderr}"
+    );
 }
 
 #[cfg(unix)]

@@ -150,7 +150,12 @@ impl PublicRules {
 
     /// The error for a hierarchy table a public user named that is not declared public
     /// (the same text whether or not such a table exists).
-    pub fn undeclared_hierarchy(&self, function: &str, table: &str, column: &str) -> DataFusionError {
+    pub fn undeclared_hierarchy(
+        &self,
+        function: &str,
+        table: &str,
+        column: &str,
+    ) -> DataFusionError {
         DataFusionError::Plan(format!(
             "{function}(): hierarchy table '{table}' for column '{column}' is not one of the tables the data owner declared public in this session"
         ))
