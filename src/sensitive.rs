@@ -6,10 +6,10 @@
 //! of the columns' own codes (each column's distinct values sorted). With one sensitive
 //! column a tuple code is that column's value code, so nothing changes for one column.
 
-use datafusion::arrow::array::{ArrayRef, UInt32Array};
-use datafusion::arrow::compute::take;
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray, UInt32Array};
+use datafusion::arrow::compute::{cast, concat, sort_to_indices, take};
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::Result;
+use datafusion::common::{exec_err, Result};
 
 use crate::hierarchy::Hierarchy;
 
@@ -29,7 +29,9 @@ pub struct SensitiveHierarchy {
 pub struct SensitiveColumn {
     /// Column name.
     pub name: String,
-    /// Distinct values in canonical (sorted) order; index = the column's value code.
+    /// Distinct values in canonical (sorted) order; index = the column's value code. After
+    /// [`SensitiveDomain::add_hierarchy_leaves`], the hierarchy's leaves that the data lack
+    /// follow, in hierarchy order (`rank` gives the column's order).
     pub values: ArrayRef,
     /// The column's value code of each tuple code.
     pub of_tuple: Vec<u32>,
@@ -53,6 +55,9 @@ pub struct SensitiveDomain {
     /// The columns, in release order.
     pub columns: Vec<SensitiveColumn>,
     tuples: usize,
+    /// Set by [`SensitiveDomain::add_hierarchy_leaves`]: every leaf of the one sensitive
+    /// column's hierarchy has a value code, whatever the data hold.
+    leaves_added: bool,
 }
 
 impl SensitiveDomain {
@@ -61,17 +66,111 @@ impl SensitiveDomain {
         Self {
             columns: Vec::new(),
             tuples: 1,
+            leaves_added: false,
         }
     }
 
     /// The domain of `tuples` tuple codes over `columns`.
     pub fn new(columns: Vec<SensitiveColumn>, tuples: usize) -> Self {
-        Self { columns, tuples }
+        Self {
+            columns,
+            tuples,
+            leaves_added: false,
+        }
     }
 
     /// Number of tuple codes (the histogram's value domain).
     pub fn tuples(&self) -> usize {
         self.tuples
+    }
+
+    /// Makes the value domain public: with exactly one sensitive column and a hierarchy
+    /// named for it (`informative => 'col:table'`), gives every leaf of that hierarchy that
+    /// the data lack a value code, after the data's own codes (so every code of the phase-1
+    /// histogram keeps its meaning), and returns `true`. The domain is then the hierarchy's
+    /// leaves, chosen by the data owner, whatever the data hold ([`Self::leaf_domain`]).
+    /// With several sensitive columns or no hierarchy nothing changes and it returns
+    /// `false`.
+    ///
+    /// A new leaf's value is its label cast to the column's type; `rank` is recomputed
+    /// (natural order, or hierarchy leaf order).
+    ///
+    /// # Errors
+    ///
+    /// An execution error when a leaf label cannot be read as a value of the column's type
+    /// (or does not read back as the same label, the way data values are matched).
+    pub fn add_hierarchy_leaves(&mut self) -> Result<bool> {
+        let [column] = self.columns.as_mut_slice() else {
+            return Ok(false);
+        };
+        let Some(h) = column.hierarchy.as_mut() else {
+            return Ok(false);
+        };
+        let leaves = h.hierarchy.level(0).labels();
+        let mut present = vec![false; leaves.len()];
+        for &leaf in &h.leaf_of_value {
+            if let Some(p) = present.get_mut(leaf as usize) {
+                *p = true;
+            }
+        }
+        let missing: Vec<u32> = (0..leaves.len() as u32)
+            .filter(|&l| !present[l as usize])
+            .collect();
+        if !missing.is_empty() {
+            let labels =
+                StringArray::from_iter_values(missing.iter().map(|&l| &leaves[l as usize]));
+            let data_type = column.values.data_type().clone();
+            let typed = cast(&labels, &data_type)?;
+            let back = cast(&typed, &DataType::Utf8)?;
+            let back = back.as_string::<i32>();
+            for (k, &leaf) in missing.iter().enumerate() {
+                let label = &leaves[leaf as usize];
+                if typed.is_null(k) || back.is_null(k) || back.value(k) != label {
+                    return exec_err!(
+                        "anonymize(): leaf '{label}' of hierarchy '{}' cannot be read as a value of column '{}' ({data_type})",
+                        h.name,
+                        column.name
+                    );
+                }
+            }
+            let first_new = column.values.len() as u32;
+            column.values = concat(&[column.values.as_ref(), typed.as_ref()])?;
+            h.leaf_of_value.extend(&missing);
+            let added = missing.len() as u32;
+            column.of_tuple.extend(first_new..first_new + added);
+            self.tuples = column.values.len();
+            if column.rank.is_some() {
+                let order: Vec<u32> = if has_natural_order(&data_type) {
+                    sort_to_indices(&column.values, None, None)?
+                        .values()
+                        .to_vec()
+                } else {
+                    let mut order: Vec<u32> = (0..column.values.len() as u32).collect();
+                    order.sort_by_key(|&v| h.leaf_of_value[v as usize]);
+                    order
+                };
+                let mut rank = vec![0u32; order.len()];
+                for (position, &v) in order.iter().enumerate() {
+                    rank[v as usize] = position as u32;
+                }
+                column.rank = Some(rank);
+            }
+        }
+        self.leaves_added = true;
+        Ok(true)
+    }
+
+    /// The name of the hierarchy whose leaves are the value domain, after
+    /// [`Self::add_hierarchy_leaves`] made them so; `None` when the domain is the set of
+    /// distinct values read from the data. The answer never depends on the data.
+    pub fn leaf_domain(&self) -> Option<&str> {
+        if !self.leaves_added {
+            return None;
+        }
+        match self.columns.as_slice() {
+            [column] => column.hierarchy.as_ref().map(|h| h.name.as_str()),
+            _ => None,
+        }
     }
 
     /// Per column, its value of every tuple code (the arrays the release takes rows from).

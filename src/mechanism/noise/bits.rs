@@ -10,7 +10,7 @@ use rand::RngCore;
 /// independent uniform bit of the underlying generator, so exactness is
 /// unaffected. Unused bits are discarded when the reservoir is dropped at the
 /// end of each public call.
-pub(super) struct BitSource<'a, R: RngCore + ?Sized> {
+pub(crate) struct BitSource<'a, R: RngCore + ?Sized> {
     rng: &'a mut R,
     buf: u64,
     avail: u32,
@@ -26,7 +26,7 @@ fn low_mask(n: u32) -> u64 {
 }
 
 impl<'a, R: RngCore + ?Sized> BitSource<'a, R> {
-    pub(super) fn new(rng: &'a mut R) -> Self {
+    pub(crate) fn new(rng: &'a mut R) -> Self {
         BitSource {
             rng,
             buf: 0,
@@ -35,7 +35,7 @@ impl<'a, R: RngCore + ?Sized> BitSource<'a, R> {
     }
 
     /// Returns `n` uniform bits (`0 <= n <= 64`) as the low bits of a `u64`.
-    pub(super) fn bits(&mut self, n: u32) -> u64 {
+    pub(crate) fn bits(&mut self, n: u32) -> u64 {
         let n = n.min(64);
         if n <= self.avail {
             let out = self.buf & low_mask(n);
@@ -57,7 +57,7 @@ impl<'a, R: RngCore + ?Sized> BitSource<'a, R> {
     }
 
     /// Returns one fair random bit.
-    pub(super) fn bit(&mut self) -> bool {
+    pub(crate) fn bit(&mut self) -> bool {
         self.bits(1) == 1
     }
 
@@ -65,7 +65,7 @@ impl<'a, R: RngCore + ?Sized> BitSource<'a, R> {
     ///
     /// Rejection sampling: draw as many bits as `n - 1` needs and retry when
     /// the value is `>= n`. Each attempt succeeds with probability above 1/2.
-    pub(super) fn uniform_below(&mut self, n: u128) -> u128 {
+    pub(crate) fn uniform_below(&mut self, n: u128) -> u128 {
         if n <= 1 {
             return 0;
         }
@@ -85,7 +85,7 @@ impl<'a, R: RngCore + ?Sized> BitSource<'a, R> {
     }
 
     /// `true` with probability `num / den` (see [`bernoulli_rational`]).
-    pub(super) fn bernoulli_rational(&mut self, num: u128, den: u128) -> bool {
+    pub(crate) fn bernoulli_rational(&mut self, num: u128, den: u128) -> bool {
         if den == 0 {
             return false;
         }
@@ -106,7 +106,7 @@ impl<'a, R: RngCore + ?Sized> BitSource<'a, R> {
     /// `P(K odd) = Σ_j (-γ)^j / j! = e^{-γ}`. `den · k` is computed in `u128`
     /// and cannot overflow before `k = 2^64`, an event of probability at most
     /// `1 / (2^64 - 1)!`; the saturating arithmetic merely rules out a panic.
-    pub(super) fn bernoulli_exp_unit(&mut self, num: u64, den: u64) -> bool {
+    pub(crate) fn bernoulli_exp_unit(&mut self, num: u64, den: u64) -> bool {
         let mut k: u128 = 1;
         loop {
             let d = u128::from(den).saturating_mul(k);
@@ -119,7 +119,7 @@ impl<'a, R: RngCore + ?Sized> BitSource<'a, R> {
     }
 
     /// `true` with probability `exp(-num/den)` (see [`bernoulli_exp`]).
-    pub(super) fn bernoulli_exp(&mut self, num: u64, den: u64) -> bool {
+    pub(crate) fn bernoulli_exp(&mut self, num: u64, den: u64) -> bool {
         if den == 0 {
             return false;
         }

@@ -7,7 +7,8 @@
 //! crate are integer counts, so the samplers here work on integers only:
 //! uniform integers by rejection sampling, Bernoulli trials with rational
 //! probabilities, and Bernoulli trials with probability `exp(-γ)` for rational
-//! `γ`. No floating-point value is computed anywhere on a sampling path, so the
+//! `γ` (with `u64` or, for the exponential mechanism, big-integer numerator and
+//! denominator). No floating-point value is computed anywhere on a sampling path, so the
 //! output distributions are exactly the stated ones (given a uniform bit
 //! source).
 //!
@@ -36,6 +37,7 @@
 //! or ceiling of exactly sampled noise) or use Mironov's snapping mechanism; it must not
 //! add `f64` Laplace noise.
 
+mod big;
 mod bits;
 mod geometric;
 mod laplace;
@@ -48,10 +50,12 @@ use std::fmt;
 
 use datafusion::error::DataFusionError;
 
+pub use big::{bernoulli_exp_big, sample_uniform_below_big};
+pub(crate) use bits::BitSource;
 pub use bits::{bernoulli_exp, bernoulli_rational, sample_uniform_below};
 pub use geometric::sample_geometric;
 pub use laplace::{sample_discrete_laplace, sample_floor_laplace};
-pub use scale::{ExactScale, EPSILON_GRID_BITS};
+pub use scale::{epsilon_grid_numerator, ExactScale, EPSILON_GRID_BITS};
 pub use tail::PositiveNoise;
 
 /// Error returned when an argument of a mechanism is outside its domain.

@@ -62,34 +62,7 @@ impl ExactScale {
         if sensitivity == 0 {
             return Err(NoiseError::invalid("sensitivity", "must be > 0, got 0"));
         }
-        if epsilon.is_nan() {
-            return Err(NoiseError::invalid(
-                "epsilon",
-                "must be a finite number > 0, got NaN",
-            ));
-        }
-        if !epsilon.is_finite() || epsilon <= 0.0 {
-            return Err(NoiseError::invalid(
-                "epsilon",
-                format!("must be a finite number > 0, got {epsilon}"),
-            ));
-        }
-        let grid = (1u64 << EPSILON_GRID_BITS) as f64;
-        // Multiplying by a power of two is exact in binary floating point
-        // (no overflow is possible for finite epsilon below 2^994), so the
-        // floor is the exact rounding of epsilon down to the grid.
-        let scaled = (epsilon * grid).floor();
-        if scaled < 1.0 {
-            return Err(NoiseError::invalid(
-                "epsilon",
-                format!(
-                    "must be at least 2^-{EPSILON_GRID_BITS} ({:e}), got {epsilon:e}",
-                    1.0 / grid
-                ),
-            ));
-        }
-        // `as` saturates at u64::MAX; that only rounds epsilon further down.
-        let eps_fixed = scaled as u64;
+        let eps_fixed = epsilon_grid_numerator(epsilon)?;
         let num = u128::from(sensitivity) << EPSILON_GRID_BITS;
         let den = u128::from(eps_fixed);
         let g = num_integer::gcd(num, den);
@@ -123,4 +96,45 @@ impl ExactScale {
     pub fn as_f64(&self) -> f64 {
         self.num as f64 / self.den as f64
     }
+}
+
+/// `floor(epsilon · 2^30)`: `epsilon` rounded **down** to a multiple of `2^-30`
+/// ([`EPSILON_GRID_BITS`]), as the numerator over `2^30`. Every exact mechanism of this
+/// crate runs at this rounded budget, which is never larger than the requested one. An
+/// `epsilon` so large that `epsilon · 2^30` exceeds `u64::MAX` is capped there (rounding
+/// further down).
+///
+/// # Errors
+///
+/// [`NoiseError::InvalidParameter`] named `epsilon` if `epsilon` is NaN, infinite,
+/// `<= 0` or below `2^-30`.
+pub fn epsilon_grid_numerator(epsilon: f64) -> Result<u64, NoiseError> {
+    if epsilon.is_nan() {
+        return Err(NoiseError::invalid(
+            "epsilon",
+            "must be a finite number > 0, got NaN",
+        ));
+    }
+    if !epsilon.is_finite() || epsilon <= 0.0 {
+        return Err(NoiseError::invalid(
+            "epsilon",
+            format!("must be a finite number > 0, got {epsilon}"),
+        ));
+    }
+    let grid = (1u64 << EPSILON_GRID_BITS) as f64;
+    // Multiplying by a power of two is exact in binary floating point
+    // (no overflow is possible for finite epsilon below 2^994), so the
+    // floor is the exact rounding of epsilon down to the grid.
+    let scaled = (epsilon * grid).floor();
+    if scaled < 1.0 {
+        return Err(NoiseError::invalid(
+            "epsilon",
+            format!(
+                "must be at least 2^-{EPSILON_GRID_BITS} ({:e}), got {epsilon:e}",
+                1.0 / grid
+            ),
+        ));
+    }
+    // `as` saturates at u64::MAX; that only rounds epsilon further down.
+    Ok(scaled as u64)
 }

@@ -263,6 +263,59 @@ fn bernoulli_exp_frequencies() {
     assert!((0..1000).all(|_| bernoulli_exp(&mut rng, 0, 7)));
 }
 
+/// `Bernoulli(exp(−γ))` over big integers: γ = 3/10, 1/3 (not dyadic), 1, 22/7, 27/10 and
+/// 5.5, each written with numerator and denominator scaled by 2^70 (or by 3^50, not a
+/// power of two) so that the big-integer path runs, at Wilson z = 5 (false-failure rate
+/// about 5.7e-7 per γ); γ = 0 is certain, a huge γ (2^200) almost never succeeds, and
+/// `den = 0` never does.
+#[test]
+fn bernoulli_exp_big_frequencies() {
+    use num_bigint::BigUint;
+    let mut rng = TestRng::seed_from_u64(41);
+    let two70 = BigUint::from(1u32) << 70u32;
+    let three50 = BigUint::from(3u32).pow(50);
+    for (num, den) in [(3u32, 10u32), (1, 3), (1, 1), (22, 7), (27, 10), (11, 2)] {
+        let gamma = f64::from(num) / f64::from(den);
+        for scale in [&two70, &three50] {
+            let (n_big, d_big) = (BigUint::from(num) * scale, BigUint::from(den) * scale);
+            let hits = (0..DRAWS)
+                .filter(|_| bernoulli_exp_big(&mut rng, &n_big, &d_big))
+                .count() as u64;
+            assert_wilson(
+                hits,
+                DRAWS,
+                (-gamma).exp(),
+                &format!("bernoulli_exp_big({num}/{den} scaled)"),
+            );
+        }
+    }
+    let zero = BigUint::from(0u32);
+    let one = BigUint::from(1u32);
+    assert!((0..1000).all(|_| bernoulli_exp_big(&mut rng, &zero, &three50)));
+    assert!(!bernoulli_exp_big(&mut rng, &one, &zero));
+    let huge = BigUint::from(1u32) << 200u32;
+    assert!((0..1000).all(|_| !bernoulli_exp_big(&mut rng, &huge, &one)));
+}
+
+/// Exact uniform big integers: below 3·2^100, the top two bits of a draw (value ≥ 2^101,
+/// ≥ 2^100 or below) are uniform over the three thirds.
+#[test]
+fn uniform_below_big_is_uniform_over_thirds() {
+    use num_bigint::BigUint;
+    let mut rng = TestRng::seed_from_u64(42);
+    let unit = BigUint::from(1u32) << 100u32;
+    let n = &unit * 3u32;
+    let mut counts = BTreeMap::new();
+    for _ in 0..DRAWS {
+        let x = sample_uniform_below_big(&mut rng, &n);
+        assert!(x < n);
+        let third = (x / &unit).iter_u32_digits().next().unwrap_or(0);
+        *counts.entry(i64::from(third)).or_insert(0) += 1;
+    }
+    let bins = categorical_bins(&[1.0 / 3.0; 3]);
+    assert_chi_square_fits(&counts, DRAWS, &bins, "uniform below 3·2^100");
+}
+
 #[test]
 fn geometric_matches_pmf() {
     for (i, (scale, name)) in scales().into_iter().enumerate() {

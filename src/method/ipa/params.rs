@@ -71,7 +71,7 @@ pub const METHOD: MethodSpec = MethodSpec {
             "counterfeit_values",
             ParamKind::Choice(&["marginal", "class"]),
             ParamDefault::Optional("'marginal' with node_score 'utility', 'class' with 'paper'"),
-            "how a counterfeit's informative value is drawn: 'marginal' from one noisy histogram of the informative values over the whole table (epsilon_val-DP, drawn once), 'class' by the paper's exponential mechanism on the counterfeit's class (Eq. 3-4)",
+            "how a counterfeit's informative value is drawn: 'marginal' from one noisy histogram of the informative values over the whole table (drawn once; epsilon_val-DP over the leaves of the informative column's hierarchy when one is named, else only between tables with the same distinct informative values), 'class' by the paper's exponential mechanism on the counterfeit's class (Eq. 3-4)",
         ),
     ],
     refuses: &[],
@@ -229,6 +229,16 @@ pub struct Ipa {
     pub level_bounds: LevelBounds,
 }
 
+impl Ipa {
+    /// Whether the informative value domain must be public: with `counterfeit_values =>
+    /// 'marginal'` every value of the domain gets a noisy count, so the engine should make
+    /// the domain the leaves of the informative column's hierarchy, when one is named
+    /// ([`crate::sensitive::SensitiveDomain::add_hierarchy_leaves`]), before running IPA.
+    pub fn wants_public_value_domain(&self) -> bool {
+        self.params.counterfeit_values == CounterfeitValues::Marginal
+    }
+}
+
 impl Method for Ipa {
     fn name(&self) -> &'static str {
         METHOD.name
@@ -296,7 +306,12 @@ impl Method for Ipa {
         )?;
         Ok(MethodOutput {
             node: result.outcomes[result.chosen].node.clone(),
-            metadata: ipa_metadata(&self.params, input.lattice, result.score_sensitivity),
+            metadata: ipa_metadata(
+                &self.params,
+                input.lattice,
+                result.score_sensitivity,
+                input.sensitive.leaf_domain(),
+            ),
             diagnostics: ipa_diagnostics_batch(&result, input.lattice)?,
             release: result.release,
             catalog: None,

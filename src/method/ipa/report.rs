@@ -13,11 +13,15 @@ use super::{NodeOutcome, NodeUtility};
 use super::{CounterfeitValues, IpaParams, IpaResult, IpaVariant, NodeScore};
 use crate::lattice::{node_label, Lattice};
 
-/// IPA's own public metadata entries. `score_sensitivity` is the Δ the node choice used.
+/// IPA's own public metadata entries. `score_sensitivity` is the Δ the node choice used;
+/// `leaf_domain` names the hierarchy whose leaves are the informative value domain, `None`
+/// when the domain is the set of distinct values read from the data
+/// ([`crate::sensitive::SensitiveDomain::leaf_domain`]).
 pub fn ipa_metadata(
     params: &IpaParams,
     lattice: &Lattice,
     score_sensitivity: f64,
+    leaf_domain: Option<&str>,
 ) -> Vec<(String, String)> {
     let (sup_scale, comparison) = match params.variant {
         IpaVariant::Paper => (
@@ -69,21 +73,53 @@ pub fn ipa_metadata(
         (
             "counterfeit_values".into(),
             match params.counterfeit_values {
-                CounterfeitValues::Marginal => "marginal: drawn from one histogram of the informative values over the whole table with two-sided geometric (discrete Laplace) noise of scale 1/epsilon_val on each count, clamped at 0".into(),
+                CounterfeitValues::Marginal => format!(
+                    "marginal: drawn from one histogram of the informative values over the whole table with two-sided geometric (discrete Laplace) noise of scale 1/epsilon_val on each count, clamped at 0; value domain: {}",
+                    match leaf_domain {
+                        Some(h) => format!("the leaves of hierarchy '{h}', every leaf counted, zeros included"),
+                        None => "the distinct informative values of the data".to_string(),
+                    }
+                ),
                 CounterfeitValues::Class => "class: the exponential mechanism of the paper's Eq. 3-4 on each counterfeit's class, epsilon_val per draw".into(),
             },
         ),
         ("lattice_nodes".into(), lattice.len().to_string()),
         (
             "guarantee".into(),
-            guarantee(params, lattice, score_sensitivity),
+            guarantee(params, lattice, score_sensitivity, leaf_domain),
         ),
     ]
 }
 
+/// What the marginal value histogram guarantees: unconditional `ε_val`-DP when the value
+/// domain is a hierarchy's leaves, else only between tables with the same distinct values.
+fn marginal_values_claim(leaf_domain: Option<&str>) -> String {
+    match leaf_domain {
+        Some(h) => format!(
+            "epsilon_val once, for a noisy histogram of the informative values over the whole table \
+             (epsilon_val-DP (value domain: the leaves of hierarchy '{h}'): every leaf gets a noisy count, zeros \
+             included, one record changes one count by 1, discrete Laplace of scale 1/epsilon_val) from which \
+             every counterfeit value is drawn without further cost"
+        ),
+        None => "epsilon_val once, for a noisy histogram of the informative values over the whole table \
+             (discrete Laplace of scale 1/epsilon_val on each count), from which every counterfeit value is drawn \
+             without further cost; this is epsilon_val-DP only between neighbouring tables with the same set of \
+             distinct informative values, because the value domain is read from the data (a value that only the \
+             added record has can appear among the counterfeits only when that record is present); with one \
+             informative column, naming a hierarchy for it (informative => 'column:hierarchy') makes its leaves \
+             the domain and the step unconditionally epsilon_val-DP"
+            .to_string(),
+    }
+}
+
 /// The `guarantee` text: what is proven for the chosen score, which step spends which part
-/// of ε, and where the paper's claim fails (docs/METHODS.md §1.11, §1.13).
-fn guarantee(params: &IpaParams, lattice: &Lattice, score_sensitivity: f64) -> String {
+/// of ε, and where the paper's claim fails (docs/METHODS.md §1.11, §1.13, §1.14).
+fn guarantee(
+    params: &IpaParams,
+    lattice: &Lattice,
+    score_sensitivity: f64,
+    leaf_domain: Option<&str>,
+) -> String {
     let claimed = params.claimed_epsilon() - params.eps_means;
     let means = if params.eps_means > 0.0 {
         format!(
@@ -106,16 +142,22 @@ fn guarantee(params: &IpaParams, lattice: &Lattice, score_sensitivity: f64) -> S
         CounterfeitValues::Marginal => base_failures.to_string(),
     };
     let values = match params.counterfeit_values {
-        CounterfeitValues::Class => "epsilon_val for each counterfeit's informative value (the paper's per-class exponential mechanism)",
-        CounterfeitValues::Marginal => "epsilon_val once, for a noisy histogram of the informative values over the whole table (proven epsilon_val-DP: one record changes one count by 1, discrete Laplace of scale 1/epsilon_val) from which every counterfeit value is drawn without further cost",
+        CounterfeitValues::Class => "epsilon_val for each counterfeit's informative value (the paper's per-class exponential mechanism)".to_string(),
+        CounterfeitValues::Marginal => marginal_values_claim(leaf_domain),
     };
     match params.node_score {
         NodeScore::Utility => format!(
             "No formal differential-privacy guarantee for the release as a whole. Proven: the choice of the \
-             generalization node alone is epsilon_cand-DP ({cand}): an exponential mechanism over a score computed \
-             on the true class sizes of each of the {nodes} lattice nodes from public quantities only (hierarchies, \
-             qi_weights, t and the noise scales; not the number of records), whose sensitivity is proven to be at \
-             most {score_sensitivity:.4} when one record is added or removed. The data are then perturbed once, at \
+             generalization node alone is epsilon_cand-DP ({cand}) up to the floating-point rounding of its scores: an \
+             exact exponential mechanism (no floating point on its sampling path; epsilon_cand rounded down to a \
+             multiple of 2^-30) over a score computed on the true class sizes of each of the {nodes} lattice nodes \
+             from public quantities only (hierarchies, qi_weights, t and the noise scales; not the number of \
+             records), whose sensitivity is proven to be at most {score_sensitivity:.4} for the exact real-valued \
+             score when one record is added or removed. The scores are sums computed in floating point; if each is \
+             within E of its exact value, the choice is epsilon_cand * (1 + 2E/{score_sensitivity:.4})-DP, with E at \
+             most about (m + 10) * 2^-53 times the node's total cost for m classes, a bound that grows with the \
+             number of records (2E/Delta is below 1e-5 on 1.36 million records; docs/METHODS.md section 1.13). The \
+             data are then perturbed once, at \
              the chosen node (Algorithm 1): epsilon_sup for the noisy suppression threshold, epsilon_ins for the \
              counterfeit counts, {values}. The paper (Lee & Chung 2020, \
              Theorem 9) claims epsilon-DP with epsilon = epsilon_sup + epsilon_ins + epsilon_val + epsilon_cand = \
@@ -215,4 +257,45 @@ pub fn ipa_diagnostics_batch(result: &IpaResult, lattice: &Lattice) -> Result<Re
         opt_u64(&|o| o.released_rows),
     ];
     Ok(RecordBatch::try_new(ipa_diagnostics_schema(), columns)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guarantee_of(leaf_domain: Option<&str>) -> String {
+        let mut params = IpaParams::with_defaults(IpaVariant::Paper, 1.0, 2);
+        params.node_score = NodeScore::Utility;
+        params.counterfeit_values = CounterfeitValues::Marginal;
+        let lattice = Lattice::new(vec![1, 1], 1000).expect("lattice");
+        let metadata = ipa_metadata(&params, &lattice, 3.2285, leaf_domain);
+        metadata
+            .into_iter()
+            .find(|(k, _)| k == "guarantee")
+            .map(|(_, v)| v)
+            .unwrap_or_default()
+    }
+
+    /// Without a hierarchy the value domain is read from the data: the marginal histogram's
+    /// claim states its condition and is not called proven; with one it is unconditional
+    /// and names the hierarchy.
+    #[test]
+    fn the_marginal_value_claim_depends_on_a_public_domain() {
+        let claim = marginal_values_claim(None);
+        assert!(!claim.to_lowercase().contains("proven"), "{claim}");
+        let text = guarantee_of(None);
+        assert!(
+            text.contains(
+                "only between neighbouring tables with the same set of distinct informative values"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("proven epsilon_val"), "{text}");
+        let text = guarantee_of(Some("disease_h"));
+        assert!(
+            text.contains("epsilon_val-DP (value domain: the leaves of hierarchy 'disease_h')"),
+            "{text}"
+        );
+        assert!(!text.contains("same set of distinct"), "{text}");
+    }
 }

@@ -2,10 +2,19 @@
 //! histogram of the whole table's informative values (docs/METHODS.md §1.14).
 //!
 //! The histogram counts every record's informative value, adds discrete Laplace noise of
-//! scale `1/ε_val` to each of the `|Inf|` counts and clamps them at 0. Adding or removing
-//! one record changes one count by 1, so the noisy histogram is `ε_val`-DP over the value
-//! domain; every counterfeit value is then drawn from it, which is post-processing and
-//! spends nothing more. The paper's per-class draw (Eq. 3–4) instead spends `ε_val` on
+//! scale `1/ε_val` to each of the `|Inf|` counts of the value domain (zeros included) and
+//! clamps them at 0. Adding or removing one record changes one count by 1, so **for a fixed,
+//! public value domain** the noisy histogram is `ε_val`-DP; every counterfeit value is then
+//! drawn from it, which is post-processing and spends nothing more.
+//!
+//! The domain is public when it is the leaves of a hierarchy the owner names for the
+//! informative column ([`crate::sensitive::SensitiveDomain::add_hierarchy_leaves`]). Read
+//! from the data (the distinct values present), it is not: a value that only the added
+//! record has gets no count without that record, so it never appears among the
+//! counterfeits, and with it it does (with probability `1/(1 + e^-ε_val)` ≈ 0.574 at
+//! `ε_val = 0.3` its noisy count is positive). The guarantee then holds only between
+//! neighbouring tables with the same set of distinct values, and the `guarantee` metadata
+//! says so. The paper's per-class draw (Eq. 3–4) instead spends `ε_val` on
 //! each draw and is nearly uniform over the domain: it gives a rare value (stroke, 1 % of
 //! the records, 29 of 627 codes on the NPS demo) about 4.6 % of the counterfeits.
 
@@ -104,6 +113,76 @@ mod tests {
         assert_eq!(seen[1], 0);
         assert_wilson(seen[0], trials, 0.75, "value 0");
         assert_wilson(seen[2], trials, 0.25, "value 2");
+    }
+
+    /// The counter-example of a domain read from the data: `D = 100 × (x, 'a')`,
+    /// `D' = D ∪ {(x, 'b')}`. With the leaves `{a, b}` of a hierarchy as the domain, `'b'`
+    /// gets a noisy count under `D` too: positive with probability exactly
+    /// `P(Z ≥ 1) = q/(1 + q)`, `q = e^-ε_val` (0.4256 at ε_val = 0.3; 0.574 under `D'`), and
+    /// then drawn among the counterfeits. Without the hierarchy the domain of `D` is `{a}`
+    /// and `'b'` can never be drawn.
+    #[test]
+    fn a_hierarchy_domain_gives_a_value_absent_from_the_data_a_noisy_count() {
+        use crate::hierarchy::Hierarchy;
+        use crate::sensitive::{SensitiveColumn, SensitiveDomain, SensitiveHierarchy};
+        use datafusion::arrow::array::{Array, AsArray, StringArray};
+
+        use std::sync::Arc;
+
+        let row = |v: &str| vec![v.to_string(), "*".to_string()];
+        let qi = Hierarchy::from_rows("q", &[row("x")]).expect("hierarchy");
+        let disease_h = Hierarchy::from_rows("disease", &[row("a"), row("b")]).expect("hierarchy");
+        let column = SensitiveColumn {
+            name: "disease".into(),
+            values: Arc::new(StringArray::from(vec!["a"])),
+            of_tuple: vec![0],
+            rank: Some(vec![0]),
+            hierarchy: Some(SensitiveHierarchy {
+                name: "disease_h".into(),
+                hierarchy: disease_h,
+                leaf_of_value: vec![0],
+            }),
+        };
+        let mut domain = SensitiveDomain::new(vec![column], 1);
+        assert_eq!(domain.leaf_domain(), None, "read from the data");
+        assert!(domain.add_hierarchy_leaves().expect("leaves"));
+        assert_eq!(domain.leaf_domain(), Some("disease_h"));
+        assert_eq!(domain.tuples(), 2);
+        let decoded = domain.tuple_arrays().expect("arrays");
+        let decoded = decoded[0].as_string::<i32>();
+        assert_eq!((decoded.value(0), decoded.value(1)), ("a", "b"));
+        assert_eq!(Array::len(decoded), 2);
+
+        let d = GroupedHistogram::from_rows(&[&qi], vec![vec![0]], vec![0], vec![100], 2)
+            .expect("histogram");
+        let mut rng = rng_from_seed(8);
+        let (trials, draws) = (20_000u64, 20u64);
+        let (mut positive, mut drawn_b) = (0u64, 0u64);
+        for _ in 0..trials {
+            let m = MarginalValues::new(&d, domain.tuples(), 0.3, &mut rng).expect("marginal");
+            let b_count = match m.cumulative.as_slice() {
+                [a, ab] => ab - a,
+                _ => 0, // every count 0
+            };
+            positive += u64::from(b_count > 0);
+            for _ in 0..draws {
+                drawn_b += u64::from(m.draw(&mut rng).expect("draw") == 1);
+            }
+        }
+        let q = (-0.3f64).exp();
+        assert_wilson(
+            positive,
+            trials,
+            q / (1.0 + q),
+            "P(noisy count of 'b' > 0 | D)",
+        );
+        assert!(drawn_b > 0, "'b' never drawn under D");
+
+        // The domain read from D holds 'a' only: 'b' has no code.
+        let m = MarginalValues::new(&d, 1, 0.3, &mut rng).expect("marginal");
+        for _ in 0..1000 {
+            assert_eq!(m.draw(&mut rng).expect("draw"), 0);
+        }
     }
 
     #[test]
