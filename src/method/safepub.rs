@@ -436,8 +436,8 @@ pub fn guarantee_text(params: &SafePubParams, result: &SafePubResult) -> String 
              epsilon_search / steps with the score's sensitivity, and the released levels are its last pivot (SafePub Theorem 10). \
              (2) For any fixed levels, {release_step}, is (epsilon_anon, delta)-differentially private (SafePub Theorems 3 and 4, \
              from Li, Qardaji & Su); its randomness is independent of the search's. \
-             Covered: the released rows, the levels and everything computed from them; the 'warning' entry, when present, is \
-             one bit about the released sample outside this accounting. {truthful} \
+             Covered: the released rows and the search's pivots (so the levels, steps_run and everything computed from them); \
+             the 'warning' entry, when present, is one bit about the released sample outside this accounting. {truthful} \
              Smoothness (Theorem 11): the release step is also ({eps_prime}, {delta_prime:e})-differentially private, so the \
              whole release is ({eps_total}, {delta_prime:e})-differentially private by the same composition. {excess}",
             epsilon = params.epsilon,
