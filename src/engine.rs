@@ -604,7 +604,7 @@ fn common_metadata(
     ];
     out.extend(output.metadata.iter().map(|(key, value)| {
         if key == "guarantee" && request.seed.is_some() {
-            (key.clone(), SEEDED_GUARANTEE.to_string())
+            (key.clone(), format!("{SEEDED_GUARANTEE}. Without the seed: {value}"))
         } else {
             (key.clone(), value.clone())
         }

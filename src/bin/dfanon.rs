@@ -361,7 +361,7 @@ async fn run() -> Result<()> {
         public: public_policy(&args)?,
     };
     let print_options = PrintOptions {
-        format: args.format.clone(),
+        format: args.format,
         quiet: args.quiet,
         maxrows: effective_maxrows(&args.format, args.maxrows),
         color: args.color,
