@@ -604,7 +604,10 @@ fn common_metadata(
     ];
     out.extend(output.metadata.iter().map(|(key, value)| {
         if key == "guarantee" && request.seed.is_some() {
-            (key.clone(), format!("{SEEDED_GUARANTEE}. Without the seed: {value}"))
+            (
+                key.clone(),
+                format!("{SEEDED_GUARANTEE}. Without the seed: {value}"),
+            )
         } else {
             (key.clone(), value.clone())
         }
