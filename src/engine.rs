@@ -476,11 +476,14 @@ pub async fn compute_release(
 
 fn run_method(
     request: &AnonymizeRequest,
-    base: BaseData,
+    mut base: BaseData,
     progress: &Progress,
     limit: ReleaseRowLimit,
     threads: usize,
 ) -> Result<ReleaseOutput> {
+    if request.method.wants_public_value_domain() {
+        base.sensitive.add_hierarchy_leaves()?;
+    }
     let refs: Vec<&Hierarchy> = base.hierarchies.iter().collect();
     let heights: Vec<usize> = refs.iter().map(|h| h.height()).collect();
     let columns: Vec<&str> = request.qi.iter().map(|q| q.column.as_str()).collect();

@@ -92,7 +92,7 @@ fn public_session_from_an_owner_setup() {
     std::fs::write(
         &setup,
         "CREATE TABLE x(age INT, sex VARCHAR, disease VARCHAR) AS VALUES (30, 'M', 'A'), (40, 'F', 'B'), (50, 'M', 'A'), (30, 'F', 'A');
-         CREATE VIEW x_hierarchy_age AS SELECT * FROM interval_hierarchy('0..100', '10, 50');
+         CREATE VIEW x_hierarchy_age AS SELECT * FROM interval_hierarchy('0..100', '10', '50');
          CREATE TABLE x_hierarchy_sex(v VARCHAR, l1 VARCHAR) AS VALUES ('M', '*'), ('F', '*');",
     )
     .expect("write setup");

@@ -12,6 +12,8 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{FairSpillPool, GreedyMemoryPool, MemoryPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::sql::parser::DFParserBuilder;
+use datafusion::sql::sqlparser::dialect::dialect_from_str;
 use datafusion_anonymize::{register_with, Access, PublicPolicy, RegisterOptions};
 use datafusion_cli::exec;
 use datafusion_cli::functions::ParquetMetadataFunc;
@@ -284,6 +286,41 @@ fn progress_callback() -> datafusion_anonymize::progress::ProgressFn {
 }
 
 /// Parses the command line; `--help` shows [`after_help`].
+/// Runs one --init file with the owner's rights, statement by statement, and stops at the
+/// first failure (naming the file and the statement) so that no session starts from a
+/// half-done setup.
+async fn run_init(ctx: &SessionContext, file: &str) -> Result<()> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| DataFusionError::Execution(format!("--init {file}: {e}")))?;
+    let state = ctx.state();
+    let options = state.config().options();
+    let dialect = dialect_from_str(options.sql_parser.dialect).ok_or_else(|| {
+        DataFusionError::Plan(format!(
+            "unknown SQL dialect {}",
+            options.sql_parser.dialect
+        ))
+    })?;
+    let statements = DFParserBuilder::new(text.as_str())
+        .with_dialect(dialect.as_ref())
+        .with_recursion_limit(options.sql_parser.recursion_limit.get())
+        .build()?
+        .parse_statements()
+        .map_err(|e| DataFusionError::Plan(format!("--init {file}: {e}")))?;
+    for (number, statement) in statements.into_iter().enumerate() {
+        let failed = |e: DataFusionError| {
+            DataFusionError::Plan(format!("--init {file}, statement {}: {e}", number + 1))
+        };
+        let plan = state.statement_to_plan(statement).await.map_err(failed)?;
+        ctx.execute_logical_plan(plan)
+            .await
+            .map_err(failed)?
+            .collect()
+            .await
+            .map_err(failed)?;
+    }
+    Ok(())
+}
+
 fn parse_args() -> Args {
     let matches = Args::command().after_help(after_help()).get_matches();
     Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
@@ -386,8 +423,8 @@ async fn run() -> Result<()> {
         };
         register_with(&ctx, owner_options)?;
     }
-    if !args.init.is_empty() {
-        exec::exec_from_files(&ctx, args.init.clone(), &print_options).await?;
+    for file in &args.init {
+        run_init(&ctx, file).await?;
     }
     let ctx = match args.public && !distributed {
         true => datafusion_anonymize::public_session(&ctx, options.clone())?,

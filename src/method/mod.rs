@@ -112,6 +112,14 @@ pub trait Method: Debug + Send + Sync {
         false
     }
 
+    /// Whether the method's guarantee needs a public value domain for the informative
+    /// column (it gives every value of the domain a noisy count): the engine then makes the
+    /// domain the leaves of the column's hierarchy, when one is named
+    /// ([`crate::sensitive::SensitiveDomain::add_hierarchy_leaves`]), before the method runs.
+    fn wants_public_value_domain(&self) -> bool {
+        false
+    }
+
     /// Whether the release comes with a catalog of its counterfeit rows
     /// (`anonymize_catalog(...)`).
     fn publishes_catalog(&self) -> bool {

@@ -345,7 +345,7 @@ pub fn safepub_metadata(
             c.k
         )
     };
-    let guarantee = guarantee_text(params, result);
+    let guarantee = guarantee_text(params, result, lattice.heights().len());
     let steps_run = result.search.steps.len().saturating_sub(1);
     let mut out: Vec<(String, String)> = vec![
         ("epsilon".into(), format!("{}", params.epsilon)),
@@ -403,7 +403,7 @@ pub fn safepub_metadata(
 /// The `guarantee` metadata text. For the proven configuration (the defaults) it states
 /// exactly the theorem of docs/METHODS.md §2.12; otherwise it says plainly what is not
 /// proven.
-pub fn guarantee_text(params: &SafePubParams, result: &SafePubResult) -> String {
+pub fn guarantee_text(params: &SafePubParams, result: &SafePubResult, attrs: usize) -> String {
     let c = &result.calibration;
     let epsilon_anon = params.epsilon_anon();
     let eps_prime = params.smoothness_epsilon();
@@ -423,10 +423,18 @@ pub fn guarantee_text(params: &SafePubParams, result: &SafePubResult) -> String 
     );
     let truthful = "Truthful: every released row is a real input record with its quasi-identifiers generalized; no value is \
                     perturbed or invented.";
-    let excess = format!(
-        "The exponential mechanism runs in floating point: epsilon_search is exceeded by at most {:.1e}.",
-        result.search.floating_point_excess()
-    );
+    let per_record = params
+        .score
+        .epsilon_excess_per_record(params.epsilon_search, c.k, attrs);
+    let excess = match per_record == 0.0 {
+        true => "The exponential mechanism is exact and this score is an exact integer, so epsilon_search holds \
+                 exactly."
+            .to_string(),
+        false => format!(
+            "The exponential mechanism is exact; this score is computed in floating point from exact integer sums, so \
+             with N input records epsilon_search is exceeded by at most N x {per_record:.1e} (docs/METHODS.md section 2.10)."
+        ),
+    };
     if params.proven() {
         return format!(
             "({epsilon}, {delta:e})-differential privacy, proven by sequential composition (docs/METHODS.md section 2.12): \
@@ -522,5 +530,7 @@ pub fn safepub_diagnostics_batch(result: &SafePubResult) -> Result<RecordBatch> 
     Ok(RecordBatch::try_new(safepub_diagnostics_schema(), columns)?)
 }
 
+#[cfg(test)]
+mod rounding_tests;
 #[cfg(test)]
 mod tests;

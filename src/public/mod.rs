@@ -96,17 +96,9 @@ impl PublicRules {
         Ok(())
     }
 
-    /// Checks a call's method against the policy: the method enabled, a budget set, ε at
-    /// least the minimum; for a syntactic method `k` at least the minimum and exactly the
-    /// owner's quasi-identifiers.
-    pub fn check_method(
-        &self,
-        function: &str,
-        method: &str,
-        cost: Cost,
-        k: Option<u64>,
-        qi: &[String],
-    ) -> Result<()> {
+    /// Refuses a method the owner did not enable, and every release when the session has
+    /// no finite ε budget: checked first, from the method's name alone.
+    pub fn check_enabled(&self, function: &str, method: &str) -> Result<()> {
         if !self.policy.methods.iter().any(|m| m == method) {
             return plan_err!(
                 "{function}(): method '{method}' is not enabled for public users of this session; enabled: {} (the data owner enables methods with dfanon --public-method or PublicPolicy::methods)",
@@ -118,6 +110,20 @@ impl PublicRules {
                 "{function}(): this session has no privacy budget, so it releases nothing: the data owner sets one with dfanon --epsilon-budget or RegisterOptions::budget"
             );
         }
+        Ok(())
+    }
+
+    /// Checks a configured call against the policy (after [`Self::check_enabled`]): ε at
+    /// least the minimum; for a syntactic method `k` at least the minimum and exactly the
+    /// owner's quasi-identifiers.
+    pub fn check_method(
+        &self,
+        function: &str,
+        method: &str,
+        cost: Cost,
+        k: Option<u64>,
+        qi: &[String],
+    ) -> Result<()> {
         if SYNTACTIC_METHODS.contains(&method) {
             let (Some(min_k), Some(fixed)) = (self.policy.min_k, &self.policy.syntactic_qi) else {
                 return plan_err!(

@@ -229,19 +229,14 @@ pub struct Ipa {
     pub level_bounds: LevelBounds,
 }
 
-impl Ipa {
-    /// Whether the informative value domain must be public: with `counterfeit_values =>
-    /// 'marginal'` every value of the domain gets a noisy count, so the engine should make
-    /// the domain the leaves of the informative column's hierarchy, when one is named
-    /// ([`crate::sensitive::SensitiveDomain::add_hierarchy_leaves`]), before running IPA.
-    pub fn wants_public_value_domain(&self) -> bool {
-        self.params.counterfeit_values == CounterfeitValues::Marginal
-    }
-}
-
 impl Method for Ipa {
     fn name(&self) -> &'static str {
         METHOD.name
+    }
+
+    /// With `counterfeit_values => 'marginal'` every value of the domain gets a noisy count.
+    fn wants_public_value_domain(&self) -> bool {
+        self.params.counterfeit_values == CounterfeitValues::Marginal
     }
 
     /// The total the paper's Theorem 9 claims (δ = 0), although that claim does not hold.

@@ -18,9 +18,20 @@
 //! | `group_size` | number of kept classes | 1 |
 //! | `classification` | `Σ_E max_v |{r ∈ E : value(r) = v}|` over kept classes whose features are not all at the root | k |
 //!
-//! Sums of rationals are accumulated in `f64`; their rounding error (relative 1e-16 per
-//! addition) is many orders of magnitude below any sensitivity, and the scores only feed
-//! the exponential mechanism's weights.
+//! # Rounding
+//!
+//! Every sum over records or classes is accumulated exactly in integers (`u128`); `f64`
+//! rounding enters only in the last few operations of [`ScoreAccumulator::finish`], so a
+//! computed score is within `N · e` of its exact value for `N` input records, with `e`
+//! ([`ScoreFunction::rounding_per_record`]) a constant of the function and the number of
+//! quasi-identifiers: `γ_(m+2)·m` for granularity and intensity, `γ_3` for
+//! discernibility, `γ_(m+3)·m` for entropy, `0` for group size and classification (exact
+//! integers), where `γ_j = j·u/(1 − j·u)` and `u = 2^-53` (Higham, *Accuracy and Stability
+//! of Numerical Algorithms*, §3.1). The sensitivities are rounded up, never down. The
+//! exponential mechanism is exact for the scores it is given, so computed scores of
+//! neighbouring inputs differ by at most `Δ + 2·N·e` and each step is
+//! `ε_step·(1 + 2·N·e/Δ)`-DP: [`ScoreFunction::epsilon_excess_per_record`] gives the
+//! additive excess over the whole search divided by `N` (docs/METHODS.md §2.10).
 
 use datafusion::common::{plan_err, Result};
 
@@ -88,13 +99,22 @@ impl ScoreFunction {
 
     /// Sensitivity of the score for threshold `k` and `attrs` quasi-identifiers
     /// (Theorems 6–9).
+    ///
+    /// Rounded up where the exact value is not an `f64`: discernibility's
+    /// `k²/(k−1) + 1 = (k² + k − 1)/(k − 1)` is one correctly rounded division of exact
+    /// integers, so one step up bounds it from above (and entropy's product likewise).
     pub fn sensitivity(self, k: u64, attrs: usize) -> f64 {
         let m = attrs as f64;
         let disc = if k <= 1 {
             5.0
         } else {
-            let k = k as f64;
-            k * k / (k - 1.0) + 1.0
+            // (k² + k − 1) = (k − 1)(k + 2) + 1: an integer quotient only for k = 2.
+            let numerator = (k as u128 * k as u128 + k as u128 - 1) as f64;
+            let quotient = numerator / (k - 1) as f64;
+            match k == 2 {
+                true => quotient,
+                false => quotient.next_up(),
+            }
         };
         match self {
             Self::Granularity | Self::Intensity => {
@@ -105,18 +125,53 @@ impl ScoreFunction {
                 }
             }
             Self::Discernibility => disc,
-            Self::Entropy => disc * m,
+            Self::Entropy => {
+                let product = disc * m;
+                match disc.fract() == 0.0 && product < 2f64.powi(53) {
+                    true => product,
+                    false => product.next_up(),
+                }
+            }
             Self::GroupSize => 1.0,
             Self::Classification => k as f64,
         }
     }
+
+    /// `e` such that a computed score over `N` input records is within `N·e` of the exact
+    /// score, for `attrs` quasi-identifiers (module documentation, # Rounding).
+    pub fn rounding_per_record(self, attrs: usize) -> f64 {
+        let m = attrs as f64;
+        match self {
+            Self::Granularity | Self::Intensity => gamma(m + 2.0) * m,
+            Self::Discernibility => gamma(3.0),
+            Self::Entropy => gamma(m + 3.0) * m,
+            Self::GroupSize | Self::Classification => 0.0,
+        }
+    }
+
+    /// The additive ε excess, per input record, of a search spending `epsilon` in total
+    /// with threshold `k` over `attrs` quasi-identifiers: `epsilon · 2e/Δ`, so that over `N`
+    /// records the search is `epsilon · (1 + 2·N·e/Δ)`-DP. Depends on public parameters only.
+    pub fn epsilon_excess_per_record(self, epsilon: f64, k: u64, attrs: usize) -> f64 {
+        // Rounded up by a factor 1 + 1e-6 (far above the rounding of this product).
+        epsilon * 2.0 * self.rounding_per_record(attrs) / self.sensitivity(k, attrs) * (1.0 + 1e-6)
+    }
+}
+
+/// `γ_j = j·u / (1 − j·u)` with `u = 2^-53`, the relative error bound of `j` rounded `f64`
+/// operations in sequence (Higham, Lemma 3.1).
+fn gamma(j: f64) -> f64 {
+    let u = f64::EPSILON / 2.0;
+    j * u / (1.0 - j * u)
 }
 
 /// Per attribute and level, what the scores need to know about generalized values.
 #[derive(Debug, Clone)]
 pub struct ScoreTables {
-    /// `granularity[a][l][code]` = leaves under the code / leaves of the hierarchy.
-    granularity: Vec<Vec<Vec<f64>>>,
+    /// `leaves_under[a][l][code]` = leaves under the code (granularity's numerator).
+    leaves_under: Vec<Vec<Vec<u64>>>,
+    /// `leaves[a]` = leaves of the hierarchy (granularity's denominator).
+    leaves: Vec<u64>,
     /// `intensity[a][l]` = l / height (0 for a hierarchy of height 0).
     intensity: Vec<Vec<f64>>,
     /// `root[a][l]`: the level has a single value (carries no information).
@@ -128,22 +183,17 @@ pub struct ScoreTables {
 impl ScoreTables {
     /// Tables for the given hierarchies.
     pub fn new(hierarchies: &[&Hierarchy]) -> Self {
-        let mut granularity = Vec::new();
+        let mut leaves_under = Vec::new();
+        let mut leaves = Vec::new();
         let mut intensity = Vec::new();
         let mut root = Vec::new();
         let mut cardinality = Vec::new();
         for h in hierarchies {
-            let leaves = h.leaf_count() as f64;
             let height = h.height();
-            granularity.push(
+            leaves.push(h.leaf_count() as u64);
+            leaves_under.push(
                 (0..=height)
-                    .map(|l| {
-                        h.level(l)
-                            .leaf_counts()
-                            .iter()
-                            .map(|&c| c as f64 / leaves)
-                            .collect()
-                    })
+                    .map(|l| h.level(l).leaf_counts().iter().map(|&c| c as u64).collect())
                     .collect(),
             );
             intensity.push(
@@ -165,7 +215,8 @@ impl ScoreTables {
             cardinality.push((0..=height).map(|l| h.level(l).cardinality()).collect());
         }
         Self {
-            granularity,
+            leaves_under,
+            leaves,
             intensity,
             root,
             cardinality,
@@ -198,8 +249,10 @@ pub struct ScoreAccumulator<'t> {
     total: u64,
     kept: u64,
     classes: u64,
-    weighted: f64,
-    squares: f64,
+    /// Per attribute, `Σ_kept records leaves_under` (granularity).
+    weighted: Vec<u128>,
+    /// `Σ_E |E|²` (discernibility).
+    squares: u128,
     majority: u64,
     counts: Vec<Vec<u64>>,
     features_at_root: bool,
@@ -213,6 +266,10 @@ impl<'t> ScoreAccumulator<'t> {
         levels: &'t [usize],
         total: u64,
     ) -> Self {
+        let weighted = match function {
+            ScoreFunction::Granularity => vec![0; levels.len()],
+            _ => Vec::new(),
+        };
         let counts = if function == ScoreFunction::Entropy {
             levels
                 .iter()
@@ -230,8 +287,8 @@ impl<'t> ScoreAccumulator<'t> {
             total,
             kept: 0,
             classes: 0,
-            weighted: 0.0,
-            squares: 0.0,
+            weighted,
+            squares: 0,
             majority: 0,
             counts,
             features_at_root,
@@ -246,16 +303,13 @@ impl<'t> ScoreAccumulator<'t> {
         self.classes += 1;
         match self.function {
             ScoreFunction::Granularity => {
-                let per_record: f64 = self
-                    .levels
-                    .iter()
-                    .enumerate()
-                    .map(|(a, &l)| self.tables.granularity[a][l][code(a) as usize])
-                    .sum();
-                self.weighted += size as f64 * per_record;
+                for (a, &l) in self.levels.iter().enumerate() {
+                    let under = self.tables.leaves_under[a][l][code(a) as usize];
+                    self.weighted[a] += size as u128 * under as u128;
+                }
             }
             ScoreFunction::Discernibility => {
-                self.squares += (size as f64) * (size as f64);
+                self.squares += size as u128 * size as u128;
             }
             ScoreFunction::Entropy => {
                 for (a, &l) in self.levels.iter().enumerate() {
@@ -273,13 +327,22 @@ impl<'t> ScoreAccumulator<'t> {
         }
     }
 
-    /// The score of the scheme.
+    /// The score of the scheme: exact integer sums, then the few rounded operations the
+    /// bound [`ScoreFunction::rounding_per_record`] counts.
     pub fn finish(self) -> Evaluation {
         let n = self.total as f64;
         let m = self.levels.len() as f64;
         let suppressed = self.total.saturating_sub(self.kept) as f64;
         let score = match self.function {
-            ScoreFunction::Granularity => -(self.weighted + suppressed * m),
+            ScoreFunction::Granularity => {
+                let cells: f64 = self
+                    .weighted
+                    .iter()
+                    .zip(&self.tables.leaves)
+                    .map(|(&w, &leaves)| w as f64 / leaves as f64)
+                    .sum();
+                -(cells + suppressed * m)
+            }
             ScoreFunction::Intensity => {
                 let per_record: f64 = self
                     .levels
@@ -289,7 +352,7 @@ impl<'t> ScoreAccumulator<'t> {
                     .sum();
                 -(self.kept as f64 * per_record + suppressed * m)
             }
-            ScoreFunction::Discernibility => -(self.squares / n + suppressed),
+            ScoreFunction::Discernibility => -(self.squares as f64 / n + suppressed),
             ScoreFunction::Entropy => {
                 let mut phi = 0.0;
                 for (a, &l) in self.levels.iter().enumerate() {
@@ -297,13 +360,13 @@ impl<'t> ScoreAccumulator<'t> {
                         phi += n;
                         continue;
                     }
-                    let mut squares = 0.0;
+                    let mut squares = 0u128;
                     let mut visible = 0u64;
                     for &c in &self.counts[a] {
-                        squares += (c as f64) * (c as f64);
+                        squares += c as u128 * c as u128;
                         visible += c;
                     }
-                    phi += squares / n + (self.total - visible) as f64;
+                    phi += squares as f64 / n + (self.total - visible) as f64;
                 }
                 -phi
             }

@@ -81,19 +81,6 @@ pub struct SearchResult {
     pub scored: usize,
 }
 
-impl SearchResult {
-    /// Bound on the additive ε excess of the floating-point exponential mechanism over all
-    /// steps: `Σ ln((1 + n·2^-51)^2)` for `n` candidates per step (see
-    /// [`crate::mechanism::exponential`]).
-    pub fn floating_point_excess(&self) -> f64 {
-        self.steps
-            .iter()
-            .skip(1)
-            .map(|s| 2.0 * (s.candidates as f64 * 2f64.powi(-51)).ln_1p())
-            .sum()
-    }
-}
-
 /// Runs the search for `steps` steps with `epsilon` in total, scores of the given
 /// `sensitivity`, calling `progress(step, steps)` as it goes.
 #[allow(clippy::too_many_arguments)]

@@ -136,6 +136,9 @@ pub fn build_request(
         );
     };
     check_applicable(function, method, args)?;
+    if let Some(rules) = public {
+        rules.check_enabled(function, method.name)?;
+    }
     let context_text = format!("method '{}'", method.name);
     let values = ParamValues::parse(function, &context_text, method.params, args.values())?;
 
