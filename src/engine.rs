@@ -27,7 +27,9 @@ use crate::progress::{Cancel, Progress, ProgressFn};
 use crate::quote::quote;
 use crate::release::IntervalMeans;
 use crate::release::{check_release_size, ReleaseRowLimit, ReleasedRows};
-use crate::sensitive::{has_natural_order, SensitiveColumn, SensitiveDomain, SensitiveHierarchy};
+use crate::sensitive::{
+    has_natural_order, SensitiveColumn, SensitiveDomain, SensitiveHierarchy, SensitiveSpec,
+};
 
 /// A quasi-identifier and its hierarchy table.
 #[derive(Debug, Clone)]
@@ -38,17 +40,6 @@ pub struct QiSpec {
     pub hierarchy_name: String,
     /// The hierarchy table.
     pub hierarchy: Arc<dyn TableProvider>,
-}
-
-/// A sensitive column: released unchanged, checked by the privacy models.
-#[derive(Debug, Clone)]
-pub struct SensitiveSpec {
-    /// Column name in the source.
-    pub column: String,
-    /// Its Arrow type (kept in the release).
-    pub data_type: DataType,
-    /// Hierarchy table `(name as given, table)`, when named (`sensitive => 'col:table'`).
-    pub hierarchy: Option<(String, Arc<dyn TableProvider>)>,
 }
 
 /// A fully validated anonymization request.
@@ -168,7 +159,7 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
     // The aggregate over the source runs wherever the session runs its queries (a cluster,
     // when connected to one); the small hierarchy tables are read on this process.
     let ctx = SessionContext::new_with_state(state.clone());
-    let local = SessionContext::new_with_state(crate::distributed::local_state(state));
+    let local = SessionContext::new_with_state(crate::session::local_state(state));
     let mut hierarchies = Vec::with_capacity(request.qi.len());
     for q in &request.qi {
         let batches = local.read_table(q.hierarchy.clone())?.collect().await?;

@@ -37,6 +37,7 @@ pub mod public;
 pub mod quote;
 pub mod release;
 pub mod sensitive;
+pub mod session;
 pub mod sql;
 #[cfg(test)]
 mod testing;
@@ -44,6 +45,7 @@ mod testing;
 use std::sync::Arc;
 
 use datafusion::error::Result;
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::SessionContext;
 
 use sql::catalog::FunctionCatalog;
@@ -51,7 +53,6 @@ use sql::planner::FunctionPlanner;
 
 pub use access::{Access, PublicPolicy, RegisterOptions};
 pub use progress::ProgressFn;
-pub use public::public_session;
 pub use sql::catalog::{cli_help_section, function_docs, functions_markdown};
 
 /// Registers the functions of this crate ([`FunctionCatalog`]) on `ctx` for public users
@@ -87,4 +88,34 @@ pub fn register_with(ctx: &SessionContext, options: RegisterOptions) -> Result<(
         ctx.register_udf(udf);
     }
     Ok(())
+}
+
+/// A public session over the data owner's session `owner`: the same configuration,
+/// runtime and tables (shared: tables the owner adds later appear as their names are
+/// declared), with this crate's functions registered for public users by `options`
+/// (its `access` is taken as [`Access::Public`]). `owner` itself is unchanged.
+///
+/// This is how a setup written in SQL with the owner's functions (hierarchy views, say)
+/// becomes a session for public users: `dfanon --public --init setup.sql` does it.
+pub fn public_session(owner: &SessionContext, options: RegisterOptions) -> Result<SessionContext> {
+    let state = owner.state();
+    let config = state
+        .config()
+        .clone()
+        .with_create_default_catalog_and_schema(false);
+    let public = SessionStateBuilder::new()
+        .with_config(config)
+        .with_runtime_env(state.runtime_env().clone())
+        .with_catalog_list(state.catalog_list().clone())
+        .with_default_features()
+        .build();
+    let ctx = SessionContext::new_with_state(public);
+    register_with(
+        &ctx,
+        RegisterOptions {
+            access: Access::Public,
+            ..options
+        },
+    )?;
+    Ok(ctx)
 }

@@ -11,7 +11,22 @@ use datafusion::arrow::compute::{cast, concat, sort_to_indices, take};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{exec_err, Result};
 
+use std::sync::Arc;
+
+use datafusion::catalog::TableProvider;
+
 use crate::hierarchy::Hierarchy;
+
+/// A sensitive column: released unchanged, checked by the privacy models.
+#[derive(Debug, Clone)]
+pub struct SensitiveSpec {
+    /// Column name in the source.
+    pub column: String,
+    /// Its Arrow type (kept in the release).
+    pub data_type: DataType,
+    /// Hierarchy table `(name as given, table)`, when named (`sensitive => 'col:table'`).
+    pub hierarchy: Option<(String, Arc<dyn TableProvider>)>,
+}
 
 /// A sensitive column's hierarchy and the leaf code of each of its value codes.
 #[derive(Debug, Clone)]

@@ -25,6 +25,7 @@ use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::PhysicalExtensionCodec;
 
 use super::{AnonymizeLogicalCodec, AnonymizePhysicalCodec, ClusterPlanner};
+use crate::session::PlansOnCluster;
 use crate::{register_with, RegisterOptions};
 
 /// Logical optimizer rules a cluster client leaves to the scheduler (which optimizes every
@@ -129,7 +130,10 @@ pub async fn connect(
         .filter(|rule| !SCHEDULER_ONLY_RULES.contains(&rule.name()))
         .cloned()
         .collect();
-    let mut config = state.config().clone();
+    let mut config = state
+        .config()
+        .clone()
+        .with_extension(Arc::new(PlansOnCluster));
     config.options_mut().set(
         ballista_core::config::BALLISTA_ADAPTIVE_PLANNER_ENABLED,
         "false",

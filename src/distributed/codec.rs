@@ -24,8 +24,8 @@ use datafusion::physical_plan::{ExecutionPlan, PhysicalExpr};
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 
-use super::shipped::{ShippedExec, ShippedTable};
 use super::wire;
+use crate::sql::shipped::{ShippedExec, ShippedTable};
 
 /// The function codecs (scalar, higher-order, aggregate and window functions) both our
 /// codecs delegate unchanged to the codec they wrap.

@@ -24,12 +24,12 @@
 
 pub mod codec;
 mod planner;
-mod shipped;
 mod wire;
 
 #[cfg(feature = "ballista")]
 pub mod ballista;
 
+pub use crate::session::local_state;
+pub use crate::sql::shipped::{Shipped, ShippedExec, ShippedTable};
 pub use codec::{AnonymizeLogicalCodec, AnonymizePhysicalCodec};
-pub use planner::{local_state, ClusterPlanner};
-pub use shipped::{Shipped, ShippedExec, ShippedTable};
+pub use planner::ClusterPlanner;

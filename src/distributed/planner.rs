@@ -22,14 +22,14 @@ use datafusion::common::Result;
 use datafusion::datasource::listing::ListingTable;
 use datafusion::datasource::{provider_as_source, source_as_provider, ViewTable};
 use datafusion::execution::context::QueryPlanner;
-use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
+use datafusion::execution::session_state::SessionState;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
 use datafusion::prelude::SessionContext;
 
-use super::shipped::{Shipped, ShippedTable};
+use crate::session::local_state;
 use crate::sql::lazy::{session_state, LazyTable};
+use crate::sql::shipped::{Shipped, ShippedTable};
 
 /// A query planner that computes the client-side tables of a plan, then hands the plan to
 /// the cluster's planner (`inner`).
@@ -54,36 +54,6 @@ impl QueryPlanner for ClusterPlanner {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let plan = ship_client_tables(logical_plan.clone(), session_state(session)?).await?;
         self.inner.create_physical_plan(&plan, session).await
-    }
-}
-
-/// Plans and runs on this process only, whatever planner the session uses.
-#[derive(Debug)]
-struct LocalPlanner;
-
-#[async_trait]
-impl QueryPlanner for LocalPlanner {
-    async fn create_physical_plan(
-        &self,
-        logical_plan: &LogicalPlan,
-        session: &dyn Session,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        DefaultPhysicalPlanner::default()
-            .create_physical_plan(logical_plan, session)
-            .await
-    }
-}
-
-/// `state` for work that belongs on this process (reading a small hierarchy table): when
-/// the session sends its queries to a cluster, a copy that plans and runs them here.
-pub fn local_state(state: &SessionState) -> SessionState {
-    let planner: &dyn std::any::Any = state.query_planner().as_ref();
-    if planner.is::<ClusterPlanner>() {
-        SessionStateBuilder::new_from_existing(state.clone())
-            .with_query_planner(Arc::new(LocalPlanner))
-            .build()
-    } else {
-        state.clone()
     }
 }
 

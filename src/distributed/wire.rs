@@ -13,8 +13,8 @@ use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::arrow::ipc::writer::StreamWriter;
 use datafusion::common::{internal_datafusion_err, internal_err, Result};
 
-use super::shipped::Shipped;
 use crate::release::{ReleasedHistogram, ReleasedRows, ReleasedRowsParts};
+use crate::sql::shipped::Shipped;
 
 /// First bytes of every encoded table (name and format version).
 pub const MAGIC: &[u8; 8] = b"DFANONW1";

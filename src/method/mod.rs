@@ -21,7 +21,6 @@ use datafusion::common::{plan_err, Result};
 
 use crate::budget::Cost;
 use crate::counterfeit_catalog::CounterfeitCatalog;
-use crate::engine::SensitiveSpec;
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::lattice::{parse_level_list, Lattice, LevelBounds, Node, NO_LEVEL_BOUNDS};
@@ -31,6 +30,7 @@ use crate::progress::Progress;
 use crate::release::IntervalMeans;
 use crate::release::{ReleaseSize, ReleasedHistogram};
 use crate::sensitive::SensitiveDomain;
+use crate::sensitive::SensitiveSpec;
 
 /// What every method receives.
 pub struct MethodInput<'a> {
@@ -199,7 +199,7 @@ pub const SEED: ParamSpec = ParamSpec::new(
     "seed",
     ParamKind::Integer,
     ParamDefault::Optional("none: seeded from the operating system"),
-    "fixed random seed, for the data owner's tests and reproduction only: the release then has no privacy guarantee (its metadata says so; the budget is still charged); refused in sessions for public users",
+    "fixed random seed, for the data owner's tests and reproduction only: the release then has no privacy guarantee (its metadata says so; the ledger counts it but charges no ε or δ); refused in sessions for public users",
 );
 
 /// `max_nodes` of the methods that evaluate every lattice node.

@@ -6,5 +6,5 @@
 pub mod interval;
 pub mod models;
 pub mod risk;
-pub mod safepub_params;
+pub mod sampling_dp;
 pub mod warnings;

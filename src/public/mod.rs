@@ -22,12 +22,11 @@ use std::sync::Arc;
 
 use datafusion::catalog::{CatalogProviderList, TableProvider};
 use datafusion::common::{plan_err, DataFusionError, Result};
-use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::SessionContext;
 
 use crate::access::{PublicPolicy, RegisterOptions};
 use crate::budget::account::Cost;
-use crate::sql::resolve::table_reference_candidates;
+use crate::session::table_reference_candidates;
 
 /// The whole error a public user sees when a release cannot be computed: the same text
 /// for every cause, so a refusal tells nothing about the data.
@@ -198,34 +197,4 @@ pub fn install(ctx: &SessionContext, options: &RegisterOptions) -> Result<Arc<Pu
     ctx.state_ref().write().table_factories_mut().clear();
     ctx.add_analyzer_rule(Arc::new(guard::PublicGuard));
     Ok(rules)
-}
-
-/// A public session over the data owner's session `owner`: the same configuration,
-/// runtime and tables (shared: tables the owner adds later appear as their names are
-/// declared), with this crate's functions registered for public users by `options`
-/// (its `access` is taken as [`crate::Access::Public`]). `owner` itself is unchanged.
-///
-/// This is how a setup written in SQL with the owner's functions (hierarchy views, say)
-/// becomes a session for public users: `dfanon --public --init setup.sql` does it.
-pub fn public_session(owner: &SessionContext, options: RegisterOptions) -> Result<SessionContext> {
-    let state = owner.state();
-    let config = state
-        .config()
-        .clone()
-        .with_create_default_catalog_and_schema(false);
-    let public = SessionStateBuilder::new()
-        .with_config(config)
-        .with_runtime_env(state.runtime_env().clone())
-        .with_catalog_list(state.catalog_list().clone())
-        .with_default_features()
-        .build();
-    let ctx = SessionContext::new_with_state(public);
-    crate::register_with(
-        &ctx,
-        RegisterOptions {
-            access: crate::Access::Public,
-            ..options
-        },
-    )?;
-    Ok(ctx)
 }

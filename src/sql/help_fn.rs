@@ -10,7 +10,7 @@ use datafusion::datasource::MemTable;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
 use super::args::{bind, CallArgs, ParamSpec};
-use super::catalog::{FunctionDoc, FunctionKind};
+use super::docs::{FunctionDoc, FunctionKind};
 use super::planner::SqlTableFunction;
 
 /// One row of `anonymize_help()`: `(function, parameter, default, description)`.

@@ -22,7 +22,7 @@ use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
 use futures::{StreamExt, TryStreamExt};
 
-use crate::distributed::Shipped;
+use super::shipped::Shipped;
 
 /// Produces the rows of a [`LazyTable`]; implementations cache their result.
 #[async_trait]

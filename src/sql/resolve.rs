@@ -8,28 +8,16 @@
 use std::sync::Arc;
 
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
-use datafusion::common::{plan_err, Result, ScalarValue, TableReference};
+use datafusion::common::{plan_err, Result, ScalarValue};
 use datafusion::datasource::source_as_provider;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 use datafusion::logical_expr::{lit, Expr};
 
 use super::lazy::session_state;
+use crate::session::table_reference_candidates;
 
 /// Name under which the internal resolver function is registered.
 pub const RESOLVER_FUNCTION: &str = "__anonymize_resolve_table";
-
-/// Ways a table name given as text may be registered: as written (a dotted name is
-/// parsed as `schema.table`), then lower-cased as SQL normalizes unquoted names.
-pub fn table_reference_candidates(name: &str) -> Vec<TableReference> {
-    let mut out = Vec::new();
-    if name.contains('.') {
-        out.push(TableReference::from(name));
-        out.push(TableReference::from(name.to_ascii_lowercase().as_str()));
-    }
-    out.push(TableReference::bare(name));
-    out.push(TableReference::bare(name.to_ascii_lowercase()));
-    out
-}
 
 /// Looks a table up by name in the planning session; `None` when it does not exist.
 pub fn resolve_table(

@@ -12,7 +12,6 @@ use super::{
     DEFAULT_SUPPRESSION_LIMIT, METRIC_NAMES,
 };
 use crate::budget::Cost;
-use crate::engine::SensitiveSpec;
 use crate::lattice::LevelBounds;
 use crate::mechanism::rng::AnonRng;
 use crate::method::{
@@ -21,6 +20,7 @@ use crate::method::{
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
 use crate::privacy::models::{model_spec, ClassModels, C, L, L_MODEL, T, T_MODEL};
+use crate::sensitive::SensitiveSpec;
 
 /// Why a deterministic method refuses the randomized methods' arguments.
 const NO_BUDGET: &str = "k-anonymization is deterministic and has no privacy budget";

@@ -19,7 +19,7 @@ use crate::method::{
     MIN_LEVELS, SEED,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
-use crate::privacy::safepub_params::calibrate;
+use crate::privacy::sampling_dp::calibrate;
 
 /// SafePub in the method registry.
 pub const METHOD: MethodSpec = MethodSpec {

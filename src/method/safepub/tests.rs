@@ -11,7 +11,7 @@ use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::mechanism::exponential::exponential_weights;
 use crate::mechanism::rng::rng_from_seed;
-use crate::privacy::safepub_params::beta_for;
+use crate::privacy::sampling_dp::beta_for;
 use crate::progress::Progress;
 use crate::release::ReleasedHistogram;
 use crate::testing::stats::{assert_chi_square_fits, assert_wilson, categorical_bins, Bin};
@@ -365,7 +365,7 @@ fn sensitivity_bounds_are_tight() {
 #[test]
 fn sampling_rate_is_beta() {
     let beta = beta_for(0.9).unwrap();
-    let num = crate::privacy::safepub_params::beta_numerator(beta);
+    let num = crate::privacy::sampling_dp::beta_numerator(beta);
     let h = interval("a", "0..1", &["0,2"]);
     let hs = [&h];
     let records: Vec<Record> = (0..100_000u32).map(|i| (vec![i % 2], i % 3)).collect();
@@ -645,7 +645,7 @@ fn release_is_k_anonymous_and_truthful() {
         let k = result.calibration.k;
         assert_eq!(
             k,
-            crate::privacy::safepub_params::calibrate(0.9, 1e-3, false)
+            crate::privacy::sampling_dp::calibrate(0.9, 1e-3, false)
                 .unwrap()
                 .k
         );
@@ -709,7 +709,7 @@ fn metadata_and_diagnostics() {
     let meta: BTreeMap<String, String> = safepub_metadata(&params, &result, &lattice)
         .into_iter()
         .collect();
-    let c = crate::privacy::safepub_params::calibrate(0.9, 1e-4, false).unwrap();
+    let c = crate::privacy::sampling_dp::calibrate(0.9, 1e-4, false).unwrap();
     assert_eq!(meta["k"], c.k.to_string());
     assert_eq!(meta["k"], "44");
     assert_eq!(meta["beta"], format!("{}", c.beta));
@@ -817,11 +817,7 @@ fn delta_is_bounded_below() {
     );
     for epsilon_anon in [0.05, 0.1, 0.5, 0.9, 2.0, 3.0] {
         let start = std::time::Instant::now();
-        let c = calibrate(
-            epsilon_anon,
-            crate::privacy::safepub_params::MIN_DELTA,
-            false,
-        );
+        let c = calibrate(epsilon_anon, crate::privacy::sampling_dp::MIN_DELTA, false);
         let c = c.unwrap_or_else(|e| panic!("epsilon_anon {epsilon_anon}: {e}"));
         assert!(c.delta_delivered <= 1e-20);
         eprintln!(
@@ -863,7 +859,7 @@ fn rejects_bad_parameters() {
 /// at the class size where suppression decides visibility.
 #[test]
 fn audit_safepub_operator() {
-    use crate::privacy::safepub_params::{beta_numerator, DeltaCalculator};
+    use crate::privacy::sampling_dp::{beta_numerator, DeltaCalculator};
     use crate::testing::audit::{
         assert_private, assert_violated, audit, histogram as audit_histogram, ALPHA,
     };
@@ -1123,7 +1119,7 @@ fn sensitivities_hold_for_value_groups() {
 /// δ = 0, where only the threshold on the 'HIV' group hides the added record.
 #[test]
 fn audit_safepub_with_informative_column() {
-    use crate::privacy::safepub_params::DeltaCalculator;
+    use crate::privacy::sampling_dp::DeltaCalculator;
     use crate::testing::audit::{
         assert_private, assert_violated, audit, histogram as audit_histogram, ALPHA,
     };

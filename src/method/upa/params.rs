@@ -11,7 +11,6 @@ use super::{
     DEFAULT_K,
 };
 use crate::budget::Cost;
-use crate::engine::SensitiveSpec;
 use crate::lattice::LevelBounds;
 use crate::mechanism::rng::AnonRng;
 use crate::method::{
@@ -21,6 +20,7 @@ use crate::method::{
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
 use crate::privacy::models::{model_spec, ClassModels, C, L, L_MODEL, T, T_MODEL};
 use crate::release::ReleaseSize;
+use crate::sensitive::SensitiveSpec;
 
 /// UPA in the method registry.
 pub const METHOD: MethodSpec = MethodSpec {

@@ -11,9 +11,9 @@ pub mod t_closeness;
 
 use datafusion::common::{exec_err, plan_err, Result};
 
-use crate::engine::SensitiveSpec;
 use crate::histogram::GroupedHistogram;
 use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
+use crate::sensitive::SensitiveSpec;
 use crate::sensitive::{has_natural_order, SensitiveDomain};
 use fib_map::FibMap;
 pub use l_diversity::{LDiversity, LModel};

@@ -23,8 +23,8 @@ use tokio::sync::OnceCell;
 use super::args::{bind, CallArgs, ParamSpec};
 use super::lazy::{BatchProducer, BatchSource, LazyTable};
 use super::planner::SqlTableFunction;
-use crate::budget::charge_release;
 use crate::budget::ledger::Ledger;
+use crate::budget::{charge_release, Cost};
 use crate::engine::{self, AnonymizeRequest, ReleaseOutput};
 use crate::progress::ProgressFn;
 use crate::public::{PublicRules, PUBLIC_FAILURE};
@@ -283,13 +283,21 @@ impl BatchProducer for ReleaseProducer {
         let output = cell
             .get_or_try_init(|| async {
                 // Charged once, before anything is drawn; refunded if nothing is released.
-                // A seeded release (owner sessions only) has no privacy guarantee but is
-                // charged all the same: charging more never weakens the ledger.
+                // A seeded release (owner sessions only) has no privacy guarantee (its
+                // `guarantee` says so) and is not a DP release: it is counted in the
+                // ledger's releases but charges no ε or δ.
                 let request = &self.entry.request;
+                let cost = match request.seed {
+                    Some(_) => Cost {
+                        epsilon: 0.0,
+                        delta: 0.0,
+                    },
+                    None => request.method.budget(),
+                };
                 let charge = charge_release(
                     &self.cache.ledger,
                     &request.source_name,
-                    request.method.budget(),
+                    cost,
                     state.config_options(),
                 )?;
                 let computed =

@@ -11,10 +11,11 @@ use datafusion::common::{plan_err, DataFusionError, Result};
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
 use super::names::{parse_list, ListName};
-use crate::engine::{AnonymizeRequest, QiSpec, SensitiveSpec};
+use crate::engine::{AnonymizeRequest, QiSpec};
 use crate::method::{find_method, Method, MethodArgs, MethodSpec, METHODS};
 use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
 use crate::public::PublicRules;
+use crate::sensitive::SensitiveSpec;
 use crate::sql::args::BoundArgs;
 
 /// Name of the default method.

@@ -1,7 +1,7 @@
 //! SafePub — truthful (ε, δ)-differentially private microdata (Bild, Kuhn & Prasser,
 //! PoPETs 2018; thesis Ref. 1).
 //!
-//! 1. **Parameters** ([`crate::privacy::safepub_params`]): ε = ε_anon + ε_search; the
+//! 1. **Parameters** ([`crate::privacy::sampling_dp`]): ε = ε_anon + ε_search; the
 //!    sampling probability β = 1 − e^(−ε_anon) and the threshold k = d'(δ, β, ε_anon) are
 //!    computed with interval arithmetic so that the δ delivered never exceeds the request.
 //! 2. **Sampling** ([`sample`]): every record is kept with probability β (exact Bernoulli
@@ -48,7 +48,7 @@ use datafusion::common::{exec_err, internal_err, plan_err, Result};
 use crate::lattice::{node_label, Lattice};
 use crate::mechanism::rng::{derive_child, AnonRng};
 use crate::method::MethodInput;
-use crate::privacy::safepub_params::{
+use crate::privacy::sampling_dp::{
     beta_numerator, calibrate, smoothness_delta, SafePubCalibration, MIN_DELTA,
 };
 use crate::release::ReleasedHistogram;
