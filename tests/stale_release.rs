@@ -12,8 +12,7 @@ use datafusion::prelude::SessionContext;
 const KANON: &str = "SELECT COUNT(*) FROM anonymize('src', method => 'kanon', qi => 'age', informative => 'disease', k => 1)";
 
 /// IPA charges epsilon = 1 per release it computes.
-const IPA: &str =
-    "SELECT COUNT(*) FROM anonymize('src', qi => 'age', informative => 'disease', seed => 1)";
+const IPA: &str = "SELECT COUNT(*) FROM anonymize('src', qi => 'age', informative => 'disease')";
 
 async fn run(ctx: &SessionContext, sql: &str) -> Result<()> {
     ctx.sql(sql).await?.collect().await?;
@@ -100,7 +99,7 @@ async fn files_changed_under_an_external_table() -> Result<()> {
 
     // The metadata describes the release of the current files.
     let batches = ctx
-        .sql("SELECT value FROM anonymize_metadata('src', qi => 'age', informative => 'disease', seed => 1) WHERE key = 'source'")
+        .sql("SELECT value FROM anonymize_metadata('src', qi => 'age', informative => 'disease') WHERE key = 'source'")
         .await?
         .collect()
         .await?;
