@@ -3,6 +3,7 @@
 //! privacy models of syntactic releases (ℓ-diversity, t-closeness); re-identification risk
 //! from class sizes; and warnings about privacy parameters that depend on the data.
 
+pub mod assessment;
 pub mod interval;
 pub mod models;
 pub mod risk;

@@ -32,10 +32,7 @@ use super::lazy::{BatchProducer, LazyTable};
 use super::planner::SqlTableFunction;
 use crate::hierarchy::STAR;
 use crate::params::{ParamDefault, ParamKind, ParamValues};
-use crate::privacy::models::fib_map::FibMap;
-use crate::privacy::models::l_diversity::entropy_l;
-use crate::privacy::models::ordered_distance::OrderedDistance;
-use crate::privacy::models::t_closeness::EqualDistance;
+use crate::privacy::assessment::{Rows, SensitiveFigures};
 use crate::privacy::risk::{ClassRisk, PopulationRisk};
 use crate::sensitive::has_natural_order;
 
@@ -483,49 +480,28 @@ async fn assess(request: &AssessRequest, state: &SessionState) -> Result<Vec<Ent
         } else {
             None
         };
-        let equal = EqualDistance::new(&reference, 1.0);
-        let ordered = rank.as_ref().map(|rank| {
-            let mut by_rank = vec![0u64; m];
-            for (v, &c) in reference.iter().enumerate() {
-                by_rank[rank[v] as usize] = c;
-            }
-            OrderedDistance::new(&by_rank, 1.0)
-        });
-        // Per class: its values (several rows may share one value of this column).
-        let mut rows_of_class: Vec<Vec<u32>> = vec![Vec::new(); class_keys.len()];
-        for r in 0..counts.len() {
-            if !flags.value(r) {
-                rows_of_class[class_of[r] as usize].push(r as u32);
-            }
-        }
-        let mut map = FibMap::default();
-        let (mut l_distinct, mut l_entropy) = (u64::MAX, f64::INFINITY);
-        let (mut t_equal, mut t_ordered) = (0.0f64, 0.0f64);
-        let mut pairs: Vec<(u32, u64)> = Vec::new();
-        for rows in rows_of_class.iter().filter(|r| !r.is_empty()) {
-            map.clear();
-            for &r in rows {
-                map.add(value_of[r as usize], counts[r as usize]);
-            }
-            pairs.clear();
-            pairs.extend(map.entries());
-            let class_counts: Vec<u64> = pairs.iter().map(|p| p.1).collect();
-            l_distinct = l_distinct.min(pairs.len() as u64);
-            l_entropy = l_entropy.min(entropy_l(&class_counts));
-            t_equal = t_equal.max(equal.distance(&pairs));
-            if let (Some(check), Some(rank)) = (&ordered, &rank) {
-                let ranked: Vec<(u32, u64)> =
-                    pairs.iter().map(|&(v, c)| (rank[v as usize], c)).collect();
-                t_ordered = t_ordered.max(check.distance(&ranked));
-            }
-        }
-        if l_distinct == u64::MAX {
-            (l_distinct, l_entropy) = (0, 0.0);
-        }
+        let suppressed: Vec<bool> = (0..counts.len()).map(|r| flags.value(r)).collect();
+        let figures = SensitiveFigures::of(
+            &Rows {
+                class_of: &class_of,
+                suppressed: &suppressed,
+                value_of: &value_of,
+                counts: &counts,
+            },
+            class_keys.len(),
+            &reference,
+            rank.as_deref(),
+        );
+        let SensitiveFigures {
+            l_distinct,
+            l_entropy,
+            t_equal,
+            t_ordered,
+        } = figures;
         put("l_distinct_min", Some(name), l_distinct as f64);
         put("l_entropy_min", Some(name), l_entropy);
         put("t_equal_max", Some(name), t_equal);
-        if ordered.is_some() {
+        if let Some(t_ordered) = t_ordered {
             put("t_ordered_max", Some(name), t_ordered);
         }
     }

@@ -17,23 +17,23 @@
 //! 0) or, by default, the first node in order of increasing level sum, then lattice order,
 //! whose domain has at most `max_cells` cells. A domain larger than `max_cells` is refused.
 
-use std::sync::Arc;
-
-use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray, UInt64Array};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::{internal_err, plan_err, Result};
 
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
-use crate::lattice::{node_from_levels, node_label, parse_level_list, Lattice, Node};
+use crate::lattice::{node_from_levels, parse_level_list, Lattice, Node};
 use crate::mechanism::noise::{sample_discrete_laplace, ExactScale};
 use crate::mechanism::rng::AnonRng;
 use crate::progress::Progress;
 use crate::release::ReleasedHistogram;
 
 mod params;
+mod report;
 
 pub use params::{DpHistogram, METHOD};
+pub use report::{
+    dp_histogram_diagnostics_batch, dp_histogram_diagnostics_schema, dp_histogram_metadata,
+};
 
 /// Default largest number of cells.
 pub const DEFAULT_MAX_CELLS: u64 = 10_000_000;
@@ -99,7 +99,7 @@ pub(super) fn cell_count(
     Some(cells)
 }
 
-fn describe(hierarchies: &[&Hierarchy], node: &[usize]) -> String {
+pub(super) fn describe(hierarchies: &[&Hierarchy], node: &[usize]) -> String {
     hierarchies
         .iter()
         .zip(node)
@@ -245,76 +245,6 @@ pub fn run_dp_histogram(
     }
     progress.report(combinations as usize, combinations as usize)?;
     Ok(DpHistogramResult { release, stats })
-}
-
-/// The method's public metadata entries.
-pub fn dp_histogram_metadata(
-    params: &DpHistogramParams,
-    hierarchies: &[&Hierarchy],
-    stats: &DpHistogramStats,
-    value_domain: usize,
-) -> Vec<(String, String)> {
-    let node_source = if params.levels.is_some() {
-        "given by the 'levels' argument"
-    } else {
-        "the default rule: the first node by level sum, then lattice order, with at most max_cells cells (this depends only on the hierarchies and the number of informative values)"
-    };
-    let guarantee = format!(
-        "epsilon-differential privacy with epsilon = {eps} (adding or removing one record), for the table of \
-         noisy counts and everything derived from it, on the condition that the set of cells is public. The \
-         quasi-identifier cells are all {qi} combinations of the hierarchies' labels at levels '{levels}' \
-         ({node_source}), empty ones included; the informative domain is the {value_domain} distinct values of the \
-         informative column found in the data: it is not protected (which values occur at all is disclosed \
-         exactly), and must be public knowledge for the guarantee to hold. Each cell gets two-sided discrete \
-         Laplace noise of scale 1/epsilon drawn exactly; negative counts are clamped to 0. Released rows are \
-         not real records: counts and their informative values are noisy.",
-        eps = params.epsilon,
-        qi = stats.cells / value_domain.max(1) as u64,
-        levels = describe(hierarchies, &stats.node),
-    );
-    vec![
-        ("epsilon".into(), params.epsilon.to_string()),
-        (
-            "noise".into(),
-            "two-sided geometric (discrete Laplace) with scale 1/epsilon on every cell, clamped at 0".into(),
-        ),
-        ("cells".into(), stats.cells.to_string()),
-        ("max_cells".into(), params.max_cells.to_string()),
-        ("informative_domain".into(), format!("{value_domain} distinct values taken from the data")),
-        ("guarantee".into(), guarantee),
-    ]
-}
-
-/// Schema of the method's diagnostics: one row.
-pub fn dp_histogram_diagnostics_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("node", DataType::Utf8, false),
-        Field::new("cells", DataType::UInt64, false),
-        Field::new("empty_cells", DataType::UInt64, false),
-        Field::new("released_cells", DataType::UInt64, false),
-        Field::new("true_records", DataType::UInt64, false),
-        Field::new("released_rows", DataType::UInt64, false),
-        Field::new("added_rows", DataType::UInt64, false),
-        Field::new("removed_rows", DataType::UInt64, false),
-    ]))
-}
-
-/// The diagnostics batch.
-pub fn dp_histogram_diagnostics_batch(stats: &DpHistogramStats) -> Result<RecordBatch> {
-    let u = |x: u64| Arc::new(UInt64Array::from(vec![x])) as ArrayRef;
-    Ok(RecordBatch::try_new(
-        dp_histogram_diagnostics_schema(),
-        vec![
-            Arc::new(StringArray::from(vec![node_label(&stats.node)])),
-            u(stats.cells),
-            u(stats.empty_cells),
-            u(stats.released_cells),
-            u(stats.true_records),
-            u(stats.released_rows),
-            u(stats.added_rows),
-            u(stats.removed_rows),
-        ],
-    )?)
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 use super::*;
 use crate::mechanism::rng::rng_from_seed;
+use crate::release::SUPPRESSED;
 use crate::testing::{
     histogram, paper_example_hierarchies, paper_example_records, PAPER_EXAMPLE_DISEASES as DISEASES,
 };

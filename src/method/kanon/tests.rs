@@ -2,6 +2,8 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
+use crate::sensitive::SensitiveDomain;
+
 use super::check::Evaluator;
 use super::*;
 use crate::privacy::models::{ClassModels, LDiversity, LModel, ModelSpec, TModel};

@@ -9,12 +9,14 @@ use super::search::{top_down_search, FinalSelection, NodeScorer};
 use super::*;
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
+use crate::lattice::Lattice;
 use crate::mechanism::exponential::exponential_weights;
 use crate::mechanism::rng::rng_from_seed;
 use crate::privacy::sampling_dp::beta_for;
 use crate::progress::Progress;
 use crate::release::ReleasedHistogram;
 use crate::testing::stats::{assert_chi_square_fits, assert_wilson, categorical_bins, Bin};
+use datafusion::arrow::array::BooleanArray;
 
 use crate::testing::{histogram, ladder as interval, Record};
 

@@ -1,0 +1,329 @@
+//! The release pipeline behind `anonymize(...)`: phase 1 (one aggregate pass over the
+//! source), phase 2 (the method on histograms) and phase 3 (expansion into rows).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::catalog::TableProvider;
+use datafusion::common::{internal_err, Result};
+use datafusion::execution::SessionState;
+
+use crate::counterfeit_catalog::{CatalogRows, CounterfeitCatalog};
+use crate::hierarchy::Hierarchy;
+use crate::lattice::{node_label, Lattice, LevelBounds};
+use crate::mechanism::rng::{rng_from_os, rng_from_seed};
+use crate::method::{Method, MethodInput, MethodOutput};
+use crate::metric::information_loss::{information_loss, InformationLoss};
+use crate::privacy::warnings::delta_size_warning;
+use crate::progress::{Cancel, Progress, ProgressFn};
+use crate::release::IntervalMeans;
+use crate::release::{check_release_size, ReleaseRowLimit, ReleasedRows};
+use crate::sensitive::SensitiveSpec;
+
+mod base;
+
+pub use base::{load_base, BaseData};
+
+/// A quasi-identifier and its hierarchy table.
+#[derive(Debug, Clone)]
+pub struct QiSpec {
+    /// Column name in the source.
+    pub column: String,
+    /// Name of the hierarchy table, as given.
+    pub hierarchy_name: String,
+    /// The hierarchy table.
+    pub hierarchy: Arc<dyn TableProvider>,
+}
+
+/// A fully validated anonymization request.
+#[derive(Debug, Clone)]
+pub struct AnonymizeRequest {
+    /// Canonical text of the validated arguments, every default filled in.
+    pub canonical_args: String,
+    /// Source table name, as given.
+    pub source_name: String,
+    /// Source table.
+    pub source: Arc<dyn TableProvider>,
+    /// Quasi-identifiers in release order.
+    pub qi: Vec<QiSpec>,
+    /// The sensitive (informative) columns, kept in the release; empty when none.
+    pub sensitive: Vec<SensitiveSpec>,
+    /// Source columns that are not released.
+    pub dropped: Vec<String>,
+    /// The configured method.
+    pub method: Arc<dyn Method>,
+    /// Fixed seed (tests and reproduction only).
+    pub seed: Option<u64>,
+    /// `max_release_rows`, if given (not part of the cache key).
+    pub max_release_rows: Option<u64>,
+    /// Made by a public user ([`crate::Access::Public`]): records a release cannot use are
+    /// left out instead of failing it ([`crate::public::records`]), and the size limit is
+    /// checked on the released rows by the caller, not on figures of the data.
+    pub public: bool,
+}
+
+impl AnonymizeRequest {
+    /// Cache key: canonical arguments plus the identity of every table involved.
+    pub fn cache_key(&self) -> String {
+        let mut key = format!(
+            "{}|src@{:p}",
+            self.canonical_args,
+            Arc::as_ptr(&self.source) as *const ()
+        );
+        for q in &self.qi {
+            key.push_str(&format!(
+                "|{}@{:p}",
+                q.column,
+                Arc::as_ptr(&q.hierarchy) as *const ()
+            ));
+        }
+        for s in &self.sensitive {
+            if let Some((_, h)) = &s.hierarchy {
+                key.push_str(&format!("|{}@{:p}", s.column, Arc::as_ptr(h) as *const ()));
+            }
+        }
+        key
+    }
+
+    /// Schema of the released rows: quasi-identifiers as text, then the sensitive columns
+    /// with their source types.
+    pub fn release_schema(&self) -> SchemaRef {
+        let mut fields: Vec<Field> = self
+            .qi
+            .iter()
+            .map(|q| Field::new(&q.column, DataType::Utf8, false))
+            .collect();
+        for s in &self.sensitive {
+            fields.push(Field::new(&s.column, s.data_type.clone(), false));
+        }
+        Arc::new(Schema::new(fields))
+    }
+
+    /// Schema of the release's counterfeit catalog (`anonymize_catalog`), when the method
+    /// publishes one and the release has a sensitive column.
+    pub fn catalog_schema(&self) -> Option<SchemaRef> {
+        if !self.method.publishes_catalog() {
+            return None;
+        }
+        let sensitive = self.sensitive.first()?;
+        let qi: Vec<String> = self.qi.iter().map(|q| q.column.clone()).collect();
+        Some(CounterfeitCatalog::schema(
+            &qi,
+            (&sensitive.column, &sensitive.data_type),
+        ))
+    }
+}
+
+/// Everything a release produces.
+#[derive(Debug)]
+pub struct ReleaseOutput {
+    /// Released microdata rows, in canonical order, expanded as they are read.
+    pub rows: ReleasedRows,
+    /// Public metadata.
+    pub metadata: Vec<(String, String)>,
+    /// The published catalog of counterfeit rows, expanded as it is read (`None` for
+    /// methods without one).
+    pub catalog: Option<CatalogRows>,
+    /// The published interval means (`None` for methods without them).
+    pub interval_means: Option<IntervalMeans>,
+    /// Owner-only diagnostics (one row per lattice node).
+    pub diagnostics: Arc<Vec<RecordBatch>>,
+    /// Owner-only information loss of the release against the source.
+    pub information_loss: InformationLoss,
+    /// Owner-only warnings `(topic, message)`: they may depend on exact counts.
+    pub warnings: Vec<(String, String)>,
+}
+
+/// Runs the whole pipeline for a request. Dropping the returned future stops the method at
+/// its next progress report (see [`crate::progress`]).
+pub async fn compute_release(
+    request: &AnonymizeRequest,
+    state: &SessionState,
+    progress: Option<ProgressFn>,
+    limit: ReleaseRowLimit,
+) -> Result<ReleaseOutput> {
+    let base = load_base(request, state).await?;
+    let request = request.clone();
+    let cancel = Cancel::new();
+    let _stop_when_dropped = cancel.on_drop();
+    let progress = Progress::new(request.method.name(), progress, cancel);
+    let threads = state.config().target_partitions().max(1);
+    let handle =
+        tokio::task::spawn_blocking(move || run_method(&request, base, &progress, limit, threads));
+    match handle.await {
+        Ok(result) => result,
+        Err(e) => internal_err!("anonymization task failed: {e}"),
+    }
+}
+
+fn run_method(
+    request: &AnonymizeRequest,
+    mut base: BaseData,
+    progress: &Progress,
+    limit: ReleaseRowLimit,
+    threads: usize,
+) -> Result<ReleaseOutput> {
+    if request.method.wants_public_value_domain() {
+        base.sensitive.add_hierarchy_leaves()?;
+    }
+    let refs: Vec<&Hierarchy> = base.hierarchies.iter().collect();
+    let heights: Vec<usize> = refs.iter().map(|h| h.height()).collect();
+    let columns: Vec<&str> = request.qi.iter().map(|q| q.column.as_str()).collect();
+    // Planning checked the bounds against the hierarchy tables' widths; the loaded
+    // hierarchies' heights are exact (a table may carry an empty last level).
+    let (min, max) = request
+        .method
+        .level_bounds()
+        .resolve(&columns, &heights)
+        .map_err(|e| {
+            datafusion::error::DataFusionError::Execution(
+                e.strip_backtrace()
+                    .trim_start_matches("Error during planning: ")
+                    .to_string(),
+            )
+        })?;
+    let lattice = Lattice::bounded(heights, min, max, request.method.max_nodes())?;
+    let mut warnings = Vec::new();
+    let delta = request.method.budget().delta;
+    if delta > 0.0 {
+        if let Some(w) = delta_size_warning(delta, base.histogram.total()) {
+            warnings.push(("delta".to_string(), w));
+        }
+    }
+    let mut rng = match request.seed {
+        Some(seed) => rng_from_seed(seed),
+        None => rng_from_os(),
+    };
+    let input = MethodInput {
+        histogram: &base.histogram,
+        hierarchies: &refs,
+        value_domain: base.sensitive.tuples(),
+        sensitive: &base.sensitive,
+        lattice: &lattice,
+        progress,
+        threads,
+    };
+    if !request.public {
+        let size = request.method.release_size(&input)?;
+        check_release_size(request.method.name(), &size, base.histogram.total(), limit)?;
+    }
+    let output = request.method.run(&input, &mut rng)?;
+    let schema = request.release_schema();
+    let information_loss = information_loss(
+        &base.histogram,
+        &refs,
+        base.sensitive.tuples(),
+        &output.release,
+        output.catalog.as_ref(),
+    )?;
+    let metadata = common_metadata(request, &output, output.release.row_count());
+    let values = base.sensitive.tuple_arrays()?;
+    let rows = ReleasedRows::new(Arc::new(output.release), &refs, &values, &schema)?;
+    let catalog = match (output.catalog, request.catalog_schema(), values.first()) {
+        (Some(catalog), Some(schema), Some(values)) => Some(CatalogRows::new(
+            rows.clone(),
+            Arc::new(catalog),
+            values.clone(),
+            &schema,
+        )?),
+        _ => None,
+    };
+    Ok(ReleaseOutput {
+        rows,
+        metadata,
+        catalog,
+        interval_means: output.interval_means,
+        diagnostics: Arc::new(vec![output.diagnostics]),
+        information_loss,
+        warnings,
+    })
+}
+
+/// The `guarantee` of every seeded release, whatever the method.
+pub const SEEDED_GUARANTEE: &str = "none: the caller fixed the seed, so every random draw can be repeated and the release has no privacy guarantee; it is counted in the ledger but charges no epsilon or delta (seeds are for the data owner's tests and reproduction only)";
+
+/// Public metadata every method shares, around the method's own entries.
+fn common_metadata(
+    request: &AnonymizeRequest,
+    output: &MethodOutput,
+    released_rows: u64,
+) -> Vec<(String, String)> {
+    let levels = request
+        .qi
+        .iter()
+        .zip(&output.node)
+        .map(|(q, l)| format!("{}={l}", q.column))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut out: Vec<(String, String)> = vec![
+        ("method".into(), request.method.name().into()),
+        ("source".into(), request.source_name.clone()),
+        (
+            "quasi_identifiers".into(),
+            request
+                .qi
+                .iter()
+                .map(|q| q.column.clone())
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        (
+            "hierarchies".into(),
+            request
+                .qi
+                .iter()
+                .map(|q| format!("{}:{}", q.column, q.hierarchy_name))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        (
+            "informative".into(),
+            request
+                .sensitive
+                .iter()
+                .map(|s| s.column.clone())
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        ("dropped_columns".into(), request.dropped.join(", ")),
+    ];
+    out.extend(output.metadata.iter().map(|(key, value)| {
+        if key == "guarantee" && request.seed.is_some() {
+            (
+                key.clone(),
+                format!("{SEEDED_GUARANTEE}. Without the seed: {value}"),
+            )
+        } else {
+            (key.clone(), value.clone())
+        }
+    }));
+    let bounds = request.method.level_bounds();
+    if !bounds.is_unbounded() {
+        out.extend([
+            ("min_levels".into(), LevelBounds::describe(&bounds.min)),
+            ("max_levels".into(), LevelBounds::describe(&bounds.max)),
+        ]);
+    }
+    out.extend([
+        ("levels".into(), levels),
+        ("node".into(), node_label(&output.node)),
+        ("released_rows".into(), released_rows.to_string()),
+        (
+            "row_order".into(),
+            "canonical: by class (hierarchy order, suppressed class last), then informative value"
+                .into(),
+        ),
+        ("seeded".into(), request.seed.is_some().to_string()),
+        (
+            "rng".into(),
+            if request.seed.is_some() {
+                "ChaCha20 seeded by the caller (reproduction only, not private)"
+            } else {
+                "ChaCha20 seeded from the operating system"
+            }
+            .into(),
+        ),
+    ]);
+    out
+}
