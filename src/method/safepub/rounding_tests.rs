@@ -10,6 +10,7 @@ use rand::Rng;
 
 use super::partition::{Evaluator, Partition, SampleData};
 use super::score::ScoreFunction;
+use super::tests::kept_classes;
 use crate::hierarchy::Hierarchy;
 use crate::lattice::Lattice;
 use crate::mechanism::rng::rng_from_seed;
@@ -77,22 +78,10 @@ fn exact_score(
 ) -> Ratio {
     let m = hs.len();
     let n = input_rows as i128;
-    let generalize = |r: &Record| -> Vec<u32> {
-        (0..m)
-            .map(|a| hs[a].level(node[a]).leaf_to_code()[r.0[a] as usize])
-            .collect()
-    };
-    let mut released: BTreeMap<(Vec<u32>, u32), u64> = BTreeMap::new();
-    for r in sampled {
-        *released.entry((generalize(r), r.1)).or_default() += 1;
-    }
-    let mut classes: BTreeMap<Vec<u32>, i128> = BTreeMap::new();
-    for r in sampled {
-        let codes = generalize(r);
-        if released[&(codes.clone(), r.1)] >= k {
-            *classes.entry(codes).or_default() += 1;
-        }
-    }
+    let classes: BTreeMap<Vec<u32>, i128> = kept_classes(hs, sampled, node, k)
+        .into_iter()
+        .map(|(codes, values)| (codes, values.len() as i128))
+        .collect();
     let kept: i128 = classes.values().sum();
     let suppressed = n - kept;
     let root = |a: usize| hs[a].level(node[a]).cardinality() == 1;

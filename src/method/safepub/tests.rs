@@ -66,22 +66,17 @@ fn production_score(
     evaluator.score_partition(&partition)
 }
 
-/// The paper's definitions evaluated record by record, on the records kept by the release's
-/// rule: a sampled record is kept when its generalized quasi-identifiers *with its
-/// informative value* occur at least k times; a class is a set of kept records with equal
-/// generalized quasi-identifiers.
-fn brute_force_score(
-    function: ScoreFunction,
+/// The classes the release's rule keeps, by generalized quasi-identifiers, each with the
+/// informative values of its kept records: a sampled record is kept when its generalized
+/// quasi-identifiers *with its informative value* occur at least k times.
+pub(super) fn kept_classes(
     hs: &[&Hierarchy],
     sampled: &[Record],
-    input_rows: u64,
     node: &[usize],
     k: u64,
-) -> f64 {
-    let m = hs.len();
-    let n = input_rows as f64;
+) -> BTreeMap<Vec<u32>, Vec<u32>> {
     let generalize = |r: &Record| -> Vec<u32> {
-        (0..m)
+        (0..hs.len())
             .map(|a| hs[a].level(node[a]).leaf_to_code()[r.0[a] as usize])
             .collect()
     };
@@ -96,6 +91,24 @@ fn brute_force_score(
             classes.entry(codes).or_default().push(r.1);
         }
     }
+    classes
+}
+
+/// The paper's definitions evaluated record by record, on the records kept by the release's
+/// rule: a sampled record is kept when its generalized quasi-identifiers *with its
+/// informative value* occur at least k times; a class is a set of kept records with equal
+/// generalized quasi-identifiers.
+fn brute_force_score(
+    function: ScoreFunction,
+    hs: &[&Hierarchy],
+    sampled: &[Record],
+    input_rows: u64,
+    node: &[usize],
+    k: u64,
+) -> f64 {
+    let m = hs.len();
+    let n = input_rows as f64;
+    let classes = kept_classes(hs, sampled, node, k);
     let kept: Vec<(&Vec<u32>, &Vec<u32>)> = classes.iter().collect();
     let kept_records: usize = kept.iter().map(|(_, v)| v.len()).sum();
     let suppressed = n - kept_records as f64;
