@@ -21,6 +21,7 @@ use crate::release::IntervalMeans;
 use crate::release::{check_release_size, ReleaseRowLimit, ReleasedRows};
 use crate::sensitive::SensitiveSpec;
 
+pub(crate) mod assess;
 mod base;
 
 pub use base::{load_base, BaseData};

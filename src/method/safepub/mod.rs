@@ -31,6 +31,7 @@
 //! unsampled records as `*`, as in the paper and ARX: that only affects which scheme is
 //! chosen and is covered by the sensitivities.
 
+mod evaluator;
 mod params;
 pub mod partition;
 mod report;
@@ -46,8 +47,9 @@ use crate::privacy::sampling_dp::{
     beta_numerator, calibrate, smoothness_delta, SafePubCalibration, MIN_DELTA,
 };
 use crate::release::ReleasedHistogram;
+use evaluator::Evaluator;
 pub use params::{SafePub, METHOD};
-use partition::{Evaluator, Partition, SampleData};
+use partition::{Partition, SampleData};
 pub use report::{
     guarantee_text, safepub_diagnostics_batch, safepub_diagnostics_schema, safepub_metadata,
 };

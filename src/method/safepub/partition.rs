@@ -1,4 +1,4 @@
-//! The sample grouped by generalization scheme, and the scoring of schemes from it.
+//! The sample grouped by generalization scheme (scored in [`super::evaluator`]).
 //!
 //! A [`Partition`] of a scheme lists the sample's leaf classes grouped into the scheme's
 //! equivalence classes, keeping only classes of at least k records. A direct predecessor
@@ -13,15 +13,8 @@
 //! in a refinement, so a partition holding every class of at least k records still holds
 //! every kept record.
 
-use std::collections::HashMap;
-
-use datafusion::common::{internal_err, Result};
-
-use super::score::{Evaluation, ScoreAccumulator, ScoreFunction, ScoreTables};
-use super::search::NodeScorer;
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
-use crate::lattice::Lattice;
 
 /// The sample at leaf level plus what the scores need about it.
 #[derive(Debug, Clone)]
@@ -52,7 +45,7 @@ impl SampleData {
     }
 
     /// Leaf code of attribute `a` of leaf class `c`.
-    fn leaf(&self, a: usize, c: u32) -> u32 {
+    pub(super) fn leaf(&self, a: usize, c: u32) -> u32 {
         self.histogram.class_codes[a][c as usize]
     }
 }
@@ -68,26 +61,26 @@ pub struct Partition {
     /// The scheme.
     pub levels: Vec<usize>,
     /// Sample leaf classes, grouped by unit, units grouped by class.
-    members: Vec<u32>,
+    pub(super) members: Vec<u32>,
     /// Unit `u` owns `members[unit_starts[u]..unit_starts[u + 1]]`.
-    unit_starts: Vec<u32>,
+    pub(super) unit_starts: Vec<u32>,
     /// Records of each unit.
-    unit_sizes: Vec<u64>,
+    pub(super) unit_sizes: Vec<u64>,
     /// First leaf class of each unit (its codes stand for the unit's).
-    unit_reps: Vec<u32>,
+    pub(super) unit_reps: Vec<u32>,
     /// Class `s` owns units `class_starts[s]..class_starts[s + 1]`.
-    class_starts: Vec<u32>,
+    pub(super) class_starts: Vec<u32>,
     /// Records of each class (at least k).
-    class_sizes: Vec<u64>,
+    pub(super) class_sizes: Vec<u64>,
 }
 
 /// The level units are homogeneous at, for a scheme at `level`.
-fn unit_level(level: usize) -> usize {
+pub(super) fn unit_level(level: usize) -> usize {
     level.saturating_sub(1)
 }
 
 impl Partition {
-    fn empty(levels: Vec<usize>) -> Self {
+    pub(super) fn empty(levels: Vec<usize>) -> Self {
         Self {
             levels,
             members: Vec::new(),
@@ -136,28 +129,28 @@ impl Partition {
         (0..self.unit_count()).map(|u| self.unit_members(u))
     }
 
-    fn class_members(&self, s: usize) -> &[u32] {
+    pub(super) fn class_members(&self, s: usize) -> &[u32] {
         let first = self.unit_starts[self.class_starts[s] as usize] as usize;
         let last = self.unit_starts[self.class_starts[s + 1] as usize] as usize;
         &self.members[first..last]
     }
 
-    fn class_units(&self, s: usize) -> std::ops::Range<usize> {
+    pub(super) fn class_units(&self, s: usize) -> std::ops::Range<usize> {
         self.class_starts[s] as usize..self.class_starts[s + 1] as usize
     }
 
-    fn unit_members(&self, u: usize) -> &[u32] {
+    pub(super) fn unit_members(&self, u: usize) -> &[u32] {
         &self.members[self.unit_starts[u] as usize..self.unit_starts[u + 1] as usize]
     }
 
-    fn push_unit(&mut self, members: &[u32], size: u64) {
+    pub(super) fn push_unit(&mut self, members: &[u32], size: u64) {
         self.unit_reps.push(members[0]);
         self.members.extend_from_slice(members);
         self.unit_starts.push(self.members.len() as u32);
         self.unit_sizes.push(size);
     }
 
-    fn close_class(&mut self, size: u64) {
+    pub(super) fn close_class(&mut self, size: u64) {
         self.class_starts.push(self.unit_sizes.len() as u32);
         self.class_sizes.push(size);
     }
@@ -224,18 +217,18 @@ impl Partition {
 /// Counting sort of small items by a code, in ascending code order, with reusable
 /// per-code scratch arrays.
 #[derive(Debug, Default)]
-struct Grouper {
-    size: Vec<u64>,
-    count: Vec<u32>,
-    rep: Vec<u32>,
-    touched: Vec<u32>,
-    grouped: Vec<u32>,
+pub(super) struct Grouper {
+    pub(super) size: Vec<u64>,
+    pub(super) count: Vec<u32>,
+    pub(super) rep: Vec<u32>,
+    pub(super) touched: Vec<u32>,
+    pub(super) grouped: Vec<u32>,
     /// `(code, start, end)` of each group in `grouped`, after [`Grouper::group`].
-    runs: Vec<(u32, usize, usize)>,
+    pub(super) runs: Vec<(u32, usize, usize)>,
 }
 
 impl Grouper {
-    fn ensure(&mut self, codes: usize) {
+    pub(super) fn ensure(&mut self, codes: usize) {
         if self.size.len() < codes {
             self.size.resize(codes, 0);
             self.count.resize(codes, 0);
@@ -245,7 +238,7 @@ impl Grouper {
 
     /// Sums `weight(item)` per `code(item)`; afterwards `touched` lists the codes seen
     /// (first-seen order) with their sums in `size` and first items in `rep`.
-    fn tally(
+    pub(super) fn tally(
         &mut self,
         items: impl Iterator<Item = u32>,
         code: impl Fn(u32) -> u32,
@@ -264,7 +257,7 @@ impl Grouper {
 
     /// After [`Grouper::tally`] of the same items: orders them by code into `grouped` and
     /// lists the runs (ascending code).
-    fn group(&mut self, items: impl Iterator<Item = u32>, code: impl Fn(u32) -> u32) {
+    pub(super) fn group(&mut self, items: impl Iterator<Item = u32>, code: impl Fn(u32) -> u32) {
         self.touched.sort_unstable();
         let mut offset = 0u32;
         for &c in &self.touched {
@@ -289,404 +282,11 @@ impl Grouper {
     }
 
     /// Clears the per-code arrays touched since the last reset.
-    fn reset(&mut self) {
+    pub(super) fn reset(&mut self) {
         for &c in &self.touched {
             self.count[c as usize] = 0;
             self.size[c as usize] = 0;
         }
         self.touched.clear();
-    }
-}
-
-/// The records kept among the leaf classes of `units` of `partition` when every (class,
-/// informative value) group of fewer than `k` records is suppressed, and the largest kept
-/// group (the most frequent informative value among the kept records; 0 if none is kept).
-///
-/// A released record is its generalized quasi-identifiers *with* its informative value, so
-/// SafePub's Theorem 3 needs each such combination to occur at least k times.
-fn kept_by_value(
-    sample: &SampleData,
-    partition: &Partition,
-    units: impl Iterator<Item = u32>,
-    k: u64,
-    counts: &mut [u64],
-    touched: &mut Vec<u32>,
-) -> (u64, u64) {
-    let h = &sample.histogram;
-    for u in units {
-        for &m in partition.unit_members(u as usize) {
-            for p in h.class_offsets[m as usize]..h.class_offsets[m as usize + 1] {
-                let v = h.pair_values[p] as usize;
-                if counts[v] == 0 {
-                    touched.push(v as u32);
-                }
-                counts[v] += h.pair_counts[p];
-            }
-        }
-    }
-    let (mut kept, mut best) = (0, 0);
-    for &v in touched.iter() {
-        let c = counts[v as usize];
-        if c >= k {
-            kept += c;
-            best = best.max(c);
-        }
-        counts[v as usize] = 0;
-    }
-    touched.clear();
-    (kept, best)
-}
-
-/// Default memory the partitions of past pivots may hold (see [`Evaluator`]).
-pub const PARTITION_CACHE_BYTES: usize = 256 << 20;
-
-/// Scores schemes on the sample, keeping the partitions of the search's pivots.
-///
-/// Every pivot's partition is refined from the partition of the pivot it was first scored
-/// from (its origin), so any partition can be rebuilt by replaying the refinements from the
-/// top. The partitions held are therefore only a cache: at most `cache_bytes` of them are
-/// kept (least recently used dropped first, never the one in use), and a dropped one is
-/// rebuilt exactly when needed. Memory stays bounded however many steps the search takes,
-/// and results do not depend on the limit.
-#[derive(Debug)]
-pub struct Evaluator<'a> {
-    sample: &'a SampleData,
-    hierarchies: &'a [&'a Hierarchy],
-    lattice: &'a Lattice,
-    k: u64,
-    function: ScoreFunction,
-    /// More than one informative value: records are kept per (class, value) group.
-    by_value: bool,
-    tables: ScoreTables,
-    partitions: HashMap<usize, (Partition, u64)>,
-    /// Lattice index of each held partition by its last use.
-    recency: std::collections::BTreeMap<u64, usize>,
-    clock: u64,
-    held_bytes: usize,
-    cache_bytes: usize,
-    rebuilt: usize,
-    origins: HashMap<usize, (usize, usize)>,
-    classes: Grouper,
-    units: Grouper,
-    value_counts: Vec<u64>,
-    value_touched: Vec<u32>,
-}
-
-impl<'a> Evaluator<'a> {
-    /// An evaluator of `function` with threshold `k`; `value_domain` is the number of
-    /// informative values. With more than one, a record is kept only when its class holds at
-    /// least `k` sampled records with its informative value (the release's rule).
-    pub fn new(
-        sample: &'a SampleData,
-        hierarchies: &'a [&'a Hierarchy],
-        lattice: &'a Lattice,
-        k: u64,
-        function: ScoreFunction,
-        value_domain: usize,
-    ) -> Self {
-        let mut classes = Grouper::default();
-        let mut units = Grouper::default();
-        let widest = hierarchies
-            .iter()
-            .flat_map(|h| (0..=h.height()).map(|l| h.level(l).cardinality()))
-            .max()
-            .unwrap_or(1);
-        classes.ensure(widest);
-        units.ensure(widest);
-        Self {
-            sample,
-            hierarchies,
-            lattice,
-            k,
-            function,
-            by_value: value_domain > 1,
-            tables: ScoreTables::new(hierarchies),
-            partitions: HashMap::new(),
-            recency: std::collections::BTreeMap::new(),
-            clock: 0,
-            held_bytes: 0,
-            cache_bytes: PARTITION_CACHE_BYTES,
-            rebuilt: 0,
-            origins: HashMap::new(),
-            classes,
-            units,
-            value_counts: vec![0; value_domain.max(1)],
-            value_touched: Vec::new(),
-        }
-    }
-
-    /// Code maps (leaf → code) of every attribute at `levels`.
-    fn maps(&self, levels: &[usize]) -> Vec<&'a [u32]> {
-        (0..self.hierarchies.len())
-            .map(|a| self.hierarchies[a].level(levels[a]).leaf_to_code())
-            .collect()
-    }
-
-    /// Scores a partition's own classes.
-    pub fn score_partition(&mut self, partition: &Partition) -> Evaluation {
-        let maps = self.maps(&partition.levels);
-        let sample = self.sample;
-        let mut acc = ScoreAccumulator::new(
-            self.function,
-            &self.tables,
-            &partition.levels,
-            sample.input_rows,
-        );
-        for s in 0..partition.class_count() {
-            let rep = partition.class_members(s)[0];
-            let (kept, best) = if self.by_value {
-                let units = partition.class_units(s);
-                kept_by_value(
-                    sample,
-                    partition,
-                    units.start as u32..units.end as u32,
-                    self.k,
-                    &mut self.value_counts,
-                    &mut self.value_touched,
-                )
-            } else {
-                (partition.class_sizes[s], partition.class_sizes[s])
-            };
-            if kept > 0 {
-                acc.add_class(kept, |a| maps[a][sample.leaf(a, rep) as usize], best);
-            }
-        }
-        acc.finish()
-    }
-
-    /// Scores the refinement of `parent` one level finer in `attr`: one pass over its
-    /// units.
-    pub fn score_refinement(&mut self, parent: &Partition, attr: usize) -> Evaluation {
-        let mut levels = parent.levels.clone();
-        levels[attr] -= 1;
-        let maps = self.maps(&levels);
-        let child_map = maps[attr];
-        let sample = self.sample;
-        let leaves = &sample.histogram.class_codes[attr];
-        let first = |u: u32| parent.unit_reps[u as usize];
-        let code = |u: u32| child_map[leaves[first(u) as usize] as usize];
-        let weight = |u: u32| parent.unit_sizes[u as usize];
-        let mut acc =
-            ScoreAccumulator::new(self.function, &self.tables, &levels, sample.input_rows);
-        let (by_value, k) = (self.by_value, self.k);
-        let g = &mut self.classes;
-        for s in 0..parent.class_count() {
-            let units = parent.class_units(s);
-            let range = units.start as u32..units.end as u32;
-            if units.len() > 1 {
-                g.tally(range.clone(), code, weight);
-            }
-            if units.len() == 1 || g.touched.len() == 1 {
-                // The whole class stays one class.
-                let (kept, best) = if by_value {
-                    kept_by_value(
-                        sample,
-                        parent,
-                        range,
-                        k,
-                        &mut self.value_counts,
-                        &mut self.value_touched,
-                    )
-                } else {
-                    (parent.class_sizes[s], parent.class_sizes[s])
-                };
-                if kept > 0 {
-                    let rep = first(units.start as u32);
-                    acc.add_class(kept, |a| maps[a][sample.leaf(a, rep) as usize], best);
-                }
-            } else if by_value {
-                g.group(range, code);
-                for &(c, start, end) in &g.runs {
-                    if g.size[c as usize] < k {
-                        continue;
-                    }
-                    let (kept, best) = kept_by_value(
-                        sample,
-                        parent,
-                        g.grouped[start..end].iter().copied(),
-                        k,
-                        &mut self.value_counts,
-                        &mut self.value_touched,
-                    );
-                    if kept > 0 {
-                        let rep = first(g.rep[c as usize]);
-                        acc.add_class(kept, |a| maps[a][sample.leaf(a, rep) as usize], best);
-                    }
-                }
-            } else {
-                for &c in &g.touched {
-                    let size = g.size[c as usize];
-                    if size >= k {
-                        let rep = first(g.rep[c as usize]);
-                        acc.add_class(size, |a| maps[a][sample.leaf(a, rep) as usize], size);
-                    }
-                }
-            }
-            g.reset();
-        }
-        acc.finish()
-    }
-
-    /// The refinement of `parent` one level finer in `attr`, its units one level below.
-    pub fn refine(&mut self, parent: &Partition, attr: usize) -> Partition {
-        let mut levels = parent.levels.clone();
-        levels[attr] -= 1;
-        let child_map = self.hierarchies[attr].level(levels[attr]).leaf_to_code();
-        // Units of the parent agree at unit_level(parent level) = levels[attr]; the child's
-        // units must agree one level lower still.
-        let split_units = unit_level(levels[attr]) < levels[attr];
-        let unit_map = self.hierarchies[attr]
-            .level(unit_level(levels[attr]))
-            .leaf_to_code();
-        let sample = self.sample;
-        let leaves = &sample.histogram.class_codes[attr];
-        let first = |u: u32| parent.unit_reps[u as usize];
-        let code = |u: u32| child_map[leaves[first(u) as usize] as usize];
-        let weight = |u: u32| parent.unit_sizes[u as usize];
-        let member_code = |m: u32| unit_map[leaves[m as usize] as usize];
-        let member_weight = |m: u32| sample.sizes[m as usize];
-        let mut child = Partition::empty(levels);
-        child.members.reserve(parent.members.len());
-        let g = &mut self.classes;
-        let gu = &mut self.units;
-        let mut push_units = |child: &mut Partition, units: &mut dyn Iterator<Item = u32>| {
-            for u in units {
-                let members = parent.unit_members(u as usize);
-                if !split_units || members.len() == 1 {
-                    child.push_unit(members, parent.unit_sizes[u as usize]);
-                    continue;
-                }
-                gu.tally(members.iter().copied(), member_code, member_weight);
-                if gu.touched.len() == 1 {
-                    child.push_unit(members, parent.unit_sizes[u as usize]);
-                } else {
-                    gu.group(members.iter().copied(), member_code);
-                    for &(c, start, end) in &gu.runs {
-                        child.push_unit(&gu.grouped[start..end], gu.size[c as usize]);
-                    }
-                }
-                gu.reset();
-            }
-        };
-        for s in 0..parent.class_count() {
-            let units = parent.class_units(s);
-            let range = units.start as u32..units.end as u32;
-            if units.len() > 1 {
-                g.tally(range.clone(), code, weight);
-            }
-            if units.len() == 1 || g.touched.len() == 1 {
-                push_units(&mut child, &mut range.clone());
-                child.close_class(parent.class_sizes[s]);
-            } else {
-                g.group(range, code);
-                for &(c, start, end) in &g.runs {
-                    let size = g.size[c as usize];
-                    if size >= self.k {
-                        push_units(&mut child, &mut g.grouped[start..end].iter().copied());
-                        child.close_class(size);
-                    }
-                }
-            }
-            g.reset();
-        }
-        child
-    }
-
-    /// Number of partitions held (at most one per pivot).
-    pub fn partitions_held(&self) -> usize {
-        self.partitions.len()
-    }
-
-    /// Number of partitions rebuilt after the cache dropped them.
-    pub fn partitions_rebuilt(&self) -> usize {
-        self.rebuilt
-    }
-
-    /// Sets the memory the partitions of past pivots may hold (default
-    /// [`PARTITION_CACHE_BYTES`]).
-    pub fn with_cache_bytes(mut self, bytes: usize) -> Self {
-        self.cache_bytes = bytes;
-        self
-    }
-
-    /// Takes the partition of the node with lattice index `index` out of the cache,
-    /// rebuilding it (from its origin, recursively up to the top) if it was dropped.
-    fn take(&mut self, index: usize) -> Result<Partition> {
-        if let Some((partition, used)) = self.partitions.remove(&index) {
-            self.recency.remove(&used);
-            self.held_bytes -= partition.bytes();
-            return Ok(partition);
-        }
-        self.rebuilt += 1;
-        match self.origins.get(&index) {
-            Some(&(parent_index, attr)) => {
-                let parent = self.take(parent_index)?;
-                let child = self.refine(&parent, attr);
-                self.put(parent_index, parent);
-                Ok(child)
-            }
-            None if index == self.lattice.index_of(&self.lattice.top()) => Ok(
-                Partition::from_scratch(self.sample, self.hierarchies, &self.lattice.top(), self.k),
-            ),
-            None => internal_err!("safepub: lattice node {index} was never scored"),
-        }
-    }
-
-    /// Puts a partition (back) into the cache, then drops the least recently used ones
-    /// beyond the memory limit (never this one).
-    fn put(&mut self, index: usize, partition: Partition) {
-        self.clock += 1;
-        self.held_bytes += partition.bytes();
-        self.recency.insert(self.clock, index);
-        self.partitions.insert(index, (partition, self.clock));
-        while self.held_bytes > self.cache_bytes {
-            let Some(victim) = self.recency.iter().map(|(_, &i)| i).find(|&i| i != index) else {
-                break;
-            };
-            if let Some((dropped, used)) = self.partitions.remove(&victim) {
-                self.recency.remove(&used);
-                self.held_bytes -= dropped.bytes();
-            }
-        }
-    }
-}
-
-impl NodeScorer for Evaluator<'_> {
-    fn score(&mut self, node: &[usize], from: Option<(&[usize], usize)>) -> Result<Evaluation> {
-        let index = self.lattice.index_of(node);
-        match from {
-            None => {
-                let partition =
-                    Partition::from_scratch(self.sample, self.hierarchies, node, self.k);
-                let evaluation = self.score_partition(&partition);
-                self.put(index, partition);
-                Ok(evaluation)
-            }
-            Some((parent, attr)) => {
-                let parent_index = self.lattice.index_of(parent);
-                self.origins.entry(index).or_insert((parent_index, attr));
-                let partition = self.take(parent_index)?;
-                let evaluation = self.score_refinement(&partition, attr);
-                self.put(parent_index, partition);
-                Ok(evaluation)
-            }
-        }
-    }
-
-    fn enter(&mut self, node: &[usize]) -> Result<()> {
-        let index = self.lattice.index_of(node);
-        if self.partitions.contains_key(&index) {
-            let partition = self.take(index)?;
-            self.put(index, partition);
-            return Ok(());
-        }
-        let Some(&(parent_index, attr)) = self.origins.get(&index) else {
-            return internal_err!("safepub: node {node:?} was never scored");
-        };
-        let parent = self.take(parent_index)?;
-        let child = self.refine(&parent, attr);
-        self.put(parent_index, parent);
-        self.put(index, child);
-        Ok(())
     }
 }

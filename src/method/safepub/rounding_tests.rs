@@ -8,7 +8,8 @@ use num_bigint::BigInt;
 use num_traits::{Signed, Zero};
 use rand::Rng;
 
-use super::partition::{Evaluator, Partition, SampleData};
+use super::evaluator::Evaluator;
+use super::partition::{Partition, SampleData};
 use super::score::ScoreFunction;
 use super::tests::kept_classes;
 use crate::hierarchy::Hierarchy;

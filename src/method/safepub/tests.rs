@@ -2,7 +2,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use rand::Rng;
 
-use super::partition::{Evaluator, Partition, SampleData};
+use super::evaluator::Evaluator;
+use super::partition::{Partition, SampleData};
 use super::sample::{binomial, sample_histogram};
 use super::score::{Evaluation, ScoreFunction};
 use super::search::{top_down_search, FinalSelection, NodeScorer};

@@ -1,0 +1,368 @@
+//! Reading a table for `anonymize_assess(...)` and `anonymize_class_sizes(...)`: DataFusion
+//! aggregates only (GROUP BY the quasi-identifiers and the sensitive columns), so Rust sees
+//! one row per (class, value) combination, never the raw rows. The rows are coded into
+//! dense class and value ids; the figures come from [`crate::privacy::risk`] and
+//! [`crate::privacy::assessment`] (formulas: docs/METHODS.md §7.5).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, Float64Array, RecordBatch, StringArray, UInt32Array,
+};
+use datafusion::arrow::compute::{cast, concat, sort_to_indices, take};
+use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
+use datafusion::arrow::row::{OwnedRow, RowConverter, SortField};
+use datafusion::catalog::TableProvider;
+use datafusion::common::{exec_err, Column, Result};
+use datafusion::execution::SessionState;
+use datafusion::functions_aggregate::expr_fn::{count, sum};
+use datafusion::logical_expr::{cast as cast_expr, lit, Expr};
+use datafusion::prelude::{DataFrame, SessionContext};
+
+use crate::hierarchy::STAR;
+use crate::privacy::assessment::{Rows, SensitiveFigures};
+use crate::privacy::risk::{ClassRisk, PopulationRisk};
+use crate::sensitive::has_natural_order;
+
+/// Schema of `anonymize_assess`.
+pub fn assess_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("key", DataType::Utf8, false),
+        Field::new("sensitive", DataType::Utf8, true),
+        Field::new("value", DataType::Float64, false),
+    ]))
+}
+
+/// Schema of `anonymize_class_sizes`.
+pub fn class_sizes_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("size", DataType::Int64, false),
+        Field::new("classes", DataType::Int64, false),
+        Field::new("records", DataType::Int64, false),
+    ]))
+}
+
+/// How the population is given.
+#[derive(Debug, Clone)]
+pub(crate) enum Population {
+    /// Not given: the table is its own population.
+    None,
+    /// A number of records the table was sampled from uniformly.
+    Rows(u64),
+    /// A table (its name, its provider) holding the whole population.
+    Table(String, Arc<dyn TableProvider>),
+}
+
+/// A validated call of `anonymize_assess(...)` or `anonymize_class_sizes(...)`.
+#[derive(Debug, Clone)]
+pub(crate) struct AssessRequest {
+    pub(crate) source_name: String,
+    pub(crate) source: Arc<dyn TableProvider>,
+    pub(crate) qi: Vec<String>,
+    pub(crate) sensitive: Vec<(String, DataType)>,
+    pub(crate) population: Population,
+    pub(crate) risk_threshold: f64,
+}
+
+fn column(name: &str) -> Expr {
+    Expr::Column(Column::new_unqualified(name))
+}
+
+/// Whether every quasi-identifier of a row is `*` (never NULL).
+fn suppressed_flag(qi: &[String]) -> Expr {
+    let mut flag: Option<Expr> = None;
+    for q in qi {
+        let is_star = cast_expr(column(q), DataType::Utf8).eq(lit(STAR));
+        flag = Some(match flag {
+            None => is_star,
+            Some(f) => f.and(is_star),
+        });
+    }
+    flag.unwrap_or(lit(false)).is_true()
+}
+
+/// Quasi-identifiers as text (so that a release's labels and a source's values compare).
+fn qi_text(qi: &[String]) -> Vec<Expr> {
+    qi.iter()
+        .map(|q| cast_expr(column(q), DataType::Utf8).alias(q))
+        .collect()
+}
+
+async fn grouped(df: DataFrame, group: Vec<Expr>) -> Result<Vec<RecordBatch>> {
+    df.aggregate(group, vec![count(lit(1)).alias("__assess_count")])?
+        .collect()
+        .await
+}
+
+fn counts_of(batches: &[RecordBatch], column: usize) -> Result<Vec<u64>> {
+    let mut out = Vec::new();
+    for b in batches {
+        let c = cast(b.column(column), &DataType::Int64)?;
+        out.extend(
+            c.as_primitive::<Int64Type>()
+                .values()
+                .iter()
+                .map(|&v| v.max(0) as u64),
+        );
+    }
+    Ok(out)
+}
+
+/// Dense ids of the rows of `arrays` (equal rows, equal ids) and the number of ids.
+fn row_ids(arrays: &[ArrayRef]) -> Result<(Vec<u32>, Vec<OwnedRow>)> {
+    let converter = RowConverter::new(
+        arrays
+            .iter()
+            .map(|a| SortField::new(a.data_type().clone()))
+            .collect(),
+    )?;
+    let rows = converter.convert_columns(arrays)?;
+    let mut index: HashMap<OwnedRow, u32> = HashMap::new();
+    let mut keys = Vec::new();
+    let mut ids = Vec::with_capacity(rows.num_rows());
+    for row in rows.iter() {
+        let next = index.len() as u32;
+        let id = *index.entry(row.owned()).or_insert_with(|| {
+            keys.push(row.owned());
+            next
+        });
+        ids.push(id);
+    }
+    Ok((ids, keys))
+}
+
+fn concat_column(batches: &[RecordBatch], i: usize, schema: &SchemaRef) -> Result<ArrayRef> {
+    if batches.is_empty() {
+        return Ok(datafusion::arrow::array::new_empty_array(
+            schema.field(i).data_type(),
+        ));
+    }
+    let arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(i).as_ref()).collect();
+    Ok(concat(&arrays)?)
+}
+
+/// One output row of `anonymize_assess`.
+pub(crate) type Entry = (String, Option<String>, f64);
+
+pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Result<Vec<Entry>> {
+    let ctx = SessionContext::new_with_state(state.clone());
+    let q = request.qi.len();
+    let mut group = vec![suppressed_flag(&request.qi).alias("__assess_suppressed")];
+    group.extend(qi_text(&request.qi));
+    group.extend(request.sensitive.iter().map(|(s, _)| column(s)));
+    let batches = grouped(ctx.read_table(request.source.clone())?, group).await?;
+    let Some(first) = batches.first() else {
+        return exec_err!(
+            "anonymize_assess(): table '{}' is empty",
+            request.source_name
+        );
+    };
+    let schema = first.schema();
+    let flags = concat_column(&batches, 0, &schema)?;
+    let flags = flags.as_boolean();
+    let counts = counts_of(&batches, 1 + q + request.sensitive.len())?;
+    let qi_arrays: Vec<ArrayRef> = (0..q)
+        .map(|a| concat_column(&batches, 1 + a, &schema))
+        .collect::<Result<_>>()?;
+    let (class_of, class_keys) = row_ids(&qi_arrays)?;
+
+    let total: u64 = counts.iter().sum();
+    let mut suppressed = 0u64;
+    let mut class_size = vec![0u64; class_keys.len()];
+    for (r, &n) in counts.iter().enumerate() {
+        if flags.value(r) {
+            suppressed += n;
+        } else {
+            class_size[class_of[r] as usize] += n;
+        }
+    }
+    // Classes that only hold suppressed rows are not classes.
+    let sizes: Vec<(usize, u64)> = class_size
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    let risk = ClassRisk::from_sizes(sizes.iter().map(|s| s.1), request.risk_threshold);
+    let mut out: Vec<Entry> = Vec::new();
+    let mut put = |key: &str, sensitive: Option<&str>, value: f64| {
+        out.push((key.to_string(), sensitive.map(str::to_string), value))
+    };
+    put("rows", None, total as f64);
+    put("suppressed", None, suppressed as f64);
+    put("classes", None, risk.classes as f64);
+    put("min_class_size", None, risk.min_class_size as f64);
+    put("avg_class_size", None, risk.avg_class_size);
+    put("sample_uniques", None, risk.sample_uniques as f64);
+    put("prosecutor_risk_max", None, risk.prosecutor_risk_max);
+    put("prosecutor_risk_avg", None, risk.prosecutor_risk_avg);
+    put("risk_threshold", None, request.risk_threshold);
+    put("records_at_risk", None, risk.records_at_risk);
+    match &request.population {
+        Population::None => put("marketer_risk", None, risk.prosecutor_risk_avg),
+        Population::Rows(rows) => {
+            if *rows < total {
+                return exec_err!(
+                    "anonymize_assess(): population = {rows} is smaller than table '{}' ({total} rows)",
+                    request.source_name
+                );
+            }
+            // Uniform sampling: a class of f sampled records stands for f · N / n.
+            let scale = *rows as f64 / total as f64;
+            let pop = PopulationRisk::from_pairs(sizes.iter().map(|&(_, f)| (f, f as f64 * scale)));
+            put("population", None, *rows as f64);
+            put("journalist_risk_max", None, pop.journalist_risk_max);
+            put("marketer_risk", None, pop.marketer_risk);
+        }
+        Population::Table(name, provider) => {
+            let pop_batches =
+                grouped(ctx.read_table(provider.clone())?, qi_text(&request.qi)).await?;
+            let mut pop_size: HashMap<OwnedRow, u64> = HashMap::new();
+            let mut pop_total = 0u64;
+            if let Some(pfirst) = pop_batches.first() {
+                let pschema = pfirst.schema();
+                let arrays: Vec<ArrayRef> = (0..q)
+                    .map(|a| concat_column(&pop_batches, a, &pschema))
+                    .collect::<Result<_>>()?;
+                let (ids, keys) = row_ids(&arrays)?;
+                let pcounts = counts_of(&pop_batches, q)?;
+                let mut by_id = vec![0u64; keys.len()];
+                for (r, &n) in pcounts.iter().enumerate() {
+                    by_id[ids[r] as usize] += n;
+                    pop_total += n;
+                }
+                pop_size = keys.into_iter().zip(by_id).collect();
+            }
+            let mut pairs = Vec::with_capacity(sizes.len());
+            for &(c, f) in &sizes {
+                let big = pop_size.get(&class_keys[c]).copied().unwrap_or(0);
+                if big < f {
+                    return exec_err!(
+                        "anonymize_assess(): population table '{name}' holds {big} record(s) with quasi-identifier values that {f} record(s) of '{}' have; the population must contain the table",
+                        request.source_name
+                    );
+                }
+                pairs.push((f, big as f64));
+            }
+            let pop = PopulationRisk::from_pairs(pairs);
+            put("population", None, pop_total as f64);
+            put("journalist_risk_max", None, pop.journalist_risk_max);
+            put("marketer_risk", None, pop.marketer_risk);
+        }
+    }
+
+    for (j, (name, data_type)) in request.sensitive.iter().enumerate() {
+        let values = concat_column(&batches, 1 + q + j, &schema)?;
+        if values.null_count() > 0 {
+            return exec_err!(
+                "anonymize_assess(): sensitive column '{name}' of table '{}' contains NULL values; filter or impute them first",
+                request.source_name
+            );
+        }
+        let (value_of, value_keys) = row_ids(std::slice::from_ref(&values))?;
+        let m = value_keys.len();
+        // Reference: every record of the table, suppressed ones included.
+        let mut reference = vec![0u64; m];
+        for (r, &n) in counts.iter().enumerate() {
+            reference[value_of[r] as usize] += n;
+        }
+        // Rank of each value id in the column's natural order, when it has one.
+        let rank: Option<Vec<u32>> = if has_natural_order(data_type) {
+            let mut first_row = vec![0u32; m];
+            let mut seen = vec![false; m];
+            for (r, &v) in value_of.iter().enumerate() {
+                if !seen[v as usize] {
+                    seen[v as usize] = true;
+                    first_row[v as usize] = r as u32;
+                }
+            }
+            let distinct = take(values.as_ref(), &UInt32Array::from(first_row), None)?;
+            let order = sort_to_indices(distinct.as_ref(), None, None)?;
+            let mut rank = vec![0u32; m];
+            for (position, &v) in order.values().iter().enumerate() {
+                rank[v as usize] = position as u32;
+            }
+            Some(rank)
+        } else {
+            None
+        };
+        let suppressed: Vec<bool> = (0..counts.len()).map(|r| flags.value(r)).collect();
+        let figures = SensitiveFigures::of(
+            &Rows {
+                class_of: &class_of,
+                suppressed: &suppressed,
+                value_of: &value_of,
+                counts: &counts,
+            },
+            class_keys.len(),
+            &reference,
+            rank.as_deref(),
+        );
+        let SensitiveFigures {
+            l_distinct,
+            l_entropy,
+            t_equal,
+            t_ordered,
+        } = figures;
+        put("l_distinct_min", Some(name), l_distinct as f64);
+        put("l_entropy_min", Some(name), l_entropy);
+        put("t_equal_max", Some(name), t_equal);
+        if let Some(t_ordered) = t_ordered {
+            put("t_ordered_max", Some(name), t_ordered);
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) fn entries_batch(entries: &[Entry]) -> Result<RecordBatch> {
+    Ok(RecordBatch::try_new(
+        assess_schema(),
+        vec![
+            Arc::new(StringArray::from_iter_values(
+                entries.iter().map(|e| e.0.as_str()),
+            )),
+            Arc::new(StringArray::from_iter(
+                entries.iter().map(|e| e.1.as_deref()),
+            )),
+            Arc::new(Float64Array::from_iter_values(entries.iter().map(|e| e.2))),
+        ],
+    )?)
+}
+
+/// The class-size distribution as one DataFusion plan: sizes of the non-suppressed
+/// classes, then how many classes and records have each size.
+pub(crate) async fn class_sizes(
+    request: &AssessRequest,
+    state: &SessionState,
+) -> Result<Vec<RecordBatch>> {
+    let ctx = SessionContext::new_with_state(state.clone());
+    let df = ctx
+        .read_table(request.source.clone())?
+        .filter(suppressed_flag(&request.qi).is_not_true())?
+        .aggregate(qi_text(&request.qi), vec![count(lit(1)).alias("size")])?
+        .aggregate(
+            vec![column("size")],
+            vec![
+                count(lit(1)).alias("classes"),
+                sum(column("size")).alias("records"),
+            ],
+        )?
+        .select(vec![
+            cast_expr(column("size"), DataType::Int64).alias("size"),
+            cast_expr(column("classes"), DataType::Int64).alias("classes"),
+            cast_expr(column("records"), DataType::Int64).alias("records"),
+        ])?
+        .sort(vec![column("size").sort(true, false)])?;
+    let batches = df.collect().await?;
+    // Re-stamp with the declared (non-nullable) schema.
+    batches
+        .into_iter()
+        .map(|b| {
+            Ok(RecordBatch::try_new(
+                class_sizes_schema(),
+                b.columns().to_vec(),
+            )?)
+        })
+        .collect()
+}
