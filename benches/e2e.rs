@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
-use datafusion_anonymize::sql::script::run_script;
+use datafusion_anonymize::run_script;
 
 const NPS_HIERARCHIES: &str = include_str!("../sql/nps_hierarchies.sql");
 
@@ -83,7 +83,7 @@ async fn ipa_nps(parquet: &str, runs: usize) -> Result<(u64, usize, f64)> {
     times.sort_by(|a, b| a.total_cmp(b));
     let _ = rows;
     Ok((
-        datafusion_anonymize::demo::nps::NPS_DEFAULT_ROWS as u64,
+        datafusion_anonymize::internals::NPS_DEFAULT_ROWS as u64,
         nodes,
         times[times.len() / 2],
     ))
@@ -135,7 +135,7 @@ async fn upa_nps(parquet: &str, runs: usize) -> Result<(u64, usize, f64)> {
     times.sort_by(|a, b| a.total_cmp(b));
     let _ = rows;
     Ok((
-        datafusion_anonymize::demo::nps::NPS_DEFAULT_ROWS as u64,
+        datafusion_anonymize::internals::NPS_DEFAULT_ROWS as u64,
         256,
         times[times.len() / 2],
     ))
@@ -327,12 +327,10 @@ const TCLOSENESS_QI: [&str; 5] = ["sex", "race", "marital-status", "education", 
 /// timed (the roll-ups are shared). Returns (rows, nodes, fast median s, straightforward
 /// median s).
 async fn tcloseness_ordered_adult(runs: usize) -> Result<(u64, usize, f64, f64)> {
-    use datafusion_anonymize::hierarchy::load::hierarchy_from_batches;
-    use datafusion_anonymize::histogram::GroupedHistogram;
-    use datafusion_anonymize::lattice::Lattice;
-    use datafusion_anonymize::privacy::models::ordered_distance::{
-        OrderedDistance, OrderedScratch,
-    };
+    use datafusion_anonymize::internals::hierarchy_from_batches;
+    use datafusion_anonymize::internals::GroupedHistogram;
+    use datafusion_anonymize::internals::Lattice;
+    use datafusion_anonymize::internals::{OrderedDistance, OrderedScratch};
 
     let ctx = SessionContext::new();
     datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;

@@ -131,6 +131,7 @@ impl CatalogRows {
         })
     }
 
+    #[cfg(test)]
     /// Number of rows.
     pub fn row_count(&self) -> u64 {
         self.catalog

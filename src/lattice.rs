@@ -9,7 +9,7 @@ pub const DEFAULT_MAX_NODES: usize = 100_000;
 pub type Node = Vec<usize>;
 
 /// The lattice spanned by per-attribute level ranges `min..=max` within the hierarchy
-/// heights (`0..=height` each when unbounded, see [`LevelBounds`]).
+/// heights (`0..=height` each when unbounded, see `LevelBounds`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lattice {
     heights: Vec<usize>,

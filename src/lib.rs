@@ -11,36 +11,39 @@
 //!
 //! Every function it adds, table and scalar, with its parameters and defaults, is listed in
 //! `docs/FUNCTIONS.md`, and in SQL by `SELECT * FROM anonymize_help()`. Both are generated
-//! from one list, [`sql::catalog::FunctionCatalog`] (see [`functions_markdown`]).
+//! from one list (see [`functions_markdown`] and [`function_docs`]).
 //!
 //! The pipeline has three phases: one aggregate pass over the source builds a histogram;
 //! the method runs on histograms (small, vectorized); the released histogram is expanded
 //! into rows by a table provider, once, and served from memory on every later scan.
 
-pub mod access;
-pub mod analysis;
-pub mod budget;
-pub mod counterfeit_catalog;
-pub mod demo;
+mod access;
+mod analysis;
+mod budget;
+mod counterfeit_catalog;
+mod demo;
 pub mod distributed;
-pub mod engine;
-pub mod hierarchy;
-pub mod histogram;
-pub mod lattice;
-pub mod mechanism;
-pub mod method;
-pub mod metric;
-pub mod params;
-pub mod privacy;
-pub mod progress;
-pub mod public;
-pub mod quote;
-pub mod release;
-pub mod sensitive;
-pub mod session;
-pub mod sql;
+mod engine;
+mod hierarchy;
+mod histogram;
+mod lattice;
+mod mechanism;
+mod method;
+mod metric;
+mod params;
+mod privacy;
+mod progress;
+mod public;
+mod quote;
+mod release;
+mod sensitive;
+mod session;
+mod sql;
 #[cfg(test)]
 mod testing;
+
+#[doc(hidden)]
+pub mod internals;
 
 use std::sync::Arc;
 
@@ -51,11 +54,24 @@ use datafusion::prelude::SessionContext;
 use sql::catalog::FunctionCatalog;
 use sql::planner::FunctionPlanner;
 
-pub use access::{Access, PublicPolicy, RegisterOptions};
+pub use access::{
+    Access, PublicPolicy, RegisterOptions, DEFAULT_PUBLIC_MAX_RELEASE_ROWS, DEFAULT_PUBLIC_METHODS,
+    DEFAULT_PUBLIC_MIN_EPSILON,
+};
+pub use budget::config::{
+    parse_limit as parse_budget_limit, reset_error as budget_reset_error, AnonymizeOptions,
+};
 pub use progress::ProgressFn;
 pub use sql::catalog::{cli_help_section, function_docs, functions_markdown};
+pub use sql::script::run_script;
 
-/// Registers the functions of this crate ([`FunctionCatalog`]) on `ctx` for public users
+/// The anonymization methods: each one's name, as `anonymize(..., method => ...)` takes
+/// it, and a one-line description.
+pub fn methods() -> Vec<(&'static str, &'static str)> {
+    method::METHODS.iter().map(|m| (m.name, m.about)).collect()
+}
+
+/// Registers the functions of this crate (listed by [`function_docs`]) on `ctx` for public users
 /// ([`Access::Public`]): the safe default for a service whose SQL users are not the data
 /// owner. The data owner's tools use [`register_with`] and [`RegisterOptions::owner`].
 pub fn register(ctx: &SessionContext) -> Result<()> {
@@ -64,7 +80,7 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
 
 /// [`register`] with options.
 ///
-/// With [`Access::Public`] it also turns `ctx` into a public session (see [`public`]): its
+/// With [`Access::Public`] it also turns `ctx` into a public session: its
 /// SQL reaches only the tables [`RegisterOptions::public`] declares and the releases, and
 /// cannot create, change or copy anything; register the sources and public tables first,
 /// or build the session with [`public_session`] from the owner's.

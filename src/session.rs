@@ -34,7 +34,7 @@ pub fn table_reference_candidates(name: &str) -> Vec<TableReference> {
 pub struct PlansOnCluster;
 
 /// `state` for work that belongs on this process (reading a small hierarchy table): when
-/// the session sends its queries to a cluster ([`PlansOnCluster`]), a copy that plans and
+/// the session sends its queries to a cluster (`PlansOnCluster`), a copy that plans and
 /// runs them here.
 pub fn local_state(state: &SessionState) -> SessionState {
     match state.config().get_extension::<PlansOnCluster>() {

@@ -11,7 +11,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Sche
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 use datafusion_anonymize::distributed::ballista::{connect, start_standalone};
-use datafusion_anonymize::sql::script::run_script;
+use datafusion_anonymize::run_script;
 use datafusion_anonymize::{register_with, RegisterOptions};
 
 const HIERARCHIES: &str = include_str!("../sql/nps_hierarchies.sql");

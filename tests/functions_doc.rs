@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use datafusion::arrow::array::AsArray;
 use datafusion::execution::FunctionRegistry;
 use datafusion::prelude::SessionContext;
-use datafusion_anonymize::sql::catalog::FunctionCatalog;
+use datafusion_anonymize::internals::FunctionCatalog;
 use datafusion_anonymize::{
     cli_help_section, function_docs, functions_markdown, register, register_with, RegisterOptions,
 };

@@ -10,8 +10,8 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
-use datafusion_anonymize::demo::nps::{NPS_TABLE10_FEMALE_COUNTS, NPS_TABLE9_MALE_COUNTS};
-use datafusion_anonymize::sql::script::run_script;
+use datafusion_anonymize::internals::{NPS_TABLE10_FEMALE_COUNTS, NPS_TABLE9_MALE_COUNTS};
+use datafusion_anonymize::run_script;
 
 const PAPER_SQL: &str = include_str!("../sql/paper_q1_q4.sql");
 

@@ -31,7 +31,7 @@ const NEIGHBOURS: [&str; 5] = [
 async fn session(policy: PublicPolicy, epsilon_budget: f64) -> Result<SessionContext> {
     let owner = SessionContext::new();
     register_with(&owner, RegisterOptions::owner())?;
-    datafusion_anonymize::sql::script::run_script(&owner, SETUP).await?;
+    datafusion_anonymize::run_script(&owner, SETUP).await?;
     public_session(&owner, RegisterOptions::public(policy, epsilon_budget))
 }
 
@@ -191,7 +191,7 @@ async fn syntactic_methods_need_the_owners_minimum_k_and_quasi_identifiers() -> 
 async fn the_owner_still_sees_why() -> Result<()> {
     let owner = SessionContext::new();
     register_with(&owner, RegisterOptions::owner())?;
-    datafusion_anonymize::sql::script::run_script(&owner, SETUP).await?;
+    datafusion_anonymize::run_script(&owner, SETUP).await?;
     let err = outcome(
         &owner,
         "SELECT * FROM anonymize('t_null', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease')",

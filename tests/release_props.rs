@@ -15,13 +15,13 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
-use datafusion_anonymize::hierarchy::Hierarchy;
-use datafusion_anonymize::histogram::GroupedHistogram;
-use datafusion_anonymize::lattice::Lattice;
-use datafusion_anonymize::mechanism::rng::rng_from_seed;
-use datafusion_anonymize::method::ipa::{run_ipa, IpaParams, IpaResult, IpaVariant};
-use datafusion_anonymize::progress::Progress;
-use datafusion_anonymize::release::SUPPRESSED;
+use datafusion_anonymize::internals::rng_from_seed;
+use datafusion_anonymize::internals::GroupedHistogram;
+use datafusion_anonymize::internals::Hierarchy;
+use datafusion_anonymize::internals::Lattice;
+use datafusion_anonymize::internals::Progress;
+use datafusion_anonymize::internals::SUPPRESSED;
+use datafusion_anonymize::internals::{run_ipa, IpaParams, IpaResult, IpaVariant};
 use proptest::prelude::*;
 
 fn rows(data: &[&[&str]]) -> Vec<Vec<String>> {

@@ -129,7 +129,7 @@ fn run_file(path: PathBuf) -> Result<(), Failed> {
                 }
                 let setup = std::fs::read_to_string(&init)
                     .map_err(|e| DbError(format!("{}: {e}", init.display())))?;
-                datafusion_anonymize::sql::script::run_script(&ctx, &setup).await?;
+                datafusion_anonymize::run_script(&ctx, &setup).await?;
                 let options = public_options(&setup)?;
                 let ctx = datafusion_anonymize::public_session(&ctx, options)?;
                 Ok(Db { ctx })

@@ -11,7 +11,7 @@ use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::catalog::TableProvider;
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
-use datafusion_anonymize::sql::script::run_script;
+use datafusion_anonymize::run_script;
 
 use crate::PAPER_NODE;
 

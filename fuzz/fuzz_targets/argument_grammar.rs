@@ -7,13 +7,13 @@
 
 use arbitrary::Arbitrary;
 use datafusion::common::ScalarValue;
-use datafusion_anonymize::hierarchy::builders::{
+use datafusion_anonymize::internals::{
     interval_hierarchy_rows, mask_hierarchy_rows, parse_integer_domain, IntervalLevel,
 };
-use datafusion_anonymize::hierarchy::Hierarchy;
-use datafusion_anonymize::params::ParamValues;
-use datafusion_anonymize::sql::anonymize::ANONYMIZE_PARAMS;
-use datafusion_anonymize::sql::args::{bind, CallArgs};
+use datafusion_anonymize::internals::Hierarchy;
+use datafusion_anonymize::internals::ParamValues;
+use datafusion_anonymize::internals::ANONYMIZE_PARAMS;
+use datafusion_anonymize::internals::{bind, CallArgs};
 use libfuzzer_sys::fuzz_target;
 
 /// Largest domain the target expands into hierarchy rows (bigger ones are legal but only

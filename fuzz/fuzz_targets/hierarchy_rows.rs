@@ -5,7 +5,7 @@
 
 #![no_main]
 
-use datafusion_anonymize::hierarchy::Hierarchy;
+use datafusion_anonymize::internals::Hierarchy;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|rows: Vec<Vec<String>>| {

@@ -184,7 +184,7 @@ fn parse_delta_budget(text: &str) -> std::result::Result<f64, String> {
 }
 
 fn budget_limit(key: &str, text: &str) -> std::result::Result<f64, String> {
-    datafusion_anonymize::budget::config::parse_limit(key, text).map_err(|e| e.strip_backtrace())
+    datafusion_anonymize::parse_budget_limit(key, text).map_err(|e| e.strip_backtrace())
 }
 
 /// The public users' policy from the --public-* options.
@@ -207,15 +207,15 @@ fn public_policy(args: &Args) -> Result<PublicPolicy> {
             .map(|m| m.trim().to_ascii_lowercase())
             .collect();
     }
+    let methods: Vec<&str> = datafusion_anonymize::methods()
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
     for method in &policy.methods {
-        if datafusion_anonymize::method::find_method(method).is_none() {
+        if !methods.contains(&method.as_str()) {
             return Err(DataFusionError::Configuration(format!(
                 "--public-method '{method}' is not a method; methods: {}",
-                datafusion_anonymize::method::METHODS
-                    .iter()
-                    .map(|m| m.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                methods.join(", ")
             )));
         }
     }
@@ -262,7 +262,7 @@ async fn main() -> ExitCode {
     }
 }
 
-fn progress_callback() -> datafusion_anonymize::progress::ProgressFn {
+fn progress_callback() -> datafusion_anonymize::ProgressFn {
     let bar: Arc<Mutex<Option<ProgressBar>>> = Arc::new(Mutex::new(None));
     Arc::new(move |phase: &str, done: usize, total: usize| {
         let Ok(mut slot) = bar.lock() else { return };
@@ -362,7 +362,7 @@ async fn run() -> Result<()> {
         owner.enable_url_table()
     };
     let show_progress = !args.no_progress && !args.quiet && std::io::stderr().is_terminal();
-    let mut budget = datafusion_anonymize::budget::config::AnonymizeOptions::default();
+    let mut budget = datafusion_anonymize::AnonymizeOptions::default();
     if let Some(limit) = args.epsilon_budget {
         budget.epsilon_budget = limit;
     }

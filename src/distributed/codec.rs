@@ -1,7 +1,7 @@
 //! Plan codecs that carry [`ShippedTable`]s and [`ShippedExec`]s between processes.
 //!
 //! Each wraps another codec (Ballista's, which knows its shuffle nodes and file formats)
-//! and handles only our two node kinds, which it recognises by [`wire::MAGIC`]; everything
+//! and handles only our two node kinds, which it recognises by a magic prefix (`wire::MAGIC`); everything
 //! else goes to the wrapped codec unchanged. The client's session, the scheduler and every
 //! executor must use them (`dfanon --ballista`, `dfanon-scheduler` and `dfanon-executor`
 //! do).
@@ -73,7 +73,7 @@ macro_rules! delegate_function_codecs {
     };
 }
 
-/// Logical codec: [`ShippedTable`]s travel as [`wire`] bytes.
+/// Logical codec: [`ShippedTable`]s travel as bytes (`wire.rs`).
 #[derive(Debug)]
 pub struct AnonymizeLogicalCodec {
     inner: Arc<dyn LogicalExtensionCodec>,
@@ -152,7 +152,7 @@ impl LogicalExtensionCodec for AnonymizeLogicalCodec {
     delegate_function_codecs!();
 }
 
-/// Physical codec: [`ShippedExec`]s travel as [`wire`] bytes.
+/// Physical codec: [`ShippedExec`]s travel as bytes (`wire.rs`).
 #[derive(Debug)]
 pub struct AnonymizePhysicalCodec {
     inner: Arc<dyn PhysicalExtensionCodec>,

@@ -6,13 +6,13 @@ use std::sync::Arc;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
-use datafusion::common::{internal_err, Result};
+use datafusion::common::{internal_err, DataFusionError, Result};
 use datafusion::execution::SessionState;
 
 use crate::counterfeit_catalog::{CatalogRows, CounterfeitCatalog};
 use crate::hierarchy::Hierarchy;
 use crate::lattice::{node_label, Lattice, LevelBounds};
-use crate::mechanism::rng::{rng_from_os, rng_from_seed};
+use crate::mechanism::rng::{rng_from_seed, try_rng_from_os};
 use crate::method::{Method, MethodInput, MethodOutput};
 use crate::metric::information_loss::{information_loss, InformationLoss};
 use crate::privacy::warnings::delta_size_warning;
@@ -194,7 +194,12 @@ fn run_method(
     }
     let mut rng = match request.seed {
         Some(seed) => rng_from_seed(seed),
-        None => rng_from_os(),
+        None => try_rng_from_os().map_err(|e| {
+            DataFusionError::External(
+                format!("no secure random generator: the operating system gave no entropy ({e})")
+                    .into(),
+            )
+        })?,
     };
     let input = MethodInput {
         histogram: &base.histogram,

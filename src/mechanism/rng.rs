@@ -4,7 +4,7 @@
 //! Bernoulli trials, exponential-mechanism selections) draws from an
 //! [`AnonRng`], which is ChaCha20: a cryptographically secure pseudo-random
 //! number generator (CSPRNG). In production it is seeded from operating-system
-//! entropy with [`rng_from_os`]; [`rng_from_seed`] exists only so tests and
+//! entropy with [`try_rng_from_os`]; [`rng_from_seed`] exists only so tests and
 //! reproductions are deterministic.
 //!
 //! Seeding is injectable: code that needs randomness takes `&mut R` with
@@ -18,9 +18,10 @@ use rand::{RngCore, SeedableRng, TryRngCore};
 /// ChaCha20 is a cryptographically secure pseudo-random number generator: its
 /// output cannot be predicted or distinguished from uniform randomness without
 /// the 256-bit seed. A generator seeded from the operating system
-/// ([`rng_from_os`]) is suitable for releasing differentially private output.
+/// ([`try_rng_from_os`]) is suitable for releasing differentially private output.
 pub type AnonRng = rand_chacha::ChaCha20Rng;
 
+#[cfg(test)]
 /// Creates a CSPRNG seeded with 256 bits of operating-system entropy.
 ///
 /// This is the generator to use for any real release.

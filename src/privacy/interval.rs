@@ -64,6 +64,7 @@ impl Interval {
         self.lo.is_finite() && self.hi.is_finite()
     }
 
+    #[cfg(test)]
     /// Whether `x` lies in the interval.
     pub fn contains(self, x: f64) -> bool {
         self.lo <= x && x <= self.hi

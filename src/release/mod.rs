@@ -14,12 +14,9 @@ pub mod interval_means;
 mod rows;
 mod size;
 
-pub use interval_means::{interval_means_schema, IntervalMean, IntervalMeans};
+pub use interval_means::{interval_means_schema, IntervalMeans};
 pub use rows::{ReleaseBatches, ReleasedRows, ReleasedRowsParts};
-pub use size::{
-    check_release_size, default_max_release_rows, ReleaseRowLimit, ReleaseSize,
-    DEFAULT_MIN_RELEASE_ROWS, DEFAULT_RELEASE_ROWS_FACTOR, SIZE_FAILURE,
-};
+pub use size::{check_release_size, ReleaseRowLimit, ReleaseSize, SIZE_FAILURE};
 
 /// Class code standing for a suppressed (fully starred) quasi-identifier.
 pub const SUPPRESSED: u32 = u32::MAX;

@@ -37,7 +37,7 @@ const RELEASE_VIEWS: [ReleaseView; 7] = [
 /// the public ones for public users ([`crate::Access`]).
 #[derive(Debug)]
 pub struct FunctionCatalog {
-    /// Table functions, planned by [`super::planner::FunctionPlanner`].
+    /// Table functions, planned by `FunctionPlanner` (planner.rs).
     pub table_functions: Vec<Arc<dyn SqlTableFunction>>,
     /// Scalar functions, registered with `SessionContext::register_udf`.
     pub scalar_functions: Vec<ScalarUDF>,

@@ -99,10 +99,7 @@ use batch::BatchWriter;
 use diseases::disease_groups;
 use model::Model;
 use tables::stroke_rows;
-pub use tables::{
-    NPS_TABLE10_FEMALE_COUNTS, NPS_TABLE11_MALE_MEAN_LOS_TENTHS,
-    NPS_TABLE12_FEMALE_MEAN_LOS_TENTHS, NPS_TABLE9_MALE_COUNTS,
-};
+pub use tables::{NPS_TABLE10_FEMALE_COUNTS, NPS_TABLE9_MALE_COUNTS};
 
 /// Number of records of the paper's NPS data set, and the default size of the demo table.
 pub const NPS_DEFAULT_ROWS: usize = 1_361_000;

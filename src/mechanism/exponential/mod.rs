@@ -188,6 +188,7 @@ fn validate(scores: &[f64], epsilon: f64, sensitivity: f64) -> Result<u64, Noise
     epsilon_grid_numerator(epsilon)
 }
 
+#[cfg(test)]
 /// Selection probabilities of the exponential mechanism, in `f64`:
 /// `p_i = w_i / Σ_j w_j` with `w_i = exp(ε · (s_i − s_max) / (2 · sensitivity))`.
 ///

@@ -112,6 +112,7 @@ pub(crate) fn big_from_u64_digits(digits: &[u64]) -> BigUint {
     BigUint::new(halves)
 }
 
+#[cfg(test)]
 /// Returns `true` with probability exactly `exp(−num/den)` for big non-negative integers
 /// (`den == 0` is `γ = +∞` and returns `false`). See [`super::bernoulli_exp`] for the
 /// construction; this variant accepts exponents of any size and precision.
@@ -119,6 +120,7 @@ pub fn bernoulli_exp_big<R: RngCore + ?Sized>(rng: &mut R, num: &BigUint, den: &
     BitSource::new(rng).bernoulli_exp_big(num.clone(), den)
 }
 
+#[cfg(test)]
 /// Returns an exactly uniform big integer in `[0, n)` (`n == 0` is treated as `n == 1`).
 pub fn sample_uniform_below_big<R: RngCore + ?Sized>(rng: &mut R, n: &BigUint) -> BigUint {
     BitSource::new(rng).uniform_below_big(n)

@@ -155,6 +155,7 @@ pub fn bernoulli_rational<R: RngCore + ?Sized>(rng: &mut R, num: u128, den: u128
     BitSource::new(rng).bernoulli_rational(num, den)
 }
 
+#[cfg(test)]
 /// Returns `true` with probability exactly `exp(-gamma_num / gamma_den)`.
 ///
 /// Canonne–Kamath–Steinke 2020, Algorithm 1: for `γ <= 1`, draw

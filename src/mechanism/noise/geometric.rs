@@ -27,6 +27,7 @@ impl<R: RngCore + ?Sized> BitSource<'_, R> {
     }
 }
 
+#[cfg(test)]
 /// Samples the geometric distribution `P(k) = (1 - q) q^k`, `k >= 0`, with
 /// `q = exp(-1/scale)`, exactly.
 ///

@@ -10,14 +10,14 @@ use super::ExactScale;
 /// all integers `k`, exactly.
 ///
 /// Canonne–Kamath–Steinke 2020, Algorithm 2: draw `Y` from
-/// [`sample_geometric`](super::sample_geometric) and a fair sign bit `B`; reject the pair `(B = 1,
+/// `sample_geometric` (geometric.rs) and a fair sign bit `B`; reject the pair `(B = 1,
 /// Y = 0)` (so that zero is not counted twice) and otherwise return
 /// `(1 - 2B)·Y`. Then `P(k) = (1 - q)/(1 + q) · q^{|k|}` with
 /// `q = exp(-1/scale)`; adding it to an integer count gives
 /// `(1/scale)`-differential privacy for sensitivity 1.
 ///
 /// The magnitude saturates at `i64::MAX`, with the probability bound given
-/// for [`sample_geometric`](super::sample_geometric).
+/// for `sample_geometric` (geometric.rs).
 pub fn sample_discrete_laplace<R: RngCore + ?Sized>(rng: &mut R, scale: ExactScale) -> i64 {
     let mut bits = BitSource::new(rng);
     loop {
@@ -59,7 +59,7 @@ pub fn sample_discrete_laplace<R: RngCore + ?Sized>(rng: &mut R, scale: ExactSca
 /// representation could leak `n` (the surface of Mironov's attack).
 ///
 /// The result is clamped to `[i64::MIN, i64::MAX]`, with the probability
-/// bound given for [`sample_geometric`](super::sample_geometric).
+/// bound given for `sample_geometric` (geometric.rs).
 pub fn sample_floor_laplace<R: RngCore + ?Sized>(rng: &mut R, scale: ExactScale) -> i64 {
     let mut bits = BitSource::new(rng);
     let negative = bits.bit();

@@ -50,10 +50,14 @@ use std::fmt;
 
 use datafusion::error::DataFusionError;
 
-pub use big::{bernoulli_exp_big, sample_uniform_below_big};
+#[cfg(test)]
+use big::{bernoulli_exp_big, sample_uniform_below_big};
+#[cfg(test)]
+use bits::bernoulli_exp;
 pub(crate) use bits::BitSource;
-pub use bits::{bernoulli_exp, bernoulli_rational, sample_uniform_below};
-pub use geometric::sample_geometric;
+pub use bits::{bernoulli_rational, sample_uniform_below};
+#[cfg(test)]
+use geometric::sample_geometric;
 pub use laplace::{sample_discrete_laplace, sample_floor_laplace};
 pub use scale::{epsilon_grid_numerator, ExactScale, EPSILON_GRID_BITS};
 pub use tail::PositiveNoise;

@@ -16,6 +16,7 @@ pub struct ExactScale {
 }
 
 impl ExactScale {
+    #[cfg(test)]
     /// Creates the scale `num / den`, reduced by their greatest common divisor.
     ///
     /// # Errors

@@ -30,7 +30,7 @@ use crate::release::ReleasedHistogram;
 mod params;
 mod report;
 
-pub use params::{DpHistogram, METHOD};
+pub use params::METHOD;
 pub use report::{
     dp_histogram_diagnostics_batch, dp_histogram_diagnostics_schema, dp_histogram_metadata,
 };

@@ -35,11 +35,11 @@ mod values;
 use perturb::*;
 use perturb::{perturb_node, Scales};
 
-pub use params::{
-    CounterfeitValues, Ipa, IpaParams, IpaVariant, NodeScore, DEFAULT_SUPPRESSION_THRESHOLD, METHOD,
-};
+pub use params::{CounterfeitValues, IpaParams, IpaVariant, NodeScore, METHOD};
 pub use report::{ipa_diagnostics_batch, ipa_diagnostics_schema, ipa_metadata};
-pub use score::{attribute_weights, node_utility, NodeUtility, UtilityModel, COUNTERFEIT_COST};
+#[cfg(test)]
+use score::COUNTERFEIT_COST;
+pub use score::{attribute_weights, node_utility, NodeUtility, UtilityModel};
 pub use values::MarginalValues;
 
 /// Scores and counts of one candidate (owner-only diagnostics).

@@ -43,11 +43,6 @@ impl ClassRule {
         Self { k, models }
     }
 
-    /// The test of `k` alone.
-    pub fn k_only(k: u64) -> Self {
-        Self::new(k, ClassModels::default())
-    }
-
     /// Whether the test reads the sensitive values of a class (otherwise the search
     /// works on class sizes only, which is faster).
     pub fn needs_values(&self) -> bool {

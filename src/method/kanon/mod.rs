@@ -35,8 +35,8 @@ mod search;
 
 pub use cells::{SuppressionMode, SuppressionPlan};
 pub use check::{ClassRule, KanonNodeOutcome};
-pub use metric::{Metric, MetricKind, Score, METRIC_NAMES};
-pub use params::{Kanon, METHOD};
+pub use metric::{Metric, MetricKind, METRIC_NAMES};
+pub use params::METHOD;
 pub use report::{kanon_diagnostics_batch, kanon_diagnostics_schema, kanon_metadata};
 pub use search::SearchStrategy;
 
@@ -90,6 +90,7 @@ impl Default for KanonParams {
 }
 
 impl KanonParams {
+    #[cfg(test)]
     /// Record-mode NCP parameters with the given `k` and limit.
     pub fn new(k: u64, suppression_limit: f64) -> Self {
         Self {
@@ -148,6 +149,7 @@ pub struct KanonResult {
     /// The chosen node's suppression.
     pub plan: SuppressionPlan,
     /// The chosen node's score as a number (see [`Metric::display`]).
+    #[cfg_attr(not(test), allow(dead_code))] // the tests compare it with brute force
     pub score: f64,
     /// The metric, prepared for this data.
     pub metric: Metric,

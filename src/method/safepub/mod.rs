@@ -48,11 +48,9 @@ use crate::privacy::sampling_dp::{
 };
 use crate::release::ReleasedHistogram;
 use evaluator::Evaluator;
-pub use params::{SafePub, METHOD};
+pub use params::METHOD;
 use partition::{Partition, SampleData};
-pub use report::{
-    guarantee_text, safepub_diagnostics_batch, safepub_diagnostics_schema, safepub_metadata,
-};
+pub use report::{safepub_diagnostics_batch, safepub_diagnostics_schema, safepub_metadata};
 pub use sample::SearchSample;
 use score::Evaluation;
 pub use score::ScoreFunction;
@@ -109,6 +107,7 @@ impl SafePubParams {
         }
     }
 
+    #[cfg(test)]
     /// The paper's and ARX's behaviour: the best-scoring pivot, searched on the released
     /// sample. Its privacy is the paper's claim, not proven here.
     pub fn paper(epsilon: f64, delta: f64) -> Self {

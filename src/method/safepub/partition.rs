@@ -109,21 +109,25 @@ impl Partition {
         self.class_sizes.len()
     }
 
+    #[cfg(test)]
     /// Number of units.
     pub fn unit_count(&self) -> usize {
         self.unit_sizes.len()
     }
 
+    #[cfg(test)]
     /// Records in kept classes.
     pub fn kept(&self) -> u64 {
         self.class_sizes.iter().sum()
     }
 
+    #[cfg(test)]
     /// Every kept class: its sample leaf classes and its number of records.
     pub fn classes(&self) -> impl Iterator<Item = (&[u32], u64)> + '_ {
         (0..self.class_count()).map(|s| (self.class_members(s), self.class_sizes[s]))
     }
 
+    #[cfg(test)]
     /// Every unit: its sample leaf classes.
     pub fn units(&self) -> impl Iterator<Item = &[u32]> + '_ {
         (0..self.unit_count()).map(|u| self.unit_members(u))

@@ -222,11 +222,6 @@ impl ScoreTables {
             cardinality,
         }
     }
-
-    /// Whether level `l` of attribute `a` is a single root value.
-    pub fn is_root(&self, a: usize, l: usize) -> bool {
-        self.root[a][l]
-    }
 }
 
 /// Score and counts of one scheme.

@@ -36,9 +36,8 @@ mod grouping;
 mod params;
 mod report;
 
-pub use counterfeits::{Counterfeits, MAX_COUNTERFEITS_PER_NODE};
 pub use grouping::{check_lemma1, group_classes};
-pub use params::{Upa, METHOD};
+pub use params::METHOD;
 pub use report::{upa_diagnostics_batch, upa_diagnostics_schema, upa_metadata};
 
 /// Default `k`.

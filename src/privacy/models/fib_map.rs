@@ -75,11 +75,13 @@ impl FibMap {
         }
     }
 
+    #[cfg(test)]
     /// Number of distinct keys.
     pub fn len(&self) -> usize {
         self.used.len()
     }
 
+    #[cfg(test)]
     /// Whether no key was added since the last clear.
     pub fn is_empty(&self) -> bool {
         self.used.is_empty()

@@ -156,6 +156,7 @@ impl HierarchicalDistance {
         work <= floor_times(self.t, self.height as u128 * n as u128 * self.total as u128)
     }
 
+    #[cfg(test)]
     /// The distance of a class given as distinct `(leaf code, count)` pairs.
     pub fn distance(&self, pairs: &[(u32, u64)]) -> f64 {
         let (work, n) = self.work(pairs);

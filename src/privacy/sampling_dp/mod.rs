@@ -143,7 +143,6 @@ pub struct DeltaBound {
 /// Evaluates `d(k, β, ε)` for one `(β, ε)` and many `k`, caching the tail sums `a_n`.
 #[derive(Debug, Clone)]
 pub struct DeltaCalculator {
-    beta: Interval,
     one_minus_beta: Interval,
     /// `β / (1 − β)`, the ratio of consecutive binomial terms without the `(n−j)/(j+1)`.
     rho: Interval,
@@ -217,7 +216,6 @@ impl DeltaCalculator {
         };
         // n = 1: J_1 = ⌊γ_lo⌋ + 1 = 1 and a_1 = P(X_1 = 1) = β.
         Ok(Self {
-            beta: b,
             one_minus_beta,
             rho,
             gamma,
@@ -227,11 +225,6 @@ impl DeltaCalculator {
             boundary: 1,
             terms: 0,
         })
-    }
-
-    /// The enclosure of `γ = (e^ε − 1 + β)/e^ε`.
-    pub fn gamma(&self) -> Interval {
-        self.gamma
     }
 
     /// Upper bound of the Chernoff bound `c_n` of Li et al.
@@ -423,11 +416,6 @@ impl DeltaCalculator {
             }
         }
         Ok((above, found))
-    }
-
-    /// The sampling probability (exact).
-    pub fn beta(&self) -> f64 {
-        self.beta.lo()
     }
 }
 

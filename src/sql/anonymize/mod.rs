@@ -30,7 +30,7 @@ use crate::progress::ProgressFn;
 use crate::public::{PublicRules, PUBLIC_FAILURE};
 use crate::release::{interval_means_schema, ReleaseRowLimit};
 use request::build_request;
-pub use request::{ANONYMIZE_PARAMS, COMMON_PARAMS};
+pub use request::ANONYMIZE_PARAMS;
 use version::TableVersion;
 use views::{information_loss_batch, information_loss_schema, metadata_batch, metadata_schema};
 

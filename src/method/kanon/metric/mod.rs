@@ -97,14 +97,6 @@ impl MetricKind {
             Self::Height => "ARX height: weighted sum of the generalization levels",
         }
     }
-
-    /// Whether the metric weighs attributes with `qi_weights` (ARX's attribute weights).
-    pub fn is_weighted(&self) -> bool {
-        matches!(
-            self,
-            Self::Loss | Self::Precision | Self::Entropy | Self::Height
-        )
-    }
 }
 
 /// A node's score (lower is better): exact where the metric is a ratio of integers with a
@@ -324,11 +316,6 @@ impl Metric {
         node.iter()
             .zip(&self.bound_terms)
             .map(|(&l, terms)| terms[l])
-    }
-
-    /// The metric.
-    pub fn kind(&self) -> MetricKind {
-        self.kind
     }
 
     /// The score as a number for display: NCP in `[0, 1]`, the others as ARX reports them.
