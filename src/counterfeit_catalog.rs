@@ -269,7 +269,7 @@ impl CatalogWeights {
             .collect();
         for (c, group) in class_group.iter().enumerate() {
             let Some(g) = group else { continue };
-            for e in release.class_offsets[c]..release.class_offsets[c + 1] {
+            for e in release.class_range(c) {
                 if let Some(s) = stats.get_mut(&(*g, release.values[e])) {
                     s.0 += release.counts[e];
                 }

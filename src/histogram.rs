@@ -26,6 +26,19 @@ pub struct GroupedHistogram {
 }
 
 impl GroupedHistogram {
+    /// The pairs of class `c`: indexes into `pair_values` and `pair_counts`.
+    #[inline]
+    pub fn class_range(&self, c: usize) -> std::ops::Range<usize> {
+        self.class_offsets[c]..self.class_offsets[c + 1]
+    }
+
+    /// `(value code, count)` of every pair of class `c`.
+    #[inline]
+    pub fn pairs(&self, c: usize) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.class_range(c)
+            .map(|p| (self.pair_values[p], self.pair_counts[p]))
+    }
+
     /// Number of equivalence classes.
     pub fn class_count(&self) -> usize {
         self.class_offsets.len() - 1
@@ -38,9 +51,7 @@ impl GroupedHistogram {
 
     /// Number of records in class `c`.
     pub fn class_size(&self, c: usize) -> u64 {
-        self.pair_counts[self.class_offsets[c]..self.class_offsets[c + 1]]
-            .iter()
-            .sum()
+        self.pair_counts[self.class_range(c)].iter().sum()
     }
 
     /// The size of every class: the pair counts themselves when every class has one pair
@@ -179,7 +190,7 @@ impl GroupedHistogram {
             let first = order[i] as usize;
             while i < order.len() && keys[order[i] as usize] == key {
                 let c = order[i] as usize;
-                for p in self.class_offsets[c]..self.class_offsets[c + 1] {
+                for p in self.class_range(c) {
                     let v = self.pair_values[p];
                     if scratch[v as usize] == 0 {
                         touched.push(v);
@@ -444,7 +455,7 @@ mod tests {
                 .map(|a| hs[a].level(g.levels[a]).labels()[g.class_codes[a][c] as usize].clone())
                 .collect();
             let mut values = BTreeMap::new();
-            let range = g.class_offsets[c]..g.class_offsets[c + 1];
+            let range = g.class_range(c);
             assert!(
                 g.pair_values[range.clone()].windows(2).all(|w| w[0] < w[1]),
                 "values sorted within class"

@@ -11,7 +11,7 @@ pub use crate::hierarchy::Hierarchy;
 pub use crate::histogram::GroupedHistogram;
 pub use crate::lattice::Lattice;
 pub use crate::mechanism::rng::rng_from_seed;
-pub use crate::method::ipa::{run_ipa, IpaParams, IpaResult, IpaVariant};
+pub use crate::method::ipa::{run as run_ipa, IpaParams, IpaResult, IpaVariant};
 pub use crate::params::ParamValues;
 pub use crate::privacy::models::ordered_distance::{OrderedDistance, OrderedScratch};
 pub use crate::progress::Progress;

@@ -154,9 +154,7 @@ pub fn loss_metric(degrees: &Degrees, release: &ReleasedHistogram) -> f64 {
     let mut weighted = 0.0;
     let mut rows = 0u64;
     for c in 0..release.class_count() {
-        let size: u64 = release.counts[release.class_offsets[c]..release.class_offsets[c + 1]]
-            .iter()
-            .sum();
+        let size: u64 = release.counts[release.class_range(c)].iter().sum();
         if size == 0 {
             continue;
         }

@@ -135,11 +135,7 @@ pub fn information_loss(
     for c in 0..original.class_count() {
         index.insert((0..attrs).map(|a| original.class_codes[a][c]).collect(), c);
     }
-    let pairs = |c: usize| -> Vec<(u32, u64)> {
-        (original.class_offsets[c]..original.class_offsets[c + 1])
-            .map(|p| (original.pair_values[p], original.pair_counts[p]))
-            .collect()
-    };
+    let pairs = |c: usize| -> Vec<(u32, u64)> { original.pairs(c).collect() };
     let ncp_tables: Vec<Vec<f64>> = (0..attrs)
         .map(|a| hierarchies[a].ncp_per_code(release.levels[a]))
         .collect();
@@ -193,7 +189,8 @@ pub fn information_loss(
     };
     for c in 0..release.class_count() {
         let codes: Vec<u32> = (0..attrs).map(|a| release.class_codes[a][c]).collect();
-        let released: Vec<(u32, u64)> = (release.class_offsets[c]..release.class_offsets[c + 1])
+        let released: Vec<(u32, u64)> = release
+            .class_range(c)
             .map(|e| (release.values[e], release.counts[e]))
             .collect();
         if codes.iter().all(|&code| code == SUPPRESSED) && attrs > 0 {
@@ -343,7 +340,7 @@ mod tests {
     use super::*;
     use crate::lattice::Lattice;
     use crate::mechanism::rng::rng_from_seed;
-    use crate::method::ipa::{run_ipa, IpaParams, IpaVariant};
+    use crate::method::ipa::{self, IpaParams, IpaVariant};
     use crate::progress::Progress;
     use crate::testing::{histogram, ladder, Record};
 
@@ -386,9 +383,7 @@ mod tests {
         let mut release = ReleasedHistogram::new(node.clone(), 2);
         let last = orig.class_count() - 1;
         for c in 0..last {
-            let pairs: Vec<(u32, u64)> = (orig.class_offsets[c]..orig.class_offsets[c + 1])
-                .map(|p| (orig.pair_values[p], orig.pair_counts[p]))
-                .collect();
+            let pairs: Vec<(u32, u64)> = orig.pairs(c).collect();
             let extra: Vec<u32> = if c == 0 { vec![3] } else { vec![] };
             release.push_class(
                 &[orig.class_codes[0][c], orig.class_codes[1][c]],
@@ -396,16 +391,12 @@ mod tests {
                 &extra,
             );
         }
-        let pairs: Vec<(u32, u64)> = (orig.class_offsets[last]..orig.class_offsets[last + 1])
-            .map(|p| (orig.pair_values[p], orig.pair_counts[p]))
-            .collect();
+        let pairs: Vec<(u32, u64)> = orig.pairs(last).collect();
         release.push_class(&[SUPPRESSED, SUPPRESSED], &pairs, &[]);
         let il = information_loss(&base, &refs, 4, &release, None).unwrap();
 
         let classes = orig.class_count() as f64;
-        let first: Vec<(u32, u64)> = (orig.class_offsets[0]..orig.class_offsets[1])
-            .map(|p| (orig.pair_values[p], orig.pair_counts[p]))
-            .collect();
+        let first: Vec<(u32, u64)> = orig.pairs(0).collect();
         let mut with_fake = first.clone();
         match with_fake.binary_search_by_key(&3, |p| p.0) {
             Ok(i) => with_fake[i].1 += 1,
@@ -445,7 +436,7 @@ mod tests {
             };
             let params = IpaParams::with_defaults(variant, 1.0, 2);
             let mut rng = rng_from_seed(seed);
-            let result = run_ipa(
+            let result = ipa::run(
                 &base,
                 &refs,
                 &lattice,

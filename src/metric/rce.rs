@@ -74,7 +74,7 @@ pub fn public_rce(
     let mut total = 0.0;
     for c in 0..release.class_count() {
         let volume = class_volume(hierarchies, &release.levels, |a| release.class_codes[a][c]);
-        for e in release.class_offsets[c]..release.class_offsets[c + 1] {
+        for e in release.class_range(c) {
             total += expected_cell_rce(
                 release.counts[e],
                 weights.weight(c, release.values[e]),

@@ -108,11 +108,7 @@ pub fn release_risk(release: &ReleasedHistogram) -> Vec<(String, String)> {
     let attrs = release.class_codes.len();
     let sizes = (0..release.class_count())
         .filter(|&c| !(attrs > 0 && (0..attrs).all(|a| release.class_codes[a][c] == SUPPRESSED)))
-        .map(|c| {
-            release.counts[release.class_offsets[c]..release.class_offsets[c + 1]]
-                .iter()
-                .sum::<u64>()
-        });
+        .map(|c| release.counts[release.class_range(c)].iter().sum::<u64>());
     let risk = ClassRisk::from_sizes(sizes, 1.0);
     vec![
         ("min_class_size".into(), risk.min_class_size.to_string()),

@@ -101,6 +101,12 @@ pub struct ReleasedHistogram {
 }
 
 impl ReleasedHistogram {
+    /// The entries of class `c`: indexes into `values` and `counts`.
+    #[inline]
+    pub fn class_range(&self, c: usize) -> std::ops::Range<usize> {
+        self.class_offsets[c]..self.class_offsets[c + 1]
+    }
+
     /// An empty release at the given node.
     pub fn new(levels: Vec<usize>, attrs: usize) -> Self {
         Self {

@@ -150,7 +150,7 @@ pub fn resolve_node(
 }
 
 /// Releases the noisy histogram.
-pub fn run_dp_histogram(
+pub fn run(
     base: &GroupedHistogram,
     hierarchies: &[&Hierarchy],
     lattice: &Lattice,
@@ -199,7 +199,7 @@ pub fn run_dp_histogram(
         let matches = next_class < hist.class_count()
             && (0..attrs).all(|a| hist.class_codes[a][next_class] == codes[a]);
         if matches {
-            for p in hist.class_offsets[next_class]..hist.class_offsets[next_class + 1] {
+            for p in hist.class_range(next_class) {
                 true_counts[hist.pair_values[p] as usize] = hist.pair_counts[p];
             }
         }

@@ -8,7 +8,7 @@ use datafusion::common::{plan_err, Result};
 
 use super::{
     cell_count, dp_histogram_diagnostics_batch, dp_histogram_diagnostics_schema,
-    dp_histogram_metadata, resolve_node, run_dp_histogram, DpHistogramParams, DEFAULT_MAX_CELLS,
+    dp_histogram_metadata, resolve_node, DpHistogramParams, DEFAULT_MAX_CELLS,
 };
 use crate::budget::Cost;
 use crate::lattice::LevelBounds;
@@ -170,7 +170,7 @@ impl Method for DpHistogram {
     }
 
     fn run(&self, input: &MethodInput<'_>, rng: &mut AnonRng) -> Result<MethodOutput> {
-        let result = run_dp_histogram(
+        let result = super::run(
             input.histogram,
             input.hierarchies,
             input.lattice,

@@ -27,7 +27,7 @@ fn params(epsilon: f64, levels: &str) -> DpHistogramParams {
 fn released_cells(release: &ReleasedHistogram) -> BTreeMap<(u32, u32, u32), u64> {
     let mut out = BTreeMap::new();
     for c in 0..release.class_count() {
-        for e in release.class_offsets[c]..release.class_offsets[c + 1] {
+        for e in release.class_range(c) {
             assert!(release.counts[e] > 0, "a released cell has count 0");
             out.insert(
                 (
@@ -59,7 +59,7 @@ fn every_cell_gets_noise_including_empty_ones() {
     let base = histogram(&hs, &[(3, 0, 1, 10), (3, 0, 2, 10), (500, 1, 4, 10)], 5);
     let lattice = Lattice::new(vec![age.height(), sex.height()], 100).unwrap();
     let epsilon = 1.0;
-    let result = run_dp_histogram(
+    let result = super::run(
         &base,
         &hs,
         &lattice,
@@ -143,7 +143,7 @@ fn noise_is_discrete_laplace() {
     let base = histogram(&hs, &rows, 5);
     let lattice = Lattice::new(vec![age.height(), sex.height()], 100).unwrap();
     let epsilon = 0.5;
-    let result = run_dp_histogram(
+    let result = super::run(
         &base,
         &hs,
         &lattice,
@@ -188,7 +188,7 @@ fn generalizes_and_is_reproducible() {
     let lattice = Lattice::new(vec![age.height(), sex.height()], 100).unwrap();
     let p = params(4.0, "AGE=2");
     let run = |seed| {
-        run_dp_histogram(
+        super::run(
             &base,
             &hs,
             &lattice,
@@ -292,7 +292,7 @@ fn default_node_and_errors() {
         assert!(err.contains(msg), "{bad}: {err}");
     }
     let base = histogram(&hs, &[(1, 0, 0, 1)], 3);
-    let err = run_dp_histogram(
+    let err = super::run(
         &base,
         &hs,
         &lattice,
@@ -331,7 +331,7 @@ fn audit_dp_histogram_operator() {
     let released = |records: u64, seed: u64| {
         let base = histogram(&hs, &[(1, 0, 0, records)], 2);
         audit_histogram(16, 40_000, seed, |rng| {
-            let result = run_dp_histogram(
+            let result = super::run(
                 &base,
                 &hs,
                 &lattice,

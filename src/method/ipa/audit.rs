@@ -210,7 +210,8 @@ fn class_y_visible(
         .map(|(code, count)| (vec![code], 0, count))
         .collect();
     let base = weighted_histogram(&[h], &rows, 1);
-    let result = run_ipa(&base, &[h], lattice, 1, p, rng, &Progress::silent()).expect("IPA runs");
+    let result =
+        super::run(&base, &[h], lattice, 1, p, rng, &Progress::silent()).expect("IPA runs");
     result.release.class_codes[0].contains(&1)
 }
 

@@ -92,7 +92,7 @@ pub struct IpaResult {
 /// information loss (Algorithm 2). `'utility'`: the utility score of every node on its true
 /// class sizes, the exponential mechanism on it, then Algorithm 1 once at the chosen node
 /// (docs/METHODS.md §1.13).
-pub fn run_ipa(
+pub fn run(
     base: &GroupedHistogram,
     hierarchies: &[&Hierarchy],
     lattice: &Lattice,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{plan_err, Result};
 
-use super::{ipa_diagnostics_batch, ipa_diagnostics_schema, ipa_metadata, run_ipa};
+use super::{ipa_diagnostics_batch, ipa_diagnostics_schema, ipa_metadata};
 use crate::budget::Cost;
 use crate::lattice::LevelBounds;
 use crate::mechanism::noise::{ExactScale, PositiveNoise, EPSILON_GRID_BITS};
@@ -290,7 +290,7 @@ impl Method for Ipa {
     }
 
     fn run(&self, input: &MethodInput<'_>, rng: &mut AnonRng) -> Result<MethodOutput> {
-        let result = run_ipa(
+        let result = super::run(
             input.histogram,
             input.hierarchies,
             input.lattice,

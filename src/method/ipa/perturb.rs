@@ -72,7 +72,7 @@ pub(super) fn perturb_node(
     };
 
     for c in 0..hist.class_count() {
-        let range = hist.class_offsets[c]..hist.class_offsets[c + 1];
+        let range = hist.class_range(c);
         let n: u64 = hist.pair_counts[range.clone()].iter().sum();
         if suppress(n, params, scales, rng) {
             acc.suppressed_classes += 1;

@@ -61,7 +61,8 @@ fn paper_example_without_noise_matches_table_7() {
     };
     let class = |c: usize| -> (Vec<String>, Vec<(&str, u64)>) {
         let labels = (0..3).map(|a| label(a, c)).collect();
-        let values = (release.class_offsets[c]..release.class_offsets[c + 1])
+        let values = release
+            .class_range(c)
             .map(|i| (DISEASES[release.values[i] as usize], release.counts[i]))
             .collect();
         (labels, values)
@@ -112,7 +113,7 @@ fn release_invariants_hold_for_many_seeds() {
         for variant in [IpaVariant::Paper, IpaVariant::Reference] {
             let params = IpaParams::with_defaults(variant, 1.0, 2);
             let mut rng = rng_from_seed(seed);
-            let result = run_ipa(
+            let result = super::run(
                 &e.base,
                 &hs,
                 &lattice,
@@ -134,8 +135,9 @@ fn release_invariants_hold_for_many_seeds() {
                     .find(|&r| (0..3).all(|a| release.class_codes[a][r] == codes[a]));
                 match found {
                     Some(r) => {
-                        for p in node.class_offsets[c]..node.class_offsets[c + 1] {
-                            let released = (release.class_offsets[r]..release.class_offsets[r + 1])
+                        for p in node.class_range(c) {
+                            let released = release
+                                .class_range(r)
                                 .find(|&i| release.values[i] == node.pair_values[p])
                                 .map(|i| release.counts[i])
                                 .unwrap_or(0);
@@ -151,10 +153,7 @@ fn release_invariants_hold_for_many_seeds() {
             assert_eq!(suppressed_real, outcome.suppressed_records, "seed {seed}");
             for r in 0..release.class_count() {
                 let is_star = release.class_codes[0][r] == SUPPRESSED;
-                let size: u64 = release.counts
-                    [release.class_offsets[r]..release.class_offsets[r + 1]]
-                    .iter()
-                    .sum();
+                let size: u64 = release.counts[release.class_range(r)].iter().sum();
                 if is_star {
                     assert!(
                         size >= suppressed_real && suppressed_real > 0,
@@ -187,7 +186,7 @@ fn seeded_runs_are_reproducible() {
     let params = IpaParams::with_defaults(IpaVariant::Paper, 1.0, 2);
     let run = |seed| {
         let mut rng = rng_from_seed(seed);
-        run_ipa(
+        super::run(
             &e.base,
             &hs,
             &lattice,
@@ -213,7 +212,7 @@ fn large_epsilon_chooses_the_minimum_il_node() {
     let lattice = Lattice::new(vec![2, 1, 2], 100).unwrap();
     let params = IpaParams::with_defaults(IpaVariant::Paper, 10_000.0, 2);
     let mut rng = rng_from_seed(11);
-    let result = run_ipa(
+    let result = super::run(
         &e.base,
         &hs,
         &lattice,
@@ -255,7 +254,7 @@ fn parameter_errors() {
     let hs = refs(&e);
     let lattice = Lattice::new(vec![2, 1, 2], 100).unwrap();
     let params = IpaParams::with_defaults(IpaVariant::Paper, 1.0, 1);
-    let err = run_ipa(
+    let err = super::run(
         &e.base,
         &hs,
         &lattice,
@@ -272,7 +271,7 @@ fn parameter_errors() {
     );
     let mut params = IpaParams::with_defaults(IpaVariant::Paper, 1.0, 2);
     params.eps_val = f64::NAN;
-    let err = run_ipa(
+    let err = super::run(
         &e.base,
         &hs,
         &lattice,

@@ -250,7 +250,7 @@ fn utility_selection_lands_in_the_top_five_percent_on_nps() {
     let mut hits = 0;
     for seed in 0..10 {
         let mut rng = rng_from_seed(500 + seed);
-        let result = run_ipa(
+        let result = super::run(
             &data.histogram,
             &hs,
             &lattice,
@@ -293,7 +293,7 @@ fn paper_selection_does_not_land_in_the_top_five_percent_on_nps() {
     let mut hits = 0;
     for seed in 0..10 {
         let mut rng = rng_from_seed(500 + seed);
-        let result = run_ipa(
+        let result = super::run(
             &data.histogram,
             &hs,
             &lattice,
@@ -325,7 +325,7 @@ fn utility_release_is_reproducible_and_bounded() {
     let p = utility(IpaVariant::Paper, 1.0, 2);
     let run = |seed| {
         let mut rng = rng_from_seed(seed);
-        run_ipa(&base, &hs, &lattice, 5, &p, &mut rng, &Progress::silent()).unwrap()
+        super::run(&base, &hs, &lattice, 5, &p, &mut rng, &Progress::silent()).unwrap()
     };
     for seed in 0..20 {
         let (a, b) = (run(seed), run(seed));
@@ -353,7 +353,7 @@ fn utility_choice_follows_the_weights() {
         let mut p = p.clone();
         p.qi_weights = weights;
         let mut rng = rng_from_seed(3);
-        let result = run_ipa(
+        let result = super::run(
             &data.histogram,
             &hs,
             &lattice,

@@ -100,8 +100,7 @@ pub fn cell_order(hierarchies: &[&Hierarchy], node: &[usize], weights: &[f64]) -
 
 /// The class's `(value, count)` pairs.
 fn pairs(classes: &GroupedHistogram, c: usize) -> impl Iterator<Item = (u32, u64)> + '_ {
-    (classes.class_offsets[c]..classes.class_offsets[c + 1])
-        .map(move |p| (classes.pair_values[p], classes.pair_counts[p]))
+    classes.pairs(c)
 }
 
 /// Plans the suppression of the `failing` classes (ascending) of `classes`.

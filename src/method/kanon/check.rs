@@ -292,7 +292,7 @@ impl<'a> Evaluator<'a> {
         let mut failing = Vec::new();
         let mut records = 0u64;
         for c in 0..classes.class_count() {
-            let range = classes.class_offsets[c]..classes.class_offsets[c + 1];
+            let range = classes.class_range(c);
             let size: u64 = classes.pair_counts[range.clone()].iter().sum();
             let values: Vec<(u32, u64)> = if self.rule.needs_values() {
                 range

@@ -157,7 +157,7 @@ pub struct KanonResult {
 
 /// Runs optimal k-anonymization; with `models`, a class must also meet every privacy model
 /// to be released.
-pub fn run_kanon(
+pub fn run(
     base: &GroupedHistogram,
     hierarchies: &[&Hierarchy],
     lattice: &Lattice,
@@ -257,11 +257,7 @@ fn release_at(
     }
     let plan = evaluator.plan(&hist, &failing);
     let attrs = hierarchies.len();
-    let pairs = |c: usize| -> Vec<(u32, u64)> {
-        (hist.class_offsets[c]..hist.class_offsets[c + 1])
-            .map(|p| (hist.pair_values[p], hist.pair_counts[p]))
-            .collect()
-    };
+    let pairs = |c: usize| -> Vec<(u32, u64)> { hist.pairs(c).collect() };
     let mut classes: Vec<ReleasedClass> = (0..hist.class_count())
         .filter(|&c| plan.masks[c] == 0)
         .map(|c| {

@@ -7,7 +7,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{plan_err, Result};
 
 use super::{
-    kanon_diagnostics_batch, kanon_diagnostics_schema, kanon_metadata, parse_qi_weights, run_kanon,
+    kanon_diagnostics_batch, kanon_diagnostics_schema, kanon_metadata, parse_qi_weights,
     KanonParams, MetricKind, SearchStrategy, SuppressionMode, DEFAULT_K, DEFAULT_KANON_MAX_NODES,
     DEFAULT_SUPPRESSION_LIMIT, METRIC_NAMES,
 };
@@ -152,7 +152,7 @@ impl Method for Kanon {
     }
 
     fn run(&self, input: &MethodInput<'_>, _rng: &mut AnonRng) -> Result<MethodOutput> {
-        let result = run_kanon(
+        let result = super::run(
             input.histogram,
             input.hierarchies,
             input.lattice,

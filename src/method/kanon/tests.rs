@@ -78,9 +78,7 @@ fn check_release(hs: &[&Hierarchy], records: &[Record], result: &KanonResult, k:
     let chosen = &result.outcomes[result.chosen];
     let mut starred = 0u64;
     for c in 0..release.class_count() {
-        let size: u64 = release.counts[release.class_offsets[c]..release.class_offsets[c + 1]]
-            .iter()
-            .sum();
+        let size: u64 = release.counts[release.class_range(c)].iter().sum();
         if release.class_codes[0][c] == SUPPRESSED {
             assert!((0..hs.len()).all(|a| release.class_codes[a][c] == SUPPRESSED));
             starred += size;
@@ -109,7 +107,7 @@ proptest! {
         let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 10_000).unwrap();
         let params = KanonParams::new(k, limit);
         let expected = brute_force(&hs, &records, k, limit);
-        match run_kanon(&base, &hs, &lattice, 4, &params, &ClassModels::default(), &Progress::silent()) {
+        match super::run(&base, &hs, &lattice, 4, &params, &ClassModels::default(), &Progress::silent()) {
             Ok(result) => {
                 let (node, suppressed) = expected.expect("brute force finds a feasible node too");
                 prop_assert_eq!(&result.outcomes[result.chosen].node, &node);
@@ -138,7 +136,7 @@ fn paper_example() {
     let cancel = crate::progress::Cancel::new();
     cancel.cancel();
     let stopped = Progress::new("kanon", None, cancel);
-    let err = run_kanon(
+    let err = super::run(
         &base,
         &hs,
         &lattice,
@@ -149,7 +147,7 @@ fn paper_example() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("cancelled"), "{err}");
-    let result = run_kanon(
+    let result = super::run(
         &base,
         &hs,
         &lattice,
@@ -175,7 +173,7 @@ fn paper_example() {
     // Without suppression the 67-year-old must share a class: age '*' and zip '*' leave
     // the classes M (4) and F (3).
     let strict = KanonParams::new(3, 0.0);
-    let result = run_kanon(
+    let result = super::run(
         &base,
         &hs,
         &lattice,
@@ -188,7 +186,7 @@ fn paper_example() {
     assert_eq!(result.outcomes[result.chosen].suppressed_records, 0);
     assert_eq!(result.outcomes[result.chosen].node, vec![2, 0, 2]);
     // k larger than the table: nothing is feasible.
-    let err = run_kanon(
+    let err = super::run(
         &base,
         &hs,
         &lattice,
@@ -265,9 +263,7 @@ fn check_cells(result: &KanonResult, k: u64, total: u64) {
             assert!(p < &codes, "classes in canonical order, each once");
         }
         previous = Some(codes.clone());
-        let size: u64 = release.counts[release.class_offsets[c]..release.class_offsets[c + 1]]
-            .iter()
-            .sum();
+        let size: u64 = release.counts[release.class_range(c)].iter().sum();
         let stars = codes.iter().filter(|&&x| x == SUPPRESSED).count() as u64;
         cells += stars * size;
         if stars == attrs as u64 && attrs > 0 {
@@ -334,11 +330,11 @@ proptest! {
         }
         let mut exhaustive = params.clone();
         exhaustive.search = SearchStrategy::Exhaustive;
-        let all = run_kanon(&base, &hs, &lattice, 3, &exhaustive, &models, &Progress::silent());
-        let pruned = run_kanon(&base, &hs, &lattice, 3, &params, &models, &Progress::silent());
+        let all = super::run(&base, &hs, &lattice, 3, &exhaustive, &models, &Progress::silent());
+        let pruned = super::run(&base, &hs, &lattice, 3, &params, &models, &Progress::silent());
         // Checking several nodes at once changes nothing: the same nodes, in the same order,
         // with the same outcomes, the same choice and the same release.
-        let parallel = run_kanon(&base, &hs, &lattice, 3, &KanonParams { threads: 3, ..params.clone() }, &models, &Progress::silent());
+        let parallel = super::run(&base, &hs, &lattice, 3, &KanonParams { threads: 3, ..params.clone() }, &models, &Progress::silent());
         match (&pruned, &parallel) {
             (Ok(p), Ok(q)) => {
                 prop_assert_eq!(&p.outcomes, &q.outcomes);
@@ -449,7 +445,7 @@ fn adult_loss_matches_arx() {
         let mut params = KanonParams::new(k, limit);
         params.metric = MetricKind::Loss;
         params.threads = threads;
-        let result = run_kanon(
+        let result = super::run(
             &base,
             &hs,
             &lattice,
@@ -487,7 +483,7 @@ fn adult_cell_suppression_keeps_more_records() {
     let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 1_000_000).unwrap();
     let mut params = KanonParams::new(5, 0.05);
     params.metric = MetricKind::Loss;
-    let record = run_kanon(
+    let record = super::run(
         &base,
         &hs,
         &lattice,
@@ -541,7 +537,7 @@ fn adult_cell_suppression_keeps_more_records() {
     check_cells(&fake, 5, 30_162);
 
     // Searching in cell mode: a k-anonymous release whose counts match its stars.
-    let searched = run_kanon(
+    let searched = super::run(
         &base,
         &hs,
         &lattice,
@@ -566,7 +562,7 @@ fn adult_outcomes_do_not_depend_on_the_cache() {
     let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 1_000_000).unwrap();
     let mut params = KanonParams::new(5, 1.0);
     params.metric = MetricKind::Loss;
-    let result = run_kanon(
+    let result = super::run(
         &base,
         &hs,
         &lattice,
@@ -621,7 +617,7 @@ fn adult_figures() {
                 let mut last = None;
                 for _ in 0..3 {
                     let start = std::time::Instant::now();
-                    let r = run_kanon(
+                    let r = super::run(
                         &base,
                         &hs,
                         &lattice,

@@ -28,7 +28,7 @@ fn kept_by_value(
     let h = &sample.histogram;
     for u in units {
         for &m in partition.unit_members(u as usize) {
-            for p in h.class_offsets[m as usize]..h.class_offsets[m as usize + 1] {
+            for p in h.class_range(m as usize) {
                 let v = h.pair_values[p] as usize;
                 if counts[v] == 0 {
                     touched.push(v as u32);

@@ -209,7 +209,7 @@ impl SafePubResult {
 }
 
 /// Runs SafePub on the leaf-level histogram of `input`.
-pub fn run_safepub(
+pub fn run(
     input: &MethodInput<'_>,
     params: &SafePubParams,
     rng: &mut AnonRng,
@@ -275,11 +275,7 @@ pub fn run_safepub(
     let mut pairs: Vec<(u32, u64)> = Vec::new();
     for c in 0..rolled.class_count() {
         pairs.clear();
-        pairs.extend(
-            (rolled.class_offsets[c]..rolled.class_offsets[c + 1])
-                .map(|p| (rolled.pair_values[p], rolled.pair_counts[p]))
-                .filter(|&(_, count)| count >= k),
-        );
+        pairs.extend(rolled.pairs(c).filter(|&(_, count)| count >= k));
         if pairs.is_empty() {
             continue;
         }

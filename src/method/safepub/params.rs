@@ -7,9 +7,8 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{plan_err, Result};
 
 use super::{
-    run_safepub, safepub_diagnostics_batch, safepub_diagnostics_schema, safepub_metadata,
-    FinalSelection, SafePubParams, ScoreFunction, SearchSample, DEFAULT_EPSILON_SEARCH,
-    DEFAULT_STEPS,
+    safepub_diagnostics_batch, safepub_diagnostics_schema, safepub_metadata, FinalSelection,
+    SafePubParams, ScoreFunction, SearchSample, DEFAULT_EPSILON_SEARCH, DEFAULT_STEPS,
 };
 use crate::budget::Cost;
 use crate::lattice::LevelBounds;
@@ -148,7 +147,7 @@ impl Method for SafePub {
     }
 
     fn run(&self, input: &MethodInput<'_>, rng: &mut AnonRng) -> Result<MethodOutput> {
-        let result = run_safepub(input, &self.params, rng)?;
+        let result = super::run(input, &self.params, rng)?;
         Ok(MethodOutput {
             node: result.search.chosen.clone(),
             metadata: safepub_metadata(&self.params, &result, input.lattice),

@@ -32,7 +32,7 @@ pub fn sample_histogram(
     let mut pair_values = Vec::new();
     let mut pair_counts = Vec::new();
     for c in 0..base.class_count() {
-        for p in base.class_offsets[c]..base.class_offsets[c + 1] {
+        for p in base.class_range(c) {
             let kept = binomial(rng, base.pair_counts[p], beta_num);
             if kept > 0 {
                 pair_values.push(base.pair_values[p]);

@@ -642,7 +642,7 @@ fn run(f: &Fixture, params: &SafePubParams, seed: u64) -> SafePubResult {
         progress: &progress,
         threads: 1,
     };
-    run_safepub(&input, params, &mut rng_from_seed(seed)).unwrap()
+    super::run(&input, params, &mut rng_from_seed(seed)).unwrap()
 }
 
 /// The release: every released (class, value) combination has at least k records (so
@@ -683,7 +683,7 @@ fn release_is_k_anonymous_and_truthful() {
                 codes.iter().all(|&x| x != crate::release::SUPPRESSED),
                 "no '*' rows"
             );
-            let range = release.class_offsets[c]..release.class_offsets[c + 1];
+            let range = release.class_range(c);
             let size: u64 = release.counts[range.clone()].iter().sum();
             assert!(size >= k, "{score:?}: class of {size} < k = {k}");
             for e in range {
@@ -937,7 +937,7 @@ fn run_records(
         progress: &progress,
         threads: 1,
     };
-    run_safepub(&input, params, &mut rng_from_seed(seed)).unwrap()
+    super::run(&input, params, &mut rng_from_seed(seed)).unwrap()
 }
 
 /// Released rows carrying informative value `value`.
@@ -1178,7 +1178,7 @@ fn audit_safepub_with_informative_column() {
             threads: 1,
         };
         audit_histogram(bins, trials, seed, |rng| {
-            let result = run_safepub(&input, &params, rng).unwrap();
+            let result = super::run(&input, &params, rng).unwrap();
             let level = result.release.levels[0];
             let hiv = usize::from(released_with_value(&result.release, 1) > 0);
             let flu = released_with_value(&result.release, 0);

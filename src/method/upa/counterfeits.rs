@@ -47,7 +47,7 @@ pub enum DrawFailure {
 
 /// Real records of value `v` in class `c` of `hist`.
 pub fn real_count(hist: &GroupedHistogram, c: usize, v: u32) -> u64 {
-    let range = hist.class_offsets[c]..hist.class_offsets[c + 1];
+    let range = hist.class_range(c);
     match hist.pair_values[range.clone()].binary_search(&v) {
         Ok(i) => hist.pair_counts[range.start + i],
         Err(_) => 0,

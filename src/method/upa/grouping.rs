@@ -52,7 +52,7 @@ impl Groups {
             return;
         }
         self.grouped[c] = true;
-        for p in hist.class_offsets[c]..hist.class_offsets[c + 1] {
+        for p in hist.class_range(c) {
             let v = hist.pair_values[p];
             if interesting[v as usize] {
                 self.real[c].insert(v, hist.pair_counts[p]);
@@ -107,7 +107,7 @@ pub fn group_classes(
     // Per counterfeit value, the classes holding real records of it, most first.
     let mut holders: Vec<Vec<(u64, usize)>> = vec![Vec::new(); totals.len()];
     for c in 0..classes {
-        for p in hist.class_offsets[c]..hist.class_offsets[c + 1] {
+        for p in hist.class_range(c) {
             let v = hist.pair_values[p] as usize;
             if interesting[v] {
                 holders[v].push((hist.pair_counts[p], c));
@@ -256,7 +256,7 @@ pub fn check_lemma1(
     for (g, members) in catalog.groups.iter().enumerate() {
         let mut real: HashMap<u32, u64> = HashMap::new();
         for &c in members {
-            for p in hist.class_offsets[c]..hist.class_offsets[c + 1] {
+            for p in hist.class_range(c) {
                 *real.entry(hist.pair_values[p]).or_insert(0) += hist.pair_counts[p];
             }
         }

@@ -215,7 +215,7 @@ fn evaluate_node(
     if !models.is_empty() {
         let mut scratch = ModelScratch::default();
         let fails = (0..hist.class_count()).any(|c| {
-            let range = hist.class_offsets[c]..hist.class_offsets[c + 1];
+            let range = hist.class_range(c);
             !models.accepts(
                 &hist.pair_values[range.clone()],
                 &hist.pair_counts[range],
@@ -256,9 +256,7 @@ fn evaluate_node(
     let mut extra: Vec<u32> = Vec::new();
     for c in 0..hist.class_count() {
         let codes: Vec<u32> = (0..attrs).map(|a| hist.class_codes[a][c]).collect();
-        let real: Vec<(u32, u64)> = (hist.class_offsets[c]..hist.class_offsets[c + 1])
-            .map(|p| (hist.pair_values[p], hist.pair_counts[p]))
-            .collect();
+        let real: Vec<(u32, u64)> = hist.pairs(c).collect();
         extra.clear();
         for (v, n) in fakes.class(c) {
             extra.extend(std::iter::repeat_n(v, n as usize));
@@ -287,7 +285,7 @@ fn node_rce(
     let mut total = 0.0;
     for c in 0..release.class_count() {
         let volume = class_volume(hierarchies, &release.levels, |a| release.class_codes[a][c]);
-        for e in release.class_offsets[c]..release.class_offsets[c + 1] {
+        for e in release.class_range(c) {
             let v = release.values[e];
             let real = counterfeits::real_count(hist, c, v);
             total += cell_rce(real, release.counts[e], weights.weight(c, v), volume);
@@ -298,7 +296,7 @@ fn node_rce(
 
 /// Runs UPA over the lattice.
 #[allow(clippy::too_many_arguments)]
-pub fn run_upa(
+pub fn run(
     base: &GroupedHistogram,
     hierarchies: &[&Hierarchy],
     lattice: &Lattice,

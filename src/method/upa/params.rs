@@ -7,7 +7,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{plan_err, Result};
 
 use super::{
-    run_upa, upa_diagnostics_batch, upa_diagnostics_schema, upa_metadata, CounterfeitSa, UpaParams,
+    upa_diagnostics_batch, upa_diagnostics_schema, upa_metadata, CounterfeitSa, UpaParams,
     DEFAULT_K,
 };
 use crate::budget::Cost;
@@ -168,7 +168,7 @@ impl Method for Upa {
     }
 
     fn run(&self, input: &MethodInput<'_>, rng: &mut AnonRng) -> Result<MethodOutput> {
-        let result = run_upa(
+        let result = super::run(
             input.histogram,
             input.hierarchies,
             input.lattice,

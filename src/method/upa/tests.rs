@@ -98,7 +98,7 @@ fn run(
     seed: u64,
 ) -> Result<UpaResult> {
     let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 100_000).unwrap();
-    run_upa(
+    super::run(
         base,
         hs,
         &lattice,
@@ -340,14 +340,12 @@ fn check_release(hs: &[&Hierarchy], records: &[Record], k: u64, h: Option<f64>, 
     for c in 0..release.class_count() {
         let codes: Vec<u32> = (0..hs.len()).map(|a| release.class_codes[a][c]).collect();
         assert!(codes.iter().all(|&x| x != SUPPRESSED));
-        let size: u64 = release.counts[release.class_offsets[c]..release.class_offsets[c + 1]]
-            .iter()
-            .sum();
+        let size: u64 = release.counts[release.class_range(c)].iter().sum();
         assert!(size >= k, "class {c} has {size} < {k} rows");
         if let Some(h) = h {
             assert!(degrees.record_degree(node, |a| codes[a]) <= h + DEGREE_TOLERANCE);
         }
-        for e in release.class_offsets[c]..release.class_offsets[c + 1] {
+        for e in release.class_range(c) {
             let v = release.values[e];
             let o = original.remove(&(codes.clone(), v)).unwrap_or(0);
             assert!(release.counts[e] >= o, "a real record is missing");
