@@ -16,6 +16,6 @@ pub use crate::params::ParamValues;
 pub use crate::privacy::models::ordered_distance::{OrderedDistance, OrderedScratch};
 pub use crate::progress::Progress;
 pub use crate::release::SUPPRESSED;
-pub use crate::sql::anonymize::ANONYMIZE_PARAMS;
 pub use crate::sql::args::{bind, CallArgs};
-pub use crate::sql::catalog::FunctionCatalog;
+pub use crate::sql::functions::anonymize::ANONYMIZE_PARAMS;
+pub use crate::sql::functions::FunctionCatalog;

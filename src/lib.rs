@@ -51,7 +51,7 @@ use datafusion::error::Result;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::SessionContext;
 
-use sql::catalog::FunctionCatalog;
+use sql::functions::FunctionCatalog;
 use sql::planner::FunctionPlanner;
 
 pub use access::{
@@ -62,7 +62,7 @@ pub use budget::config::{
     parse_limit as parse_budget_limit, reset_error as budget_reset_error, AnonymizeOptions,
 };
 pub use progress::ProgressFn;
-pub use sql::catalog::{cli_help_section, function_docs, functions_markdown};
+pub use sql::functions::{cli_help_section, function_docs, functions_markdown};
 pub use sql::script::run_script;
 
 /// The anonymization methods: each one's name, as `anonymize(..., method => ...)` takes

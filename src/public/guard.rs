@@ -1,7 +1,7 @@
 //! The statements a public session refuses before anything runs: writing files (`COPY`),
 //! changing tables (`INSERT`, `UPDATE`, `DELETE`) and data definition that reaches the
 //! planner (`CREATE TABLE ... AS`). Catalog changes are refused by the public catalog
-//! ([`super::catalog`]) and `CREATE EXTERNAL TABLE` by the absence of table factories.
+//! (`crate::sql::functions`) and `CREATE EXTERNAL TABLE` by the absence of table factories.
 
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::TreeNodeRecursion;

@@ -11,11 +11,11 @@ use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 use tokio::sync::OnceCell;
 
-use super::args::{bind, CallArgs, ParamSpec};
-use super::lazy::{BatchProducer, BatchSource, LazyTable};
-use super::planner::SqlTableFunction;
 use crate::demo::nps::{generate_nps, nps_schema, NPS_DEFAULT_ROWS, NPS_DEFAULT_SEED};
 use crate::params::{ParamDefault, ParamKind, ParamValues};
+use crate::sql::args::{bind, CallArgs, ParamSpec};
+use crate::sql::lazy::{BatchProducer, BatchSource, LazyTable};
+use crate::sql::planner::SqlTableFunction;
 
 const NPS_PARAMS: &[ParamSpec] = &[
     ParamSpec::new(

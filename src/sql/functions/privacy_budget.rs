@@ -16,11 +16,11 @@ use datafusion::logical_expr::planner::RelationPlannerContext;
 use datafusion::logical_expr::{Expr, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 
-use super::args::{bind, CallArgs, ParamSpec};
-use super::planner::SqlTableFunction;
 use crate::budget::account::{Account, Accounts};
 use crate::budget::config::options;
 use crate::budget::ledger::Ledger;
+use crate::sql::args::{bind, CallArgs, ParamSpec};
+use crate::sql::planner::SqlTableFunction;
 
 /// Schema of `privacy_budget()`. Unlimited budgets and their remainders are `+inf`.
 pub fn budget_schema() -> SchemaRef {

@@ -18,14 +18,13 @@ use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 use tokio::sync::OnceCell;
 
-use super::args::{bind, CallArgs, ParamSpec};
-use super::lazy::{BatchProducer, LazyTable};
-use super::planner::SqlTableFunction;
 use crate::engine::assess::{
-    assess, assess_schema, class_sizes, class_sizes_schema, entries_batch, AssessRequest,
-    Population,
+    assess, assess_schema, class_sizes, entries_batch, AssessRequest, Population,
 };
 use crate::params::{ParamDefault, ParamKind, ParamValues};
+use crate::sql::args::{bind, CallArgs, ParamSpec};
+use crate::sql::lazy::{BatchProducer, LazyTable};
+use crate::sql::planner::SqlTableFunction;
 
 /// Default `risk_threshold` of `records_at_risk`.
 pub const DEFAULT_RISK_THRESHOLD: f64 = 0.2;
@@ -68,7 +67,7 @@ pub const ASSESS_PARAMS: &[ParamSpec] = &[
 ];
 
 /// Parameters of `anonymize_class_sizes`.
-pub const CLASS_SIZES_PARAMS: &[ParamSpec] = &[SOURCE, QI];
+pub(super) const CLASS_SIZES_PARAMS: &[ParamSpec] = &[SOURCE, QI];
 
 /// Column names of `text` ('a, b:h' → a, b), resolved against `schema` (exact name, else a
 /// unique case-insensitive match).
@@ -126,7 +125,7 @@ fn table(
     }
 }
 
-fn build_request(
+pub(super) fn build_request(
     function: &str,
     params: &[ParamSpec],
     args: CallArgs,
@@ -214,21 +213,24 @@ fn population(
 
 /// Which of the two functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Assess,
     ClassSizes,
 }
 
 #[derive(Debug)]
-struct AssessProducer {
-    kind: Kind,
-    request: AssessRequest,
-    cell: OnceCell<Arc<Vec<RecordBatch>>>,
+pub(super) struct AssessProducer {
+    pub(super) kind: Kind,
+    pub(super) request: AssessRequest,
+    pub(super) cell: OnceCell<Arc<Vec<RecordBatch>>>,
 }
 
 #[async_trait]
 impl BatchProducer for AssessProducer {
-    async fn batches(&self, state: &SessionState) -> Result<Arc<dyn super::lazy::BatchSource>> {
+    async fn batches(
+        &self,
+        state: &SessionState,
+    ) -> Result<Arc<dyn crate::sql::lazy::BatchSource>> {
         let batches = self
             .cell
             .get_or_try_init(|| async {
@@ -239,7 +241,7 @@ impl BatchProducer for AssessProducer {
                 Ok::<_, datafusion::error::DataFusionError>(Arc::new(batches))
             })
             .await?;
-        Ok(batches.clone() as Arc<dyn super::lazy::BatchSource>)
+        Ok(batches.clone() as Arc<dyn crate::sql::lazy::BatchSource>)
     }
 }
 
@@ -275,45 +277,6 @@ impl SqlTableFunction for AssessFunction {
             assess_schema(),
             Arc::new(AssessProducer {
                 kind: Kind::Assess,
-                request,
-                cell: OnceCell::new(),
-            }),
-        )))
-    }
-}
-
-/// `anonymize_class_sizes(...)`.
-#[derive(Debug, Default)]
-pub struct ClassSizesFunction;
-
-impl SqlTableFunction for ClassSizesFunction {
-    fn name(&self) -> &'static str {
-        "anonymize_class_sizes"
-    }
-
-    fn owner_only(&self) -> bool {
-        // On a raw source the figures are exact facts about the data.
-        true
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        CLASS_SIZES_PARAMS
-    }
-
-    fn about(&self) -> &'static str {
-        "Class-size distribution of any table for plotting: one row per class size with the number of classes of that size and the records in them, by size. Rows whose every quasi-identifier is '*' (a release's suppressed rows) are left out. Owner-only: on a raw source the figures are exact facts about the data."
-    }
-
-    fn create(
-        &self,
-        args: CallArgs,
-        context: &mut dyn RelationPlannerContext,
-    ) -> Result<Arc<dyn TableProvider>> {
-        let request = build_request(self.name(), CLASS_SIZES_PARAMS, args, context)?;
-        Ok(Arc::new(LazyTable::new(
-            class_sizes_schema(),
-            Arc::new(AssessProducer {
-                kind: Kind::ClassSizes,
                 request,
                 cell: OnceCell::new(),
             }),

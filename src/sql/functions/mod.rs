@@ -5,22 +5,35 @@
 //!
 //! What each function shows in help and docs is read from it by [`super::docs`].
 
+pub mod anonymize;
+mod anonymize_assess;
+mod anonymize_class_sizes;
+mod anonymize_help;
+mod generalized;
+mod interval_hierarchy;
+mod mask_hierarchy;
+mod nps_demo;
+mod privacy_budget;
+mod upa_truthful;
+
 use std::sync::Arc;
 
 use datafusion::logical_expr::ScalarUDF;
 
-use super::anonymize::{AnonymizeFunction, ReleaseCache, ReleaseView};
-use super::assess::{AssessFunction, ClassSizesFunction};
-use super::budget_fn::PrivacyBudgetFunction;
-use super::demo_fns::NpsDemoFunction;
-use super::docs::{self, scalar_doc, table_doc, FunctionDoc};
-use super::generalized_udfs::generalized_udfs;
-use super::help_fn::HelpFunction;
-use super::hierarchy_fns::{IntervalHierarchyFunction, MaskHierarchyFunction};
-use super::planner::SqlTableFunction;
-use super::upa_truthful::UpaTruthfulFunction;
 use crate::access::{Access, RegisterOptions};
 use crate::public::PublicRules;
+use crate::sql::docs::{self, scalar_doc, table_doc, FunctionDoc};
+use crate::sql::planner::SqlTableFunction;
+use anonymize::{AnonymizeFunction, ReleaseCache, ReleaseView};
+use anonymize_assess::AssessFunction;
+use anonymize_class_sizes::ClassSizesFunction;
+use anonymize_help::HelpFunction;
+use generalized::generalized_udfs;
+use interval_hierarchy::IntervalHierarchyFunction;
+use mask_hierarchy::MaskHierarchyFunction;
+use nps_demo::NpsDemoFunction;
+use privacy_budget::PrivacyBudgetFunction;
+use upa_truthful::UpaTruthfulFunction;
 
 /// Every view of a release, one `anonymize*` table function each.
 const RELEASE_VIEWS: [ReleaseView; 7] = [

@@ -9,9 +9,9 @@ use datafusion::common::Result;
 use datafusion::datasource::MemTable;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
-use super::args::{bind, CallArgs, ParamSpec};
-use super::docs::{FunctionDoc, FunctionKind};
-use super::planner::SqlTableFunction;
+use crate::sql::args::{bind, CallArgs, ParamSpec};
+use crate::sql::docs::{FunctionDoc, FunctionKind};
+use crate::sql::planner::SqlTableFunction;
 
 /// One row of `anonymize_help()`: `(function, parameter, default, description)`.
 type HelpRow = [String; 4];

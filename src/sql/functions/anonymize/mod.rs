@@ -20,15 +20,15 @@ use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 use tokio::sync::OnceCell;
 
-use super::args::{bind, CallArgs, ParamSpec};
-use super::lazy::{BatchProducer, BatchSource, LazyTable};
-use super::planner::SqlTableFunction;
 use crate::budget::ledger::Ledger;
 use crate::budget::{charge_release, Cost};
 use crate::engine::{self, AnonymizeRequest, ReleaseOutput};
 use crate::progress::ProgressFn;
 use crate::public::{PublicRules, PUBLIC_FAILURE};
 use crate::release::{interval_means_schema, ReleaseRowLimit};
+use crate::sql::args::{bind, CallArgs, ParamSpec};
+use crate::sql::lazy::{BatchProducer, BatchSource, LazyTable};
+use crate::sql::planner::SqlTableFunction;
 use request::build_request;
 pub use request::ANONYMIZE_PARAMS;
 use version::TableVersion;

@@ -1,114 +1,25 @@
-//! Table functions that build hierarchies in ARX layout: `interval_hierarchy(...)` for
-//! numeric interval ladders and `mask_hierarchy(...)` for prefix masking of codes.
+//! `mask_hierarchy(source, column, keep)`: a hierarchy that masks codes from the right.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::array::RecordBatch;
 use datafusion::catalog::TableProvider;
-use datafusion::common::{plan_err, Column, Result, ScalarValue};
-use datafusion::datasource::MemTable;
+use datafusion::common::{plan_err, Column, Result};
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 use datafusion::logical_expr::Expr;
 use datafusion::prelude::SessionContext;
 use tokio::sync::OnceCell;
 
-use super::args::{bind, CallArgs, ParamSpec};
-use super::lazy::{BatchProducer, BatchSource, LazyTable};
-use super::planner::SqlTableFunction;
-use crate::hierarchy::builders::{
-    interval_hierarchy_rows, mask_hierarchy_rows, parse_integer_domain, IntervalLevel,
-};
+use super::interval_hierarchy::{hierarchy_schema, rows_to_batch};
+use crate::hierarchy::builders::mask_hierarchy_rows;
 use crate::hierarchy::load::array_to_strings;
-use crate::hierarchy::Hierarchy;
 use crate::params::{ParamDefault, ParamKind};
-
-/// Schema of a hierarchy table with `levels` generalization levels.
-pub fn hierarchy_schema(levels: usize) -> SchemaRef {
-    let mut fields = vec![Field::new("value", DataType::Utf8, false)];
-    fields.extend((1..=levels).map(|l| Field::new(format!("level_{l}"), DataType::Utf8, false)));
-    Arc::new(Schema::new(fields))
-}
-
-/// ARX-layout rows as one batch.
-pub fn rows_to_batch(rows: &[Vec<String>]) -> Result<RecordBatch> {
-    let width = rows.first().map(Vec::len).unwrap_or(1);
-    let schema = hierarchy_schema(width - 1);
-    let columns: Vec<ArrayRef> = (0..width)
-        .map(|i| {
-            Arc::new(StringArray::from_iter_values(
-                rows.iter().map(|r| r[i].as_str()),
-            )) as ArrayRef
-        })
-        .collect();
-    Ok(RecordBatch::try_new(schema, columns)?)
-}
-
-const INTERVAL_PARAMS: &[ParamSpec] = &[
-    ParamSpec::new("domain", ParamKind::Text, ParamDefault::Required, "integer leaves, e.g. '1..100' or '11, 21..26, 31..39'"),
-    ParamSpec::new(
-        "levels",
-        ParamKind::Text,
-        ParamDefault::Optional("the further positional arguments"),
-        "levels separated by '|': a width ('10') or breakpoints ('0,30,60,100'); further positional arguments are levels too",
-    ),
-];
-
-/// `interval_hierarchy(domain, level1, level2, ...)`.
-#[derive(Debug)]
-pub struct IntervalHierarchyFunction;
-
-impl SqlTableFunction for IntervalHierarchyFunction {
-    fn name(&self) -> &'static str {
-        "interval_hierarchy"
-    }
-    fn params(&self) -> &'static [ParamSpec] {
-        INTERVAL_PARAMS
-    }
-    fn about(&self) -> &'static str {
-        "Builds a numeric interval hierarchy (ARX layout: value, level_1, ..., '*') from an integer domain and one width or breakpoint list per level."
-    }
-    fn create(
-        &self,
-        mut args: CallArgs,
-        _context: &mut dyn RelationPlannerContext,
-    ) -> Result<Arc<dyn TableProvider>> {
-        let mut extra_levels = Vec::new();
-        if args.positional.len() > 1 {
-            extra_levels = args.positional.split_off(1);
-        }
-        let bound = bind(self.name(), INTERVAL_PARAMS, &["domain"], args)?;
-        let domain = parse_integer_domain(&bound.required_string("domain")?)?;
-        let mut specs: Vec<String> = Vec::new();
-        if let Some(levels) = bound.string("levels")? {
-            specs.extend(levels.split('|').map(|s| s.trim().to_string()));
-        }
-        for value in extra_levels {
-            match value {
-                ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => specs.push(s),
-                ScalarValue::Int64(Some(w)) => specs.push(w.to_string()),
-                other => return plan_err!("interval_hierarchy(): a level must be a string like '10' or '0,30,60,100', got {other}"),
-            }
-        }
-        if specs.is_empty() {
-            return plan_err!("interval_hierarchy(): give at least one level, e.g. interval_hierarchy('1..100', '10', '0,30,60,100')");
-        }
-        let levels = specs
-            .iter()
-            .map(|s| IntervalLevel::parse(s))
-            .collect::<Result<Vec<_>>>()?;
-        let rows = interval_hierarchy_rows(&domain, &levels)?;
-        Hierarchy::from_rows("interval_hierarchy", &rows)?;
-        let batch = rows_to_batch(&rows)?;
-        Ok(Arc::new(MemTable::try_new(
-            batch.schema(),
-            vec![vec![batch]],
-        )?))
-    }
-}
+use crate::sql::args::{bind, CallArgs, ParamSpec};
+use crate::sql::lazy::{BatchProducer, BatchSource, LazyTable};
+use crate::sql::planner::SqlTableFunction;
 
 const MASK_PARAMS: &[ParamSpec] = &[
     ParamSpec::new(
@@ -172,7 +83,7 @@ impl SqlTableFunction for MaskHierarchyFunction {
                 "mask_hierarchy(): keep lengths must be strictly decreasing, got '{keep_text}'"
             );
         }
-        let source = match super::resolve::resolve_table(context, &source_name)? {
+        let source = match crate::sql::resolve::resolve_table(context, &source_name)? {
             Some(s) => s,
             None => return plan_err!("mask_hierarchy(): table '{source_name}' not found"),
         };

@@ -33,12 +33,12 @@ use datafusion::logical_expr::{cast as cast_expr, Expr};
 use datafusion::prelude::SessionContext;
 use tokio::sync::OnceCell;
 
-use super::args::{bind, CallArgs, ParamSpec};
-use super::lazy::{BatchProducer, LazyTable};
-use super::planner::SqlTableFunction;
 use crate::counterfeit_catalog::{COUNT_COLUMN, GROUP_COLUMN};
 use crate::hierarchy::STAR;
 use crate::params::{ParamDefault, ParamKind};
+use crate::sql::args::{bind, CallArgs, ParamSpec};
+use crate::sql::lazy::{BatchProducer, LazyTable};
+use crate::sql::planner::SqlTableFunction;
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec::new(
@@ -172,7 +172,7 @@ fn resolve(
     name: &str,
     what: &str,
 ) -> Result<Arc<dyn TableProvider>> {
-    match super::resolve::resolve_table(context, name)? {
+    match crate::sql::resolve::resolve_table(context, name)? {
         Some(provider) => Ok(provider),
         None => plan_err!("{NAME}(): {what} '{name}' not found"),
     }
@@ -237,11 +237,14 @@ type ClassKey = Vec<String>;
 
 #[async_trait]
 impl BatchProducer for TruthfulProducer {
-    async fn batches(&self, state: &SessionState) -> Result<Arc<dyn super::lazy::BatchSource>> {
+    async fn batches(
+        &self,
+        state: &SessionState,
+    ) -> Result<Arc<dyn crate::sql::lazy::BatchSource>> {
         self.cell
             .get_or_try_init(|| async { self.compute(state).await.map(Arc::new) })
             .await
-            .map(|batches| batches.clone() as Arc<dyn super::lazy::BatchSource>)
+            .map(|batches| batches.clone() as Arc<dyn crate::sql::lazy::BatchSource>)
     }
 }
 
