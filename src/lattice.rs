@@ -1,12 +1,176 @@
 //! The full-domain generalization lattice: one node per vector of levels.
 
-use datafusion::common::{plan_err, Result};
+use std::fmt;
+
+use datafusion::common::{DataFusionError, Result};
 
 /// Default largest lattice an exhaustive method may evaluate.
 pub const DEFAULT_MAX_NODES: usize = 100_000;
 
 /// A lattice node: the generalization level of every quasi-identifier.
 pub type Node = Vec<usize>;
+
+/// Why a lattice, a `'column=level, ...'` list or level bounds were refused.
+///
+/// The [`Display`](fmt::Display) text is the message alone; the caller decides which
+/// [`DataFusionError`] it becomes (`From` makes a planning error, the engine an execution
+/// error when it checks bounds against loaded hierarchies).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LatticeError {
+    /// Bounds with the wrong number of entries, `min > max`, or `max` above a height.
+    BoundsDoNotFit {
+        /// Lowest level per attribute.
+        min: Vec<usize>,
+        /// Highest level per attribute.
+        max: Vec<usize>,
+        /// Hierarchy height per attribute.
+        heights: Vec<usize>,
+    },
+    /// The lattice would have more than `max_nodes` nodes.
+    TooManyNodes {
+        /// The largest lattice allowed.
+        max_nodes: usize,
+        /// Hierarchy height per attribute.
+        heights: Vec<usize>,
+    },
+    /// A column named in argument `param` is not a quasi-identifier.
+    NotAQuasiIdentifier {
+        /// The argument that names the column (`levels`, `min_levels`, `qi_weights`, ...).
+        param: String,
+        /// The column as written.
+        name: String,
+        /// The quasi-identifiers, in order.
+        quasi_identifiers: Vec<String>,
+    },
+    /// An item of a level list is not `column=level`.
+    NotColumnLevel {
+        /// The argument holding the list.
+        param: String,
+        /// The item as written (trimmed).
+        item: String,
+    },
+    /// A level is not a non-negative integer.
+    LevelNotInteger {
+        /// The argument holding the list.
+        param: String,
+        /// The column the level is for.
+        column: String,
+        /// The level as written (trimmed).
+        level: String,
+    },
+    /// A level list names a column twice (letter case ignored).
+    ColumnListedTwice {
+        /// The argument holding the list.
+        param: String,
+        /// The second mention of the column.
+        column: String,
+    },
+    /// A level list holds no pairs.
+    NoPairs {
+        /// The argument holding the list.
+        param: String,
+        /// The argument's text.
+        text: String,
+    },
+    /// A level exceeds the height of its attribute's hierarchy.
+    LevelAboveHeight {
+        /// The argument that gives the level.
+        param: String,
+        /// The quasi-identifier.
+        column: String,
+        /// The level asked for.
+        level: usize,
+        /// The hierarchy's height (or the most its table can hold).
+        height: usize,
+    },
+    /// An attribute's `min_levels` entry lies above its `max_levels` entry.
+    MinAboveMax {
+        /// The quasi-identifier.
+        column: String,
+        /// Its lowest level.
+        min: usize,
+        /// Its highest level.
+        max: usize,
+    },
+    /// The node given by `levels` lies outside the lattice's bounds.
+    NodeOutsideBounds {
+        /// Every attribute with its level in the node.
+        node: Vec<(String, usize)>,
+    },
+}
+
+impl fmt::Display for LatticeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LatticeError::BoundsDoNotFit { min, max, heights } => write!(
+                f,
+                "level bounds {min:?}..={max:?} do not fit the hierarchy heights {heights:?}"
+            ),
+            LatticeError::TooManyNodes { max_nodes, heights } => write!(
+                f,
+                "the generalization lattice has more than {max_nodes} nodes (heights {heights:?}); use fewer quasi-identifiers, shorter hierarchies, max_levels, or raise max_nodes"
+            ),
+            LatticeError::NotAQuasiIdentifier {
+                param,
+                name,
+                quasi_identifiers,
+            } => write!(
+                f,
+                "{param}: '{name}' is not a quasi-identifier; the quasi-identifiers are: {}",
+                quasi_identifiers.join(", ")
+            ),
+            LatticeError::NotColumnLevel { param, item } => write!(
+                f,
+                "{param}: '{item}' is not 'column=level'; write e.g. {param} => 'age=1, sex=0'"
+            ),
+            LatticeError::LevelNotInteger {
+                param,
+                column,
+                level,
+            } => write!(
+                f,
+                "{param}: level of '{column}' must be a non-negative integer, got '{level}'"
+            ),
+            LatticeError::ColumnListedTwice { param, column } => {
+                write!(f, "{param}: column '{column}' is listed twice")
+            }
+            LatticeError::NoPairs { param, text } => {
+                write!(f, "{param}: no 'column=level' pairs in '{text}'")
+            }
+            LatticeError::LevelAboveHeight {
+                param,
+                column,
+                level,
+                height,
+            } => write!(
+                f,
+                "{param}: level {level} of '{column}' exceeds its hierarchy's height {height}"
+            ),
+            LatticeError::MinAboveMax { column, min, max } => write!(
+                f,
+                "min_levels: level {min} of '{column}' is above its max_levels {max}"
+            ),
+            LatticeError::NodeOutsideBounds { node } => {
+                let described: Vec<String> =
+                    node.iter().map(|(name, l)| format!("{name}={l}")).collect();
+                write!(
+                    f,
+                    "levels: the node '{}' lies outside min_levels / max_levels",
+                    described.join(", ")
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for LatticeError {}
+
+impl From<LatticeError> for DataFusionError {
+    /// A planning error whose message is the error's [`Display`](fmt::Display).
+    fn from(e: LatticeError) -> Self {
+        DataFusionError::Plan(e.to_string())
+    }
+}
 
 /// The lattice spanned by per-attribute level ranges `min..=max` within the hierarchy
 /// heights (`0..=height` each when unbounded, see `LevelBounds`).
@@ -20,7 +184,7 @@ pub struct Lattice {
 impl Lattice {
     /// A lattice over attributes with the given hierarchy heights, refusing lattices with
     /// more than `max_nodes` nodes.
-    pub fn new(heights: Vec<usize>, max_nodes: usize) -> Result<Self> {
+    pub fn new(heights: Vec<usize>, max_nodes: usize) -> Result<Self, LatticeError> {
         let min = vec![0; heights.len()];
         let max = heights.clone();
         Self::build(heights, min, max, max_nodes)
@@ -33,14 +197,12 @@ impl Lattice {
         min: Vec<usize>,
         max: Vec<usize>,
         max_nodes: usize,
-    ) -> Result<Self> {
+    ) -> Result<Self, LatticeError> {
         let consistent = min.len() == heights.len()
             && max.len() == heights.len()
             && (0..heights.len()).all(|a| min[a] <= max[a] && max[a] <= heights[a]);
         if !consistent {
-            return plan_err!(
-                "level bounds {min:?}..={max:?} do not fit the hierarchy heights {heights:?}"
-            );
+            return Err(LatticeError::BoundsDoNotFit { min, max, heights });
         }
         Self::build(heights, min, max, max_nodes)
     }
@@ -50,16 +212,12 @@ impl Lattice {
         min: Vec<usize>,
         max: Vec<usize>,
         max_nodes: usize,
-    ) -> Result<Self> {
+    ) -> Result<Self, LatticeError> {
         let mut size: usize = 1;
         for a in 0..heights.len() {
             size = match size.checked_mul(max[a] - min[a] + 1) {
                 Some(s) if s <= max_nodes => s,
-                _ => {
-                    return plan_err!(
-                        "the generalization lattice has more than {max_nodes} nodes (heights {heights:?}); use fewer quasi-identifiers, shorter hierarchies, max_levels, or raise max_nodes"
-                    )
-                }
+                _ => return Err(LatticeError::TooManyNodes { max_nodes, heights }),
             };
         }
         Ok(Self { heights, min, max })
@@ -182,19 +340,21 @@ impl Lattice {
 
 /// Position of the quasi-identifier `name` (letter case ignored) among `columns`; the
 /// error names the argument `param` and lists the quasi-identifiers.
-pub fn qi_position<S: AsRef<str>>(param: &str, columns: &[S], name: &str) -> Result<usize> {
+pub fn qi_position<S: AsRef<str>>(
+    param: &str,
+    columns: &[S],
+    name: &str,
+) -> Result<usize, LatticeError> {
     match columns
         .iter()
         .position(|c| c.as_ref().eq_ignore_ascii_case(name))
     {
         Some(a) => Ok(a),
-        None => {
-            let names: Vec<&str> = columns.iter().map(|c| c.as_ref()).collect();
-            plan_err!(
-                "{param}: '{name}' is not a quasi-identifier; the quasi-identifiers are: {}",
-                names.join(", ")
-            )
-        }
+        None => Err(LatticeError::NotAQuasiIdentifier {
+            param: param.to_string(),
+            name: name.to_string(),
+            quasi_identifiers: columns.iter().map(|c| c.as_ref().to_string()).collect(),
+        }),
     }
 }
 
@@ -204,28 +364,36 @@ pub type LevelList = Vec<(String, usize)>;
 /// Parses a `'column=level, ...'` list given as argument `param` (`levels`, `min_levels`,
 /// `max_levels`): at least one pair, non-negative integer levels, no column twice
 /// (case-insensitive).
-pub fn parse_level_list(param: &str, text: &str) -> Result<LevelList> {
+pub fn parse_level_list(param: &str, text: &str) -> Result<LevelList, LatticeError> {
     let mut out: LevelList = Vec::new();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let Some((name, level)) = item.split_once('=') else {
-            return plan_err!(
-                "{param}: '{item}' is not 'column=level'; write e.g. {param} => 'age=1, sex=0'"
-            );
+            return Err(LatticeError::NotColumnLevel {
+                param: param.to_string(),
+                item: item.to_string(),
+            });
         };
         let name = name.trim().to_string();
         let Ok(level) = level.trim().parse::<usize>() else {
-            return plan_err!(
-                "{param}: level of '{name}' must be a non-negative integer, got '{}'",
-                level.trim()
-            );
+            return Err(LatticeError::LevelNotInteger {
+                param: param.to_string(),
+                column: name,
+                level: level.trim().to_string(),
+            });
         };
         if out.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
-            return plan_err!("{param}: column '{name}' is listed twice");
+            return Err(LatticeError::ColumnListedTwice {
+                param: param.to_string(),
+                column: name,
+            });
         }
         out.push((name, level));
     }
     if out.is_empty() {
-        return plan_err!("{param}: no 'column=level' pairs in '{text}'");
+        return Err(LatticeError::NoPairs {
+            param: param.to_string(),
+            text: text.to_string(),
+        });
     }
     Ok(out)
 }
@@ -260,7 +428,7 @@ impl LevelBounds {
         &self,
         columns: &[&str],
         height_limits: &[usize],
-    ) -> Result<(Vec<usize>, Vec<usize>)> {
+    ) -> Result<(Vec<usize>, Vec<usize>), LatticeError> {
         let mut min = vec![0; columns.len()];
         let mut max = height_limits.to_vec();
         for (param, list, target) in [
@@ -270,22 +438,22 @@ impl LevelBounds {
             for (name, level) in list {
                 let a = qi_position(param, columns, name)?;
                 if *level > height_limits[a] {
-                    return plan_err!(
-                        "{param}: level {level} of '{}' exceeds its hierarchy's height {}",
-                        columns[a],
-                        height_limits[a]
-                    );
+                    return Err(LatticeError::LevelAboveHeight {
+                        param: param.to_string(),
+                        column: columns[a].to_string(),
+                        level: *level,
+                        height: height_limits[a],
+                    });
                 }
                 target[a] = *level;
             }
         }
         if let Some(a) = (0..columns.len()).find(|&a| min[a] > max[a]) {
-            return plan_err!(
-                "min_levels: level {} of '{}' is above its max_levels {}",
-                min[a],
-                columns[a],
-                max[a]
-            );
+            return Err(LatticeError::MinAboveMax {
+                column: columns[a].to_string(),
+                min: min[a],
+                max: max[a],
+            });
         }
         Ok((min, max))
     }
@@ -309,30 +477,29 @@ pub fn node_from_levels(
     hierarchies: &[&crate::hierarchy::Hierarchy],
     lattice: &Lattice,
     levels: &[(String, usize)],
-) -> Result<Node> {
+) -> Result<Node, LatticeError> {
     let names: Vec<&str> = hierarchies.iter().map(|h| h.attribute()).collect();
     let mut node = vec![0usize; hierarchies.len()];
     for (name, level) in levels {
         let a = qi_position("levels", &names, name)?;
         if *level > hierarchies[a].height() {
-            return plan_err!(
-                "levels: level {level} of '{}' exceeds its hierarchy's height {}",
-                hierarchies[a].attribute(),
-                hierarchies[a].height()
-            );
+            return Err(LatticeError::LevelAboveHeight {
+                param: "levels".to_string(),
+                column: hierarchies[a].attribute().to_string(),
+                level: *level,
+                height: hierarchies[a].height(),
+            });
         }
         node[a] = *level;
     }
     if !lattice.contains(&node) {
-        let described: Vec<String> = hierarchies
-            .iter()
-            .zip(&node)
-            .map(|(h, l)| format!("{}={l}", h.attribute()))
-            .collect();
-        return plan_err!(
-            "levels: the node '{}' lies outside min_levels / max_levels",
-            described.join(", ")
-        );
+        return Err(LatticeError::NodeOutsideBounds {
+            node: hierarchies
+                .iter()
+                .zip(&node)
+                .map(|(h, l)| (h.attribute().to_string(), *l))
+                .collect(),
+        });
     }
     Ok(node)
 }

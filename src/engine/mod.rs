@@ -177,13 +177,7 @@ fn run_method(
         .method
         .level_bounds()
         .resolve(&columns, &heights)
-        .map_err(|e| {
-            datafusion::error::DataFusionError::Execution(
-                e.strip_backtrace()
-                    .trim_start_matches("Error during planning: ")
-                    .to_string(),
-            )
-        })?;
+        .map_err(|e| DataFusionError::Execution(e.to_string()))?;
     let lattice = Lattice::bounded(heights, min, max, request.method.max_nodes())?;
     let mut warnings = Vec::new();
     let delta = request.method.budget().delta;

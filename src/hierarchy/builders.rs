@@ -1,48 +1,199 @@
 //! Builders that produce ARX-layout hierarchy rows: numeric interval ladders and prefix masks.
 
-use datafusion::common::{plan_err, Result};
+use std::fmt;
+
+use datafusion::common::DataFusionError;
 
 use super::STAR;
 
 /// Largest number of leaves an interval domain may enumerate.
 pub const MAX_INTERVAL_DOMAIN: usize = 10_000_000;
 
+/// Why a domain, an interval level or a mask could not build hierarchy rows.
+///
+/// The [`Display`](fmt::Display) text is the message alone; `From` makes it a planning
+/// error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BuildError {
+    /// A range `lo..hi` with `lo > hi`.
+    EmptyRange {
+        /// The range as written.
+        item: String,
+        /// Its lower end.
+        lo: i64,
+        /// Its upper end.
+        hi: i64,
+    },
+    /// A range with more than [`MAX_INTERVAL_DOMAIN`] values.
+    RangeTooLarge {
+        /// The range as written.
+        item: String,
+    },
+    /// A domain with more than [`MAX_INTERVAL_DOMAIN`] values.
+    DomainTooLarge {
+        /// The domain as written.
+        spec: String,
+    },
+    /// A domain without values.
+    EmptyDomain {
+        /// The domain as written.
+        spec: String,
+    },
+    /// A number that is not an `i64`.
+    NotAnInteger {
+        /// What the number is part of (`domain`, `interval level`).
+        what: &'static str,
+        /// The number as written (trimmed).
+        text: String,
+    },
+    /// An interval level without numbers.
+    EmptyLevel {
+        /// The level as written.
+        spec: String,
+    },
+    /// An interval width of zero or less.
+    WidthNotPositive {
+        /// The width.
+        width: i64,
+    },
+    /// Breakpoints that do not increase strictly.
+    BreakpointsNotIncreasing {
+        /// The level as written.
+        spec: String,
+    },
+    /// A domain value outside a level's breakpoints.
+    OutsideBreakpoints {
+        /// The value.
+        value: i64,
+        /// The first breakpoint.
+        first: i64,
+        /// The last breakpoint.
+        last: i64,
+        /// Whether the last bin includes the last breakpoint.
+        close_last: bool,
+    },
+    /// A masking hierarchy asked for without values.
+    NoMaskValues,
+    /// Mask lengths that do not decrease strictly.
+    MaskNotDecreasing {
+        /// The lengths.
+        keep: Vec<usize>,
+    },
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::EmptyRange { item, lo, hi } => {
+                write!(f, "domain range '{item}' is empty: {lo} > {hi}")
+            }
+            BuildError::RangeTooLarge { item } => write!(
+                f,
+                "domain range '{item}' has more than {MAX_INTERVAL_DOMAIN} values"
+            ),
+            BuildError::DomainTooLarge { spec } => {
+                write!(f, "domain '{spec}' has more than {MAX_INTERVAL_DOMAIN} values")
+            }
+            BuildError::EmptyDomain { spec } => write!(
+                f,
+                "domain '{spec}' is empty; write e.g. '1..100' or '11, 21..26'"
+            ),
+            BuildError::NotAnInteger { what, text } => {
+                write!(f, "{what}: '{text}' is not an integer")
+            }
+            BuildError::EmptyLevel { spec } => write!(
+                f,
+                "interval level '{spec}' is empty; write a width like '10' or breakpoints like '0,30,60,100'"
+            ),
+            BuildError::WidthNotPositive { width } => {
+                write!(f, "interval width must be positive, got {width}")
+            }
+            BuildError::BreakpointsNotIncreasing { spec } => write!(
+                f,
+                "interval breakpoints '{spec}' must be strictly increasing"
+            ),
+            BuildError::OutsideBreakpoints {
+                value,
+                first,
+                last,
+                close_last,
+            } => {
+                let note = if *close_last {
+                    ""
+                } else {
+                    " (the last breakpoint is exclusive unless it is the domain maximum)"
+                };
+                write!(
+                    f,
+                    "value {value} lies outside the breakpoints {first}..{last}{note}"
+                )
+            }
+            BuildError::NoMaskValues => write!(
+                f,
+                "cannot build a masking hierarchy from an empty set of values"
+            ),
+            BuildError::MaskNotDecreasing { keep } => {
+                write!(f, "mask lengths must be strictly decreasing, got {keep:?}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+impl From<BuildError> for DataFusionError {
+    /// A planning error whose message is the error's [`Display`](fmt::Display).
+    fn from(e: BuildError) -> Self {
+        DataFusionError::Plan(e.to_string())
+    }
+}
+
 /// Parses an integer domain such as `"1..100"` or `"11, 21..26, 31..39"` (inclusive ranges).
-pub fn parse_integer_domain(spec: &str) -> Result<Vec<i64>> {
+pub fn parse_integer_domain(spec: &str) -> Result<Vec<i64>, BuildError> {
     let mut values = Vec::new();
     for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         if let Some((lo, hi)) = item.split_once("..") {
             let lo = parse_int(lo, "domain")?;
             let hi = parse_int(hi, "domain")?;
             if lo > hi {
-                return plan_err!("domain range '{item}' is empty: {lo} > {hi}");
+                return Err(BuildError::EmptyRange {
+                    item: item.to_string(),
+                    lo,
+                    hi,
+                });
             }
             if hi.abs_diff(lo) >= MAX_INTERVAL_DOMAIN as u64 {
-                return plan_err!(
-                    "domain range '{item}' has more than {MAX_INTERVAL_DOMAIN} values"
-                );
+                return Err(BuildError::RangeTooLarge {
+                    item: item.to_string(),
+                });
             }
             values.extend(lo..=hi);
         } else {
             values.push(parse_int(item, "domain")?);
         }
         if values.len() > MAX_INTERVAL_DOMAIN {
-            return plan_err!("domain '{spec}' has more than {MAX_INTERVAL_DOMAIN} values");
+            return Err(BuildError::DomainTooLarge {
+                spec: spec.to_string(),
+            });
         }
     }
     values.sort_unstable();
     values.dedup();
     if values.is_empty() {
-        return plan_err!("domain '{spec}' is empty; write e.g. '1..100' or '11, 21..26'");
+        return Err(BuildError::EmptyDomain {
+            spec: spec.to_string(),
+        });
     }
     Ok(values)
 }
 
-fn parse_int(text: &str, what: &str) -> Result<i64> {
-    match text.trim().parse::<i64>() {
-        Ok(v) => Ok(v),
-        Err(_) => plan_err!("{what}: '{}' is not an integer", text.trim()),
-    }
+fn parse_int(text: &str, what: &'static str) -> Result<i64, BuildError> {
+    text.trim()
+        .parse::<i64>()
+        .map_err(|_| BuildError::NotAnInteger {
+            what,
+            text: text.trim().to_string(),
+        })
 }
 
 /// One level of an interval ladder.
@@ -57,20 +208,24 @@ pub enum IntervalLevel {
 
 impl IntervalLevel {
     /// Parses `"10"` (a width) or `"0, 30, 60, 100"` (breakpoints).
-    pub fn parse(spec: &str) -> Result<Self> {
+    pub fn parse(spec: &str) -> Result<Self, BuildError> {
         let numbers = spec
             .split(',')
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .map(|s| parse_int(s, "interval level"))
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
         match numbers.len() {
-            0 => plan_err!("interval level '{spec}' is empty; write a width like '10' or breakpoints like '0,30,60,100'"),
+            0 => Err(BuildError::EmptyLevel {
+                spec: spec.to_string(),
+            }),
             1 if numbers[0] > 0 => Ok(Self::Width(numbers[0])),
-            1 => plan_err!("interval width must be positive, got {}", numbers[0]),
+            1 => Err(BuildError::WidthNotPositive { width: numbers[0] }),
             _ => {
                 if numbers.windows(2).any(|w| w[0] >= w[1]) {
-                    return plan_err!("interval breakpoints '{spec}' must be strictly increasing");
+                    return Err(BuildError::BreakpointsNotIncreasing {
+                        spec: spec.to_string(),
+                    });
                 }
                 Ok(Self::Breakpoints(numbers))
             }
@@ -78,7 +233,7 @@ impl IntervalLevel {
     }
 
     /// Label of `value`; with `close_last`, the last bin includes the last breakpoint.
-    fn label(&self, value: i64, close_last: bool) -> Result<String> {
+    fn label(&self, value: i64, close_last: bool) -> Result<String, BuildError> {
         match self {
             Self::Width(width) => {
                 // In i128: the bin of a value near the ends of i64 may reach beyond them.
@@ -94,15 +249,12 @@ impl IntervalLevel {
                     value >= last
                 };
                 if value < points[0] || beyond {
-                    let note = if close_last {
-                        ""
-                    } else {
-                        " (the last breakpoint is exclusive unless it is the domain maximum)"
-                    };
-                    return plan_err!(
-                        "value {value} lies outside the breakpoints {}..{last}{note}",
-                        points[0]
-                    );
+                    return Err(BuildError::OutsideBreakpoints {
+                        value,
+                        first: points[0],
+                        last,
+                        close_last,
+                    });
                 }
                 let upper = points
                     .partition_point(|&b| b <= value)
@@ -140,7 +292,7 @@ pub fn interval_label(lo: i128, hi: i128, closed: bool) -> String {
 pub fn interval_hierarchy_rows(
     domain: &[i64],
     levels: &[IntervalLevel],
-) -> Result<Vec<Vec<String>>> {
+) -> Result<Vec<Vec<String>>, BuildError> {
     let domain_max = domain.iter().copied().max().unwrap_or_default();
     let mut rows = Vec::with_capacity(domain.len());
     for &value in domain {
@@ -158,16 +310,21 @@ pub fn interval_hierarchy_rows(
 /// Builds ARX-layout rows that mask codes from the right: with `keep = [3, 2]`,
 /// `I634 → I63* → I6* → *`. An empty `keep` uses every prefix length from the longest
 /// code's length − 1 down to 1.
-pub fn mask_hierarchy_rows(values: &[String], keep: &[usize]) -> Result<Vec<Vec<String>>> {
+pub fn mask_hierarchy_rows(
+    values: &[String],
+    keep: &[usize],
+) -> Result<Vec<Vec<String>>, BuildError> {
     if values.is_empty() {
-        return plan_err!("cannot build a masking hierarchy from an empty set of values");
+        return Err(BuildError::NoMaskValues);
     }
     let longest = values.iter().map(|v| v.chars().count()).max().unwrap_or(0);
     let keep: Vec<usize> = if keep.is_empty() {
         (1..longest).rev().collect()
     } else {
         if keep.windows(2).any(|w| w[0] <= w[1]) {
-            return plan_err!("mask lengths must be strictly decreasing, got {keep:?}");
+            return Err(BuildError::MaskNotDecreasing {
+                keep: keep.to_vec(),
+            });
         }
         keep.to_vec()
     };

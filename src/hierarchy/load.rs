@@ -54,10 +54,6 @@ pub fn hierarchy_from_batches(
     }
     // The table's contents are data read while the release runs: an execution error.
     Hierarchy::from_rows(attribute, &rows).map_err(|e| {
-        datafusion::error::DataFusionError::Execution(format!(
-            "{} (hierarchy table '{source}')",
-            e.strip_backtrace()
-                .trim_start_matches("Error during planning: ")
-        ))
+        datafusion::error::DataFusionError::Execution(format!("{e} (hierarchy table '{source}')"))
     })
 }

@@ -9,13 +9,254 @@ pub mod builders;
 pub mod load;
 
 use std::collections::HashMap;
+use std::fmt;
 
-use datafusion::common::{plan_err, Result};
+use datafusion::common::DataFusionError;
 
 use crate::quote::quote;
 
 /// Label used for a fully generalized or suppressed value.
 pub const STAR: &str = "*";
+
+/// Why a hierarchy's rows were refused.
+///
+/// The [`Display`](fmt::Display) text is the message alone; the caller decides which
+/// [`DataFusionError`] it becomes (`From` makes a planning error; a hierarchy table read
+/// while a release runs gives an execution error naming the table).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HierarchyError {
+    /// No rows.
+    Empty {
+        /// The column the hierarchy serves.
+        attribute: String,
+    },
+    /// Rows with no cells.
+    RowsWithoutValues {
+        /// The column the hierarchy serves.
+        attribute: String,
+    },
+    /// A row with a different number of levels than the first row.
+    DifferentHeights {
+        /// The column the hierarchy serves.
+        attribute: String,
+        /// Raw value of the first row.
+        first_value: String,
+        /// Levels of the first row.
+        first_levels: usize,
+        /// Number (from 1) of the offending row.
+        row: usize,
+        /// Raw value of the offending row (empty when it has no cells).
+        value: String,
+        /// Levels of the offending row.
+        levels: usize,
+    },
+    /// An empty cell.
+    EmptyCell {
+        /// The column the hierarchy serves.
+        attribute: String,
+        /// Number (from 1) of the row.
+        row: usize,
+        /// Level of the cell.
+        level: usize,
+    },
+    /// A raw value listed twice with different generalizations.
+    ValueListedTwice {
+        /// The column the hierarchy serves.
+        attribute: String,
+        /// The raw value.
+        value: String,
+    },
+    /// More raw values than leaf codes can number.
+    TooManyValues {
+        /// The column the hierarchy serves.
+        attribute: String,
+    },
+    /// A value with two different parents on the next level.
+    TwoParents {
+        /// The column the hierarchy serves.
+        attribute: String,
+        /// The value.
+        value: String,
+        /// Its level.
+        level: usize,
+        /// The parent first seen.
+        first: String,
+        /// The other parent.
+        second: String,
+    },
+    /// A `*` that generalizes further to another label.
+    InnerStar {
+        /// The column the hierarchy serves.
+        attribute: String,
+        /// Level of the `*`.
+        star_level: usize,
+        /// Raw value of the row.
+        value: String,
+        /// The label above the `*`.
+        label: String,
+        /// Level of that label.
+        level: usize,
+    },
+    /// A label whose parent differs between the levels it occurs on.
+    LabelTwoParents {
+        /// The column the hierarchy serves.
+        attribute: String,
+        /// The label.
+        label: String,
+        /// Its parent first seen.
+        first: String,
+        /// The level the label had under `first`.
+        first_level: usize,
+        /// Its other parent.
+        second: String,
+        /// The level the label has under `second`.
+        second_level: usize,
+    },
+    /// Labels whose parents lead back to themselves.
+    Cycle {
+        /// The column the hierarchy serves.
+        attribute: String,
+        /// The cycle, its first label repeated at the end, each with the level it was first
+        /// seen on (if any).
+        path: Vec<(String, Option<usize>)>,
+    },
+    /// A top level with more than one label.
+    NoSingleRoot {
+        /// The column the hierarchy serves.
+        attribute: String,
+        /// The top level.
+        top_level: usize,
+        /// Number of labels on it.
+        label_count: usize,
+        /// Its first labels (at most five).
+        first_labels: Vec<String>,
+    },
+}
+
+impl fmt::Display for HierarchyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HierarchyError::Empty { attribute } => {
+                write!(f, "hierarchy for column '{attribute}' is empty")
+            }
+            HierarchyError::RowsWithoutValues { attribute } => {
+                write!(f, "hierarchy for column '{attribute}' has rows without values")
+            }
+            HierarchyError::DifferentHeights {
+                attribute,
+                first_value,
+                first_levels,
+                row,
+                value,
+                levels,
+            } => write!(
+                f,
+                "hierarchy for column '{attribute}' has rows of different heights: row 1 ({}) has {first_levels} levels, row {row} ({}) has {levels}",
+                quote(first_value),
+                quote(value)
+            ),
+            HierarchyError::EmptyCell {
+                attribute,
+                row,
+                level,
+            } => write!(
+                f,
+                "hierarchy for column '{attribute}' has an empty cell at row {row}, level {level}; every row needs a value at every level"
+            ),
+            HierarchyError::ValueListedTwice { attribute, value } => write!(
+                f,
+                "hierarchy for column '{attribute}' lists value {} twice with different generalizations",
+                quote(value)
+            ),
+            HierarchyError::TooManyValues { attribute } => {
+                write!(f, "hierarchy for column '{attribute}' has too many values")
+            }
+            HierarchyError::TwoParents {
+                attribute,
+                value,
+                level,
+                first,
+                second,
+            } => write!(
+                f,
+                "hierarchy for column '{attribute}': value {} at level {level} has two parents at level {}: {} and {}",
+                quote(value),
+                level + 1,
+                quote(first),
+                quote(second)
+            ),
+            HierarchyError::InnerStar {
+                attribute,
+                star_level,
+                value,
+                label,
+                level,
+            } => write!(
+                f,
+                "hierarchy for column '{attribute}': '{STAR}' at level {star_level} (row of value {}) is an inner label: it generalizes to {} at level {level}; '{STAR}' stands for the fully generalized value, so every level above a '{STAR}' must be '{STAR}' too",
+                quote(value),
+                quote(label)
+            ),
+            HierarchyError::LabelTwoParents {
+                attribute,
+                label,
+                first,
+                first_level,
+                second,
+                second_level,
+            } => write!(
+                f,
+                "hierarchy for column '{attribute}': label {} has two parents: {} (level {first_level} to {}) and {} (level {second_level} to {}); a label must stand for the same group on every level (are labels swapped between levels?)",
+                quote(label),
+                quote(first),
+                first_level + 1,
+                quote(second),
+                second_level + 1
+            ),
+            HierarchyError::Cycle { attribute, path } => {
+                let shown: Vec<String> = path
+                    .iter()
+                    .map(|(label, level)| match level {
+                        Some(level) => format!("{} (level {level})", quote(label)),
+                        None => quote(label),
+                    })
+                    .collect();
+                write!(
+                    f,
+                    "hierarchy for column '{attribute}': labels form a cycle: {}; every generalization must lead to a coarser label, never back to a finer one",
+                    shown.join(" -> ")
+                )
+            }
+            HierarchyError::NoSingleRoot {
+                attribute,
+                top_level,
+                label_count,
+                first_labels,
+            } => {
+                let shown: Vec<String> = first_labels.iter().map(|l| quote(l)).collect();
+                let more = if *label_count > first_labels.len() {
+                    ", ..."
+                } else {
+                    ""
+                };
+                write!(
+                    f,
+                    "hierarchy for column '{attribute}' has no single root: its top level {top_level} has {label_count} labels ({}{more}); add a last level that generalizes every value to one label, e.g. '{STAR}'",
+                    shown.join(", ")
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for HierarchyError {}
+
+impl From<HierarchyError> for DataFusionError {
+    /// A planning error whose message is the error's [`Display`](fmt::Display).
+    fn from(e: HierarchyError) -> Self {
+        DataFusionError::Plan(e.to_string())
+    }
+}
 
 /// One level of a hierarchy: its distinct labels and how leaves map onto them.
 #[derive(Debug, Clone)]
@@ -60,48 +301,50 @@ impl Hierarchy {
     /// `row[i]` its level-`i` generalization). `attribute` names the column it serves,
     /// for error messages.
     ///
-    /// Errors: an empty hierarchy, rows of different heights, empty cells, a raw value
-    /// listed twice with different generalizations, a value with two parents.
-    pub fn from_rows(attribute: &str, rows: &[Vec<String>]) -> Result<Self> {
+    /// Errors ([`HierarchyError`]): an empty hierarchy, rows of different heights, empty
+    /// cells, a raw value listed twice with different generalizations, a value or label
+    /// with two parents, a cycle, a `*` below another label, no single root.
+    pub fn from_rows(attribute: &str, rows: &[Vec<String>]) -> Result<Self, HierarchyError> {
+        let named = || attribute.to_string();
         let Some(first) = rows.first() else {
-            return plan_err!("hierarchy for column '{attribute}' is empty");
+            return Err(HierarchyError::Empty { attribute: named() });
         };
         let width = first.len();
         if width == 0 {
-            return plan_err!("hierarchy for column '{attribute}' has rows without values");
+            return Err(HierarchyError::RowsWithoutValues { attribute: named() });
         }
         let mut leaf_index: HashMap<String, u32> = HashMap::with_capacity(rows.len());
         let mut leaf_rows: Vec<&Vec<String>> = Vec::with_capacity(rows.len());
         for (row_number, row) in rows.iter().enumerate() {
             if row.len() != width {
-                return plan_err!(
-                    "hierarchy for column '{attribute}' has rows of different heights: row 1 ({}) has {} levels, row {} ({}) has {}",
-                    quote(&first[0]),
-                    width - 1,
-                    row_number + 1,
-                    quote(row.first().map(String::as_str).unwrap_or("")),
-                    row.len().saturating_sub(1)
-                );
+                return Err(HierarchyError::DifferentHeights {
+                    attribute: named(),
+                    first_value: first[0].clone(),
+                    first_levels: width - 1,
+                    row: row_number + 1,
+                    value: row.first().cloned().unwrap_or_default(),
+                    levels: row.len().saturating_sub(1),
+                });
             }
             if let Some(level) = row.iter().position(|cell| cell.is_empty()) {
-                return plan_err!(
-                    "hierarchy for column '{attribute}' has an empty cell at row {}, level {level}; every row needs a value at every level",
-                    row_number + 1
-                );
+                return Err(HierarchyError::EmptyCell {
+                    attribute: named(),
+                    row: row_number + 1,
+                    level,
+                });
             }
             match leaf_index.get(&row[0]) {
                 Some(&code) => {
                     if leaf_rows[code as usize] != row {
-                        return plan_err!(
-                            "hierarchy for column '{attribute}' lists value {} twice with different generalizations",
-                            quote(&row[0])
-                        );
+                        return Err(HierarchyError::ValueListedTwice {
+                            attribute: named(),
+                            value: row[0].clone(),
+                        });
                     }
                 }
                 None => {
-                    let code = u32::try_from(leaf_rows.len()).or_else(|_| {
-                        plan_err!("hierarchy for column '{attribute}' has too many values")
-                    })?;
+                    let code = u32::try_from(leaf_rows.len())
+                        .map_err(|_| HierarchyError::TooManyValues { attribute: named() })?;
                     leaf_index.insert(row[0].clone(), code);
                     leaf_rows.push(row);
                 }
@@ -143,13 +386,13 @@ impl Hierarchy {
                 match parent[code as usize] {
                     None => parent[code as usize] = Some(up),
                     Some(existing) if existing != up => {
-                        return plan_err!(
-                            "hierarchy for column '{attribute}': value {} at level {level} has two parents at level {}: {} and {}",
-                            quote(&lower.labels[code as usize]),
-                            level + 1,
-                            quote(&upper.labels[existing as usize]),
-                            quote(&upper.labels[up as usize])
-                        );
+                        return Err(HierarchyError::TwoParents {
+                            attribute: named(),
+                            value: lower.labels[code as usize].clone(),
+                            level,
+                            first: upper.labels[existing as usize].clone(),
+                            second: upper.labels[up as usize].clone(),
+                        });
                     }
                     Some(_) => {}
                 }
@@ -160,14 +403,12 @@ impl Hierarchy {
         check_label_tree(attribute, &levels, &parents)?;
         let top = &levels[width - 1];
         if top.cardinality() != 1 {
-            let shown: Vec<String> = top.labels.iter().take(5).map(|l| quote(l)).collect();
-            let more = if top.cardinality() > 5 { ", ..." } else { "" };
-            return plan_err!(
-                "hierarchy for column '{attribute}' has no single root: its top level {} has {} labels ({}{more}); add a last level that generalizes every value to one label, e.g. '{STAR}'",
-                width - 1,
-                top.cardinality(),
-                shown.join(", ")
-            );
+            return Err(HierarchyError::NoSingleRoot {
+                attribute: named(),
+                top_level: width - 1,
+                label_count: top.cardinality(),
+                first_labels: top.labels.iter().take(5).cloned().collect(),
+            });
         }
 
         Ok(Self {
@@ -245,7 +486,7 @@ impl Hierarchy {
 
 /// `*` stands for the fully generalized value: once a row reaches it, every higher level
 /// of that row must be `*` too (a `*` that generalizes further is an inner label).
-fn check_star_is_top(attribute: &str, leaf_rows: &[&Vec<String>]) -> Result<()> {
+fn check_star_is_top(attribute: &str, leaf_rows: &[&Vec<String>]) -> Result<(), HierarchyError> {
     for row in leaf_rows {
         let Some(star) = row.iter().position(|cell| cell == STAR) else {
             continue;
@@ -256,11 +497,13 @@ fn check_star_is_top(attribute: &str, leaf_rows: &[&Vec<String>]) -> Result<()> 
             .skip(star + 1)
             .find(|(_, cell)| *cell != STAR)
         {
-            return plan_err!(
-                "hierarchy for column '{attribute}': '{STAR}' at level {star} (row of value {}) is an inner label: it generalizes to {} at level {level}; '{STAR}' stands for the fully generalized value, so every level above a '{STAR}' must be '{STAR}' too",
-                quote(&row[0]),
-                quote(cell)
-            );
+            return Err(HierarchyError::InnerStar {
+                attribute: attribute.to_string(),
+                star_level: star,
+                value: row[0].clone(),
+                label: cell.clone(),
+                level,
+            });
         }
     }
     Ok(())
@@ -275,7 +518,7 @@ fn check_label_tree(
     attribute: &str,
     levels: &[HierarchyLevel],
     parents: &[Vec<u32>],
-) -> Result<()> {
+) -> Result<(), HierarchyError> {
     // label -> (its parent, the level the label is on)
     let mut parent_of: HashMap<&str, (&str, usize)> = HashMap::new();
     let mut order: Vec<&str> = Vec::new();
@@ -289,14 +532,14 @@ fn check_label_tree(
             }
             match parent_of.get(label) {
                 Some(&(first, first_level)) if first != parent => {
-                    return plan_err!(
-                        "hierarchy for column '{attribute}': label {} has two parents: {} (level {first_level} to {}) and {} (level {level} to {}); a label must stand for the same group on every level (are labels swapped between levels?)",
-                        quote(label),
-                        quote(first),
-                        first_level + 1,
-                        quote(parent),
-                        level + 1
-                    );
+                    return Err(HierarchyError::LabelTwoParents {
+                        attribute: attribute.to_string(),
+                        label: label.to_string(),
+                        first: first.to_string(),
+                        first_level,
+                        second: parent.to_string(),
+                        second_level: level,
+                    });
                 }
                 Some(_) => {}
                 None => {
@@ -319,18 +562,14 @@ fn check_label_tree(
                 Some(&DONE) => break,
                 Some(_) => {
                     let from = path.iter().position(|l| *l == current).unwrap_or(0);
-                    let shown: Vec<String> = path[from..]
-                        .iter()
-                        .chain(std::iter::once(&current))
-                        .map(|l| match parent_of.get(l) {
-                            Some(&(_, level)) => format!("{} (level {level})", quote(l)),
-                            None => quote(l),
-                        })
-                        .collect();
-                    return plan_err!(
-                        "hierarchy for column '{attribute}': labels form a cycle: {}; every generalization must lead to a coarser label, never back to a finer one",
-                        shown.join(" -> ")
-                    );
+                    return Err(HierarchyError::Cycle {
+                        attribute: attribute.to_string(),
+                        path: path[from..]
+                            .iter()
+                            .chain(std::iter::once(&current))
+                            .map(|l| (l.to_string(), parent_of.get(l).map(|&(_, level)| level)))
+                            .collect(),
+                    });
                 }
                 None => {}
             }
@@ -392,10 +631,12 @@ mod tests {
 
     #[test]
     fn rejects_cycles_swapped_labels_inner_stars_and_forests() {
+        // As a user sees them: converted to DataFusion's planning error.
         let err = |data: &[&[&str]]| {
-            Hierarchy::from_rows("x", &rows(data))
-                .unwrap_err()
-                .to_string()
+            let e = Hierarchy::from_rows("x", &rows(data)).unwrap_err();
+            let shown = DataFusionError::from(e.clone()).to_string();
+            assert_eq!(shown, format!("Error during planning: {e}"));
+            shown
         };
         // A cycle: A -> B on levels 1 -> 2, B -> A on levels 2 -> 3.
         assert_eq!(

@@ -232,7 +232,7 @@ pub const MAX_LEVELS: ParamSpec = ParamSpec::new(
 pub fn level_bounds(values: &ParamValues) -> Result<LevelBounds> {
     let read = |name: &str| -> Result<Vec<(String, usize)>> {
         match values.opt_text(name) {
-            Some(text) => parse_level_list(name, text),
+            Some(text) => Ok(parse_level_list(name, text)?),
             None => Ok(Vec::new()),
         }
     };

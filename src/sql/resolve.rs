@@ -5,10 +5,12 @@
 //! `get_table_source`. The planner does hand the planning session to table functions, so a
 //! small internal table function looks names up in that session's catalog.
 
+use std::error::Error;
+use std::fmt;
 use std::sync::Arc;
 
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
-use datafusion::common::{plan_err, Result, ScalarValue};
+use datafusion::common::{plan_err, DataFusionError, Result, ScalarValue};
 use datafusion::datasource::source_as_provider;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 use datafusion::logical_expr::{lit, Expr};
@@ -34,12 +36,39 @@ pub fn resolve_table(
         .get_table_function_source(RESOLVER_FUNCTION, vec![lit(name)])
     {
         Ok(source) => Ok(Some(source_as_provider(&source)?)),
-        Err(e) if e.to_string().contains(NOT_FOUND_MARK) => Ok(None),
+        Err(e) if is_table_not_found(&e) => Ok(None),
         Err(e) => Err(e),
     }
 }
 
-const NOT_FOUND_MARK: &str = "__anonymize_table_not_found";
+/// The resolver's answer for a name no table has; it reaches [`resolve_table`] as
+/// `DataFusionError::External`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableNotFound {
+    /// The name as given.
+    pub name: String,
+}
+
+impl fmt::Display for TableNotFound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "table '{}' not found", self.name)
+    }
+}
+
+impl Error for TableNotFound {}
+
+/// Whether `e`, or an error it wraps (DataFusion may add context or share it), is the
+/// resolver's [`TableNotFound`].
+fn is_table_not_found(e: &DataFusionError) -> bool {
+    let mut current: Option<&(dyn Error + 'static)> = Some(e);
+    while let Some(error) = current {
+        if error.is::<TableNotFound>() {
+            return true;
+        }
+        current = error.source();
+    }
+    false
+}
 
 /// The internal table function behind [`resolve_table`]: returns the named table itself.
 #[derive(Debug)]
@@ -67,6 +96,29 @@ impl TableFunctionImpl for TableResolver {
                 return Ok(provider);
             }
         }
-        plan_err!("{NOT_FOUND_MARK}: table '{name}' not found")
+        Err(DataFusionError::External(Box::new(TableNotFound { name })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_not_found_is_recognised_through_wrappers_and_not_by_text() {
+        let not_found = || DataFusionError::External(Box::new(TableNotFound { name: "t".into() }));
+        assert!(is_table_not_found(&not_found()));
+        assert!(is_table_not_found(&not_found().context("planning")));
+        assert!(is_table_not_found(&DataFusionError::Shared(Arc::new(
+            not_found()
+        ))));
+        assert_eq!(
+            not_found().to_string(),
+            "External error: table 't' not found"
+        );
+        // The same words from elsewhere are a real error.
+        assert!(!is_table_not_found(&DataFusionError::Plan(
+            "table 't' not found".into()
+        )));
     }
 }

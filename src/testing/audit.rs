@@ -32,124 +32,51 @@
 
 use std::fmt;
 
+use statrs::function::beta::beta_reg;
+
 use crate::mechanism::rng::{rng_from_seed, AnonRng};
 
 /// Default total false-failure probability of one audit.
 pub const ALPHA: f64 = 1e-6;
 
-/// `ln Γ(x)` for `x > 0`: Stirling's series to the `z^-9` term (truncation error below
-/// `1e-16` for `z ≥ 15`),
-/// shifted up by the recurrence `Γ(x) = Γ(x + k) / (x (x+1) … (x+k−1))` for small `x`.
-pub fn ln_gamma(x: f64) -> f64 {
-    let mut shift = 0.0;
-    let mut z = x;
-    while z < 15.0 {
-        shift -= z.ln();
-        z += 1.0;
-    }
-    let inv = 1.0 / z;
-    let inv2 = inv * inv;
-    let series = inv
-        * (1.0 / 12.0
-            - inv2 * (1.0 / 360.0 - inv2 * (1.0 / 1260.0 - inv2 * (1.0 / 1680.0 - inv2 / 1188.0))));
-    shift + (z - 0.5) * z.ln() - z + 0.5 * (2.0 * std::f64::consts::PI).ln() + series
-}
-
-/// Continued fraction of the incomplete beta function (modified Lentz).
-fn beta_continued_fraction(a: f64, b: f64, x: f64) -> f64 {
-    const TINY: f64 = 1e-300;
-    const EPS: f64 = 1e-15;
-    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
-    let mut c = 1.0;
-    let mut d = 1.0 - qab * x / qap;
-    if d.abs() < TINY {
-        d = TINY;
-    }
-    d = 1.0 / d;
-    let mut h = d;
-    for m in 1..200_000 {
-        let m = m as f64;
-        let m2 = 2.0 * m;
-        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        h *= d * c;
-        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        let del = d * c;
-        h *= del;
-        if (del - 1.0).abs() < EPS {
-            return h;
-        }
-    }
-    panic!("incomplete beta continued fraction did not converge for a={a}, b={b}, x={x}");
-}
-
-/// The regularized incomplete beta function `I_x(a, b)`, `a, b > 0`, `0 ≤ x ≤ 1`.
-pub fn regularized_beta(a: f64, b: f64, x: f64) -> f64 {
-    if x <= 0.0 {
-        return 0.0;
-    }
-    if x >= 1.0 {
-        return 1.0;
-    }
-    let front =
-        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
-    if x < (a + 1.0) / (a + b + 2.0) {
-        front * beta_continued_fraction(a, b, x) / a
-    } else {
-        1.0 - front * beta_continued_fraction(b, a, 1.0 - x) / b
-    }
-}
-
-/// The `p` in `[0, 1]` with `I_p(a, b) = target` (bisection; `I_p` increases in `p`).
-fn inverse_regularized_beta(a: f64, b: f64, target: f64) -> f64 {
+/// The `p` in `[0, 1]` at which the monotone `f` crosses `target` (increasing `f` when
+/// `increasing`), found by bisection down to adjacent doubles.
+fn solve_monotone(f: impl Fn(f64) -> f64, target: f64, increasing: bool) -> f64 {
     let (mut lo, mut hi) = (0.0f64, 1.0f64);
-    for _ in 0..200 {
+    loop {
         let mid = 0.5 * (lo + hi);
         if mid <= lo || mid >= hi {
-            break;
+            return mid;
         }
-        if regularized_beta(a, b, mid) < target {
+        if (f(mid) < target) == increasing {
             lo = mid;
         } else {
             hi = mid;
         }
     }
-    0.5 * (lo + hi)
 }
 
 /// Exact (Clopper–Pearson) one-sided bounds for a binomial proportion: with probability at
 /// least `1 − alpha` the true `p` is `≥ lower`, and likewise `≤ upper`.
+///
+/// Each bound solves its binomial tail equation with statrs' regularized incomplete beta
+/// function, written so that the tail compared with `alpha` is the small one (`1 − alpha`
+/// would lose the digits of a tiny `alpha`). statrs' `Beta::inverse_cdf` is less accurate
+/// here: its bounds miss the tail equations by up to 8e-4 relative at a million trials.
 pub fn clopper_pearson(successes: u64, trials: u64, alpha: f64) -> (f64, f64) {
     assert!(trials > 0 && successes <= trials);
     let (x, n) = (successes as f64, trials as f64);
     let lower = if successes == 0 {
         0.0
     } else {
-        // P[Bin(n, p) ≥ x] = I_p(x, n − x + 1) = alpha.
-        inverse_regularized_beta(x, n - x + 1.0, alpha)
+        // P[Bin(n, p) ≥ x] = I_p(x, n − x + 1) = alpha, increasing in p.
+        solve_monotone(|p| beta_reg(x, n - x + 1.0, p), alpha, true)
     };
     let upper = if successes == trials {
         1.0
     } else {
-        // P[Bin(n, p) ≤ x] = 1 − I_p(x + 1, n − x) = alpha.
-        inverse_regularized_beta(x + 1.0, n - x, 1.0 - alpha)
+        // P[Bin(n, p) ≤ x] = I_{1−p}(n − x, x + 1) = alpha, decreasing in p.
+        solve_monotone(|p| beta_reg(n - x, x + 1.0, 1.0 - p), alpha, false)
     };
     (lower, upper)
 }
@@ -310,56 +237,18 @@ pub fn integer_bin(value: i64, lo: i64, hi: i64) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use statrs::function::factorial::ln_binomial;
 
-    #[test]
-    fn ln_gamma_matches_factorials() {
-        let mut log_fact = 0.0f64;
-        for n in 1..200u32 {
-            // ln Γ(n + 1) = ln n!
-            log_fact += f64::from(n).ln();
-            let got = ln_gamma(f64::from(n) + 1.0);
-            assert!(
-                (got - log_fact).abs() <= 1e-12 * log_fact.max(1.0),
-                "n={n}: {got} vs {log_fact}"
-            );
-        }
-        // Γ(1/2) = sqrt(pi).
-        let half = ln_gamma(0.5);
-        assert!(
-            (half - std::f64::consts::PI.sqrt().ln()).abs() < 1e-13,
-            "{half}"
-        );
-    }
+    use super::*;
 
     /// P[Bin(n, p) ≤ x] summed directly, for small n.
     fn binomial_cdf(x: u64, n: u64, p: f64) -> f64 {
         (0..=x)
             .map(|k| {
-                let ln_choose = ln_gamma(n as f64 + 1.0)
-                    - ln_gamma(k as f64 + 1.0)
-                    - ln_gamma((n - k) as f64 + 1.0);
+                let ln_choose = ln_binomial(n, k);
                 (ln_choose + k as f64 * p.ln() + (n - k) as f64 * (1.0 - p).ln()).exp()
             })
             .sum()
-    }
-
-    #[test]
-    fn regularized_beta_matches_binomial_tails() {
-        for (n, x, p) in [
-            (10u64, 3u64, 0.2),
-            (50, 25, 0.5),
-            (200, 10, 0.03),
-            (30, 29, 0.9),
-        ] {
-            // P[X ≤ x] = 1 − I_p(x + 1, n − x).
-            let via_beta = 1.0 - regularized_beta((x + 1) as f64, (n - x) as f64, p);
-            let direct = binomial_cdf(x, n, p);
-            assert!(
-                (via_beta - direct).abs() < 1e-12,
-                "n={n} x={x} p={p}: {via_beta} vs {direct}"
-            );
-        }
     }
 
     #[test]

@@ -1,30 +1,24 @@
-//! Statistical checks of samplers: Wilson intervals for single probabilities and
-//! chi-square goodness of fit over binned integer outcomes, each at a false-failure rate
-//! below 1e-6.
+//! Statistical checks of samplers: Wilson intervals for single probabilities
+//! (false-failure rate about 5.7e-7) and chi-square goodness of fit over binned integer
+//! outcomes (false-failure rate 1e-6).
 
 use std::collections::BTreeMap;
 
-/// Upper-tail standard normal quantile for tail probability `1e-6`:
-/// `P(Z > 4.7534243) = 1e-6`.
-pub const Z_1E6: f64 = 4.753_424_308_822_899;
+use statrs::distribution::{ChiSquared, ContinuousCDF};
 
-/// Approximate `1 - 1e-6` quantile of the chi-square distribution with
-/// `df` degrees of freedom (Wilson–Hilferty):
-/// `df · (1 - 2/(9 df) + z · sqrt(2/(9 df)))^3` with `z = Z_1E6`.
+/// The exact `1 - 1e-6` quantile of the chi-square distribution with `df`
+/// degrees of freedom (statrs' inverse CDF; df 1 → 23.93, df 10 → 46.86,
+/// df 100 → 182.13).
 ///
-/// At this far tail the approximation overestimates the exact quantile
-/// for every df (checked numerically against the regularized incomplete
-/// gamma function: df 1 → 27.50 vs 23.93 exact, df 10 → 47.96 vs 46.86,
-/// df 100 → 182.41 vs 182.13). The exact tail probability beyond the
-/// returned value is between 1.6e-7 (df 1) and 9.7e-7 (df 200), so a
-/// correct sampler fails a test using it with probability below 1e-6
-/// (up to the chi-square approximation of the multinomial, which the
-/// minimum expected count of 5 per bin keeps accurate). The sampler tests
-/// use between 2 and about 155 degrees of freedom.
+/// A correct sampler exceeds it, and so fails a test using it, with
+/// probability 1e-6 (up to the chi-square approximation of the
+/// multinomial, which the minimum expected count of 5 per bin keeps
+/// accurate). The sampler tests use between 2 and about 155 degrees of
+/// freedom.
 pub fn chi_square_critical_1e6(df: usize) -> f64 {
-    let k = df as f64;
-    let a = 2.0 / (9.0 * k);
-    k * (1.0 - a + Z_1E6 * a.sqrt()).powi(3)
+    ChiSquared::new(df as f64)
+        .expect("at least one degree of freedom")
+        .inverse_cdf(1.0 - 1e-6)
 }
 
 /// Wilson score interval for a binomial proportion.
@@ -146,7 +140,7 @@ pub fn chi_square(counts: &BTreeMap<i64, u64>, n: u64, bins: &[Bin]) -> (f64, us
     (stat, bins.len() - 1)
 }
 
-/// Asserts that `counts` fit `bins` at false-failure rate below 1e-6.
+/// Asserts that `counts` fit `bins` at false-failure rate 1e-6.
 pub fn assert_chi_square_fits(counts: &BTreeMap<i64, u64>, n: u64, bins: &[Bin], what: &str) {
     let (stat, df) = chi_square(counts, n, bins);
     let crit = chi_square_critical_1e6(df);
@@ -167,11 +161,17 @@ mod tests {
 
     #[test]
     fn chi_square_critical_values() {
-        // Exact 1 - 1e-6 quantiles: df 1 → 23.93, df 10 → 46.86,
-        // df 30 → 82.04. Wilson–Hilferty lies slightly above them.
-        for (df, exact) in [(1usize, 23.928), (10, 46.863), (30, 82.044)] {
+        // df 1: the square of the two-sided 1e-6 normal quantile; df 2: the
+        // exponential distribution's quantile 2 ln(1e6).
+        let z = 4.891_638_475_699_412f64;
+        let c1 = chi_square_critical_1e6(1);
+        assert!((c1 - z * z).abs() < 1e-6, "{c1}");
+        let c2 = chi_square_critical_1e6(2);
+        assert!((c2 - 2.0 * 1e6f64.ln()).abs() < 1e-6, "{c2}");
+        // Roots of Q(df/2, x/2) = 1e-6 (regularized upper incomplete gamma, 30 digits).
+        for (df, exact) in [(10usize, 46.863_047), (30, 82.044_143), (100, 182.126_777)] {
             let c = chi_square_critical_1e6(df);
-            assert!(c >= exact && c < exact * 1.2, "df {df}: {c} vs {exact}");
+            assert!((c - exact).abs() < 1e-5, "df {df}: {c} vs {exact}");
         }
     }
 }

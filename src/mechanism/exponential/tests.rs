@@ -309,7 +309,7 @@ fn a_candidate_of_probability_2_pow_minus_72_is_in_the_support() {
 }
 
 /// Frequencies of a draw with known probabilities, one of them below 2^-60: chi-square
-/// at false-failure rate below 1e-6 (the tiny candidate shares a bin with its
+/// at false-failure rate 1e-6 (the tiny candidate shares a bin with its
 /// neighbour), and its acceptance exponent is exactly 43.5, so its probability is
 /// `e^-43.5 / Z > 0`, not rounded to 0.
 #[test]

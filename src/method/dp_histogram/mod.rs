@@ -52,7 +52,7 @@ pub struct DpHistogramParams {
 impl DpHistogramParams {
     /// Parses `levels => 'age=1, sex=0'` ([`crate::lattice::parse_level_list`]).
     pub fn parse_levels(text: &str) -> Result<Vec<(String, usize)>> {
-        parse_level_list("levels", text)
+        Ok(parse_level_list("levels", text)?)
     }
 }
 

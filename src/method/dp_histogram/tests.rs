@@ -49,7 +49,7 @@ fn q(epsilon: f64) -> f64 {
 
 /// Every cell of the generalized domain — 1000 ages x 2 sexes x 5 values, almost all empty
 /// — gets noise: the empty cells are released with count `max(0, Z)`, `Z` discrete Laplace.
-/// Chi-square and Wilson tests at false-failure rate below 1e-6 each.
+/// Chi-square and Wilson tests at false-failure rate at most 1e-6 each.
 #[test]
 fn every_cell_gets_noise_including_empty_ones() {
     let age = ladder("age", "0..999", &["10"]);

@@ -377,7 +377,7 @@ fn sensitivity_bounds_are_tight() {
 
 /// The sampling keeps each record with probability β: the total of a large class lies in
 /// the Wilson interval (false-failure probability about 5.7e-7), and per-pair counts follow
-/// Binomial(20, β) (chi-square, false-failure probability below 1e-6).
+/// Binomial(20, β) (chi-square, false-failure probability 1e-6).
 #[test]
 fn sampling_rate_is_beta() {
     let beta = beta_for(0.9).unwrap();
@@ -569,7 +569,7 @@ fn search_follows_figure_7() {
 
 /// Each step is the exponential mechanism at ε_search / steps: the first choice among
 /// the top's predecessors follows exp(ε/steps · s / (2Δ)) (chi-square, false-failure
-/// probability below 1e-6).
+/// probability 1e-6).
 #[test]
 fn search_step_distribution() {
     let lattice = Lattice::new(vec![1, 1, 1], 100).unwrap();

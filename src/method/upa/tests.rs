@@ -192,7 +192,7 @@ fn lemma1_rejects_a_catalog_that_pins_the_counterfeit() {
 }
 
 /// Counterfeit values are uniform over the domain ('uniform') and over the concealable
-/// values ('constrained'): chi-square goodness of fit at a false-failure rate below 1e-6.
+/// values ('constrained'): chi-square goodness of fit at a false-failure rate of 1e-6.
 #[test]
 fn counterfeit_values_are_uniform() {
     let age = ladder("age", "0..3", &["4"]);

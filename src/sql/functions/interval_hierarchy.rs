@@ -89,7 +89,7 @@ impl SqlTableFunction for IntervalHierarchyFunction {
         let levels = specs
             .iter()
             .map(|s| IntervalLevel::parse(s))
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
         let rows = interval_hierarchy_rows(&domain, &levels)?;
         Hierarchy::from_rows("interval_hierarchy", &rows)?;
         let batch = rows_to_batch(&rows)?;

@@ -12,6 +12,7 @@ use datafusion::logical_expr::planner::RelationPlannerContext;
 
 use super::names::{parse_list, ListName};
 use crate::engine::{AnonymizeRequest, QiSpec};
+use crate::lattice::LatticeError;
 use crate::method::{find_method, Method, MethodArgs, MethodSpec, METHODS};
 use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
 use crate::public::PublicRules;
@@ -172,7 +173,8 @@ pub fn build_request(
         qi: &qi_columns,
     })
     .map_err(|e| prefix_error(function, e))?;
-    check_level_bounds(&*configured, &qi).map_err(|e| prefix_error(function, e))?;
+    check_level_bounds(&*configured, &qi)
+        .map_err(|e| DataFusionError::Plan(format!("{function}(): {e}")))?;
     if sensitive.len() > configured.max_sensitive_columns() {
         return plan_err!(
             "{function}(): '{sensitive_param}' must name exactly one column, got '{}' (method '{}' releases one sensitive column; 'kanon' releases several)",
@@ -490,7 +492,7 @@ fn resolve_sensitive(
 /// Checks the columns named inside method arguments (`qi_weights`, `min_levels`,
 /// `max_levels`) at planning time: every named column is a quasi-identifier, and no level exceeds what its hierarchy table can hold (its column
 /// count − 1; the exact height is checked again when the hierarchy is loaded).
-fn check_level_bounds(method: &dyn Method, qi: &[QiSpec]) -> Result<()> {
+fn check_level_bounds(method: &dyn Method, qi: &[QiSpec]) -> Result<(), LatticeError> {
     let columns: Vec<&str> = qi.iter().map(|q| q.column.as_str()).collect();
     for (param, name) in method.named_columns() {
         crate::lattice::qi_position(param, &columns, name)?;
@@ -506,11 +508,12 @@ fn check_level_bounds(method: &dyn Method, qi: &[QiSpec]) -> Result<()> {
     bounds.resolve(&columns, &widths).map(|_| ())
 }
 
-/// Prefixes a planning error with the function name.
+/// A planning error prefixed with the function name: a planning error's message, or any
+/// other error's full text.
 fn prefix_error(function: &str, e: DataFusionError) -> DataFusionError {
-    DataFusionError::Plan(format!(
-        "{function}(): {}",
-        e.strip_backtrace()
-            .trim_start_matches("Error during planning: ")
-    ))
+    let message = match e {
+        DataFusionError::Plan(message) => message,
+        other => other.strip_backtrace(),
+    };
+    DataFusionError::Plan(format!("{function}(): {message}"))
 }
