@@ -141,6 +141,73 @@ async fn upa_nps(parquet: &str, runs: usize) -> Result<(u64, usize, f64)> {
     ))
 }
 
+/// Quasi-identifiers of the wide cases: twelve columns of 100 values each, every one with
+/// a one-level hierarchy (value → `*`), so the lattice has 2^12 = 4096 nodes.
+const WIDE_QI: usize = 12;
+
+/// The wide table: `rows` rows, `q1`..`q12` spread over 0..99 by different multipliers
+/// (nearly every row its own class at the leaves) and `disease` over 20 values; and the
+/// hierarchy `wide_h` every column uses.
+async fn wide_session(rows: u64) -> Result<SessionContext> {
+    let ctx = SessionContext::new();
+    datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;
+    let columns: Vec<String> = (1..=WIDE_QI)
+        .map(|q| {
+            let multiplier: u64 = [
+                7919u64,
+                104_729,
+                1_299_709,
+                15_485_863,
+                179_424_673,
+                2_147_483_647,
+            ][q % 6]
+                + q as u64;
+            format!("CAST(((value * {multiplier} + {q}) % 10007) % 100 AS BIGINT) AS q{q}")
+        })
+        .collect();
+    ctx.sql(&format!(
+        "CREATE TABLE wide AS SELECT {}, CAST(value % 20 AS BIGINT) AS disease FROM generate_series(1, {rows})",
+        columns.join(", ")
+    ))
+    .await?
+    .collect()
+    .await?;
+    ctx.sql(
+        "CREATE VIEW wide_h AS SELECT CAST(value AS VARCHAR) AS value, '*' AS level_1 FROM generate_series(0, 99)",
+    )
+    .await?
+    .collect()
+    .await?;
+    Ok(ctx)
+}
+
+/// A method on the wide table (50,000 rows, 12 quasi-identifiers of 100 values, 4096
+/// nodes): the median of the counted release, each run in a fresh session, and the peak
+/// resident memory of the runs (from a reset peak).
+async fn wide_case(method_args: &str, runs: usize) -> Result<(u64, f64, f64)> {
+    let qi: Vec<String> = (1..=WIDE_QI).map(|q| format!("q{q}:wide_h")).collect();
+    let args = format!(
+        "'wide', qi => '{}', sensitive => 'disease', {method_args}",
+        qi.join(", ")
+    );
+    let rows = 50_000;
+    let mut times = Vec::with_capacity(runs);
+    reset_peak_rss();
+    for _ in 0..runs {
+        let ctx = wide_session(rows).await?;
+        let start = Instant::now();
+        let released = ctx
+            .sql(&format!("SELECT COUNT(*) FROM anonymize({args})"))
+            .await?
+            .collect()
+            .await?;
+        times.push(start.elapsed().as_secs_f64());
+        println!("INFO released={}", first_i64(&released));
+    }
+    times.sort_by(|a, b| a.total_cmp(b));
+    Ok((rows, times[times.len() / 2], peak_rss_mb()))
+}
+
 /// Adult's nine quasi-identifiers, in the CSV's column order.
 const ADULT_QI: [&str; 9] = [
     "sex",
@@ -675,6 +742,17 @@ async fn main() -> Result<()> {
             "CASE name=upa_nps_1361000 rows={rows} nodes={nodes} median_s={median:.3} peak_rss_mb={:.0}",
             peak_rss_mb()
         );
+    }
+    for (name, method_args) in [
+        ("ipa_wide_12qi", "method => 'ipa', epsilon => 1.0"),
+        ("upa_wide_12qi", "method => 'upa', k => 5"),
+    ] {
+        if wanted(name) {
+            let (rows, median, peak) = wide_case(method_args, runs).await?;
+            println!(
+                "CASE name={name} rows={rows} nodes=4096 median_s={median:.3} peak_rss_mb={peak:.0}"
+            );
+        }
     }
     if wanted("safepub_adult_300") {
         let (rows, nodes, median) = safepub_adult(runs).await?;

@@ -12,6 +12,7 @@ pub use crate::histogram::GroupedHistogram;
 pub use crate::lattice::Lattice;
 pub use crate::mechanism::rng::rng_from_seed;
 pub use crate::method::ipa::{run as run_ipa, IpaParams, IpaResult, IpaVariant};
+pub use crate::method::{MethodInput, Standalone};
 pub use crate::params::ParamValues;
 pub use crate::privacy::models::ordered_distance::{OrderedDistance, OrderedScratch};
 pub use crate::progress::Progress;

@@ -246,3 +246,31 @@ fn memory_limit_bounds_the_anonymization() {
 /// final aggregate of the plain GROUP BY sometimes found no room left; 16 MB no longer
 /// spills).
 const SPILL_LIMIT: &str = "12m";
+
+#[test]
+fn a_failing_script_statement_stops_the_script_and_exits_non_zero() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let script = dir.path().join("steps.sql");
+    std::fs::write(
+        &script,
+        "#!/usr/bin/env dfanon\nSELECT 'ran' AS first;\nSELECT * FROM no_such_table;\nSELECT 'never' AS third;\n",
+    )
+    .expect("write script");
+    let path = script.to_string_lossy().to_string();
+    let (ok, stdout, stderr) = run(&["--format", "csv", "-f", &path]);
+    assert!(!ok, "a failed statement makes dfanon fail: {stdout}");
+    assert!(stdout.contains("ran"), "{stdout}");
+    assert!(
+        !stdout.contains("never"),
+        "nothing runs after the failure: {stdout}"
+    );
+    assert!(
+        stderr.contains("steps.sql") && stderr.contains("no_such_table"),
+        "{stderr}"
+    );
+    // A missing file is an error naming it, not a panic.
+    let (ok, _, stderr) = run(&["-f", "/nonexistent/steps.sql"]);
+    assert!(!ok);
+    assert!(stderr.contains("no such file: '/nonexistent/steps.sql'"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

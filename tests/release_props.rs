@@ -19,7 +19,7 @@ use datafusion_anonymize::internals::rng_from_seed;
 use datafusion_anonymize::internals::GroupedHistogram;
 use datafusion_anonymize::internals::Hierarchy;
 use datafusion_anonymize::internals::Lattice;
-use datafusion_anonymize::internals::Progress;
+use datafusion_anonymize::internals::Standalone;
 use datafusion_anonymize::internals::SUPPRESSED;
 use datafusion_anonymize::internals::{run_ipa, IpaParams, IpaResult, IpaVariant};
 use proptest::prelude::*;
@@ -78,13 +78,9 @@ fn run(
     let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 1000).expect("lattice");
     let params = IpaParams::with_defaults(variant, epsilon, 2);
     run_ipa(
-        &histogram(hs, records),
-        hs,
-        &lattice,
-        VALUES,
+        &Standalone::default().input(&histogram(hs, records), hs, &lattice, VALUES),
         &params,
         &mut rng_from_seed(seed),
-        &Progress::silent(),
     )
     .expect("IPA runs")
 }

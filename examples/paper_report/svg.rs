@@ -1,6 +1,9 @@
-//! Minimal hand-written SVG charts: panels with linear axes, line and point series, legend.
+//! The report's SVG charts, drawn with `plotters`: panels with linear axes, line and point
+//! series, and a legend under each panel.
 
-use std::fmt::Write;
+use plotters::coord::ranged1d::{KeyPointHint, Ranged, ValueFormatter};
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
 
 /// How a series is drawn.
 #[derive(Clone, Copy, PartialEq)]
@@ -19,7 +22,7 @@ pub enum Style {
 pub struct Series {
     /// Legend label.
     pub name: String,
-    /// CSS color.
+    /// Colour as `#rrggbb`.
     pub color: &'static str,
     /// Line, dashed line, dots or rings.
     pub style: Style,
@@ -37,41 +40,59 @@ pub struct Panel {
     pub y_label: String,
     /// Data series.
     pub series: Vec<Series>,
-    /// Optional explicit x tick positions (with labels); otherwise nice linear ticks.
+    /// Optional explicit x tick positions (with labels); otherwise linear ticks.
     pub x_ticks: Option<Vec<(f64, String)>>,
     /// Force the y axis to start at zero.
     pub y_from_zero: bool,
 }
 
-const PANEL_W: f64 = 460.0;
-const PANEL_H: f64 = 330.0;
-const MARGIN_L: f64 = 62.0;
-const MARGIN_R: f64 = 16.0;
-const MARGIN_T: f64 = 34.0;
-const MARGIN_B: f64 = 80.0;
+const PANEL_W: u32 = 460;
+const PANEL_H: u32 = 330;
+/// Height of the legend strip under each panel's chart.
+const LEGEND_H: u32 = 44;
+const FONT: &str = "sans-serif";
 
-/// Escapes text for SVG.
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+/// `#rrggbb` as a colour (black when malformed).
+fn color(hex: &str) -> RGBColor {
+    let byte = |i: usize| {
+        hex.get(i..i + 2)
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .unwrap_or(0)
+    };
+    RGBColor(byte(1), byte(3), byte(5))
 }
 
-/// "Nice" tick step for a range split into about `n` parts.
-fn nice_step(range: f64, n: f64) -> f64 {
-    let raw = (range / n).max(1e-12);
-    let magnitude = 10f64.powf(raw.log10().floor());
-    let residual = raw / magnitude;
-    let nice = if residual < 1.5 {
-        1.0
-    } else if residual < 3.0 {
-        2.0
-    } else if residual < 7.0 {
-        5.0
-    } else {
-        10.0
-    };
-    nice * magnitude
+/// An x axis whose ticks are exactly the given positions, labelled as given.
+#[derive(Clone)]
+struct TickedAxis {
+    range: RangedCoordf64,
+    ticks: Vec<(f64, String)>,
+}
+
+impl Ranged for TickedAxis {
+    type FormatOption = plotters::coord::ranged1d::NoDefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.range.map(value, limit)
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, _hint: Hint) -> Vec<f64> {
+        self.ticks.iter().map(|t| t.0).collect()
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.range.range()
+    }
+}
+
+impl ValueFormatter<f64> for TickedAxis {
+    fn format_ext(&self, value: &f64) -> String {
+        self.ticks
+            .iter()
+            .find(|t| (t.0 - value).abs() <= 1e-9 * (1.0 + value.abs()))
+            .map_or_else(|| format_tick(*value), |t| t.1.clone())
+    }
 }
 
 /// Short tick label.
@@ -88,30 +109,36 @@ fn format_tick(v: f64) -> String {
     }
 }
 
-/// Draws one panel with its top-left corner at (`ox`, `oy`).
-fn render_panel(out: &mut String, panel: &Panel, ox: f64, oy: f64) {
+/// The finite points of every series.
+fn finite(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    points
+        .iter()
+        .copied()
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .collect()
+}
+
+/// The axes' ranges of a panel: the data (and explicit ticks), padded.
+fn bounds(panel: &Panel) -> ((f64, f64), (f64, f64)) {
     let points: Vec<(f64, f64)> = panel
         .series
         .iter()
-        .flat_map(|s| s.points.iter().copied())
-        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .flat_map(|s| finite(&s.points))
         .collect();
-    let (mut x0, mut x1) = points
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
-            (a.min(p.0), b.max(p.0))
-        });
-    if let Some(ticks) = &panel.x_ticks {
-        for (x, _) in ticks {
-            x0 = x0.min(*x);
-            x1 = x1.max(*x);
-        }
+    let fold = |f: fn(&(f64, f64)) -> f64| {
+        points
+            .iter()
+            .map(f)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+                (a.min(v), b.max(v))
+            })
+    };
+    let (mut x0, mut x1) = fold(|p| p.0);
+    let (mut y0, mut y1) = fold(|p| p.1);
+    for (x, _) in panel.x_ticks.iter().flatten() {
+        x0 = x0.min(*x);
+        x1 = x1.max(*x);
     }
-    let (mut y0, mut y1) = points
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
-            (a.min(p.1), b.max(p.1))
-        });
     if !x0.is_finite() {
         (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
     }
@@ -124,202 +151,166 @@ fn render_panel(out: &mut String, panel: &Panel, ox: f64, oy: f64) {
     if y1 <= y0 {
         y1 = y0 + 1.0;
     }
-    let y_step = nice_step(y1 - y0, 5.0);
-    y0 = (y0 / y_step).floor() * y_step;
-    y1 = (y1 / y_step).ceil() * y_step;
-    let pad = (x1 - x0) * 0.03;
-    let (x0, x1) = (x0 - pad, x1 + pad);
-
-    let left = ox + MARGIN_L;
-    let top = oy + MARGIN_T;
-    let width = PANEL_W - MARGIN_L - MARGIN_R;
-    let height = PANEL_H - MARGIN_T - MARGIN_B;
-    let sx = |x: f64| left + (x - x0) / (x1 - x0) * width;
-    let sy = |y: f64| top + height - (y - y0) / (y1 - y0) * height;
-
-    let _ = writeln!(
-        out,
-        r#"<text x="{:.1}" y="{:.1}" font-size="14" font-weight="bold" text-anchor="middle">{}</text>"#,
-        left + width / 2.0,
-        oy + 20.0,
-        escape(&panel.title)
-    );
-    let _ = writeln!(
-        out,
-        r##"<rect x="{left:.1}" y="{top:.1}" width="{width:.1}" height="{height:.1}" fill="none" stroke="#888"/>"##
-    );
-    // y grid and ticks
-    let mut y = y0;
-    while y <= y1 + y_step * 1e-6 {
-        let py = sy(y);
-        let _ = writeln!(
-            out,
-            r##"<line x1="{left:.1}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#e4e4e4"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
-            left + width,
-            left - 5.0,
-            py + 4.0,
-            format_tick(y)
-        );
-        y += y_step;
-    }
-    // x ticks
-    let ticks: Vec<(f64, String)> = match &panel.x_ticks {
-        Some(t) => t.clone(),
-        None => {
-            let step = nice_step(x1 - x0, 6.0);
-            let mut t = Vec::new();
-            let mut x = (x0 / step).ceil() * step;
-            while x <= x1 {
-                t.push((x, format_tick(x)));
-                x += step;
-            }
-            t
-        }
+    let (x_pad, y_pad) = ((x1 - x0) * 0.03, (y1 - y0) * 0.05);
+    let y0 = if panel.y_from_zero && y0 >= 0.0 {
+        y0
+    } else {
+        y0 - y_pad
     };
-    for (x, label) in &ticks {
-        let px = sx(*x);
-        let _ = writeln!(
-            out,
-            r##"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="#888"/><text x="{px:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"##,
-            top + height,
-            top + height + 4.0,
-            top + height + 16.0,
-            escape(label)
-        );
-    }
-    let _ = writeln!(
-        out,
-        r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"#,
-        left + width / 2.0,
-        top + height + 36.0,
-        escape(&panel.x_label)
-    );
-    let _ = writeln!(
-        out,
-        r#"<text transform="translate({:.1},{:.1}) rotate(-90)" font-size="12" text-anchor="middle">{}</text>"#,
-        ox + 16.0,
-        top + height / 2.0,
-        escape(&panel.y_label)
-    );
-    // series
-    for s in &panel.series {
-        let pts: Vec<(f64, f64)> = s
-            .points
-            .iter()
-            .copied()
-            .filter(|(x, y)| x.is_finite() && y.is_finite())
-            .collect();
-        let markers_only = matches!(s.style, Style::Points | Style::Rings);
-        if !markers_only && pts.len() > 1 {
-            let path: Vec<String> = pts
-                .iter()
-                .map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y)))
-                .collect();
-            let dash = if s.style == Style::Dashed {
-                r#" stroke-dasharray="6,4""#
-            } else {
-                ""
-            };
-            let _ = writeln!(
-                out,
-                r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="2"{dash}/>"#,
-                path.join(" "),
-                s.color
-            );
-        }
-        for (x, y) in &pts {
-            let (cx, cy) = (sx(*x), sy(*y));
-            let _ = match s.style {
-                Style::Rings => writeln!(
-                    out,
-                    r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="3.6" fill="none" stroke="{}" stroke-width="1.3"/>"#,
-                    s.color
-                ),
-                Style::Points => writeln!(
-                    out,
-                    r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="2.6" fill="{}" fill-opacity="0.8"/>"#,
-                    s.color
-                ),
-                _ => writeln!(
-                    out,
-                    r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="2.2" fill="{}"/>"#,
-                    s.color
-                ),
-            };
-        }
-    }
-    // legend, below the x axis label, wrapping into rows
-    let (mut lx, mut ly) = (left, top + height + 56.0);
-    for s in &panel.series {
-        let item_width = 30.0 + 6.0 * s.name.chars().count() as f64;
-        if lx + item_width > ox + PANEL_W - 4.0 && lx > left {
-            lx = left;
-            ly += 15.0;
-        }
-        let dash = if s.style == Style::Dashed {
-            r#" stroke-dasharray="5,3""#
-        } else {
-            ""
-        };
-        if s.style == Style::Points {
-            let _ = writeln!(
-                out,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{}"/>"#,
-                lx + 9.0,
-                ly - 4.0,
-                s.color
-            );
-        } else if s.style == Style::Rings {
-            let _ = writeln!(
-                out,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="3.6" fill="none" stroke="{}" stroke-width="1.3"/>"#,
-                lx + 9.0,
-                ly - 4.0,
-                s.color
-            );
-        } else {
-            let _ = writeln!(
-                out,
-                r#"<line x1="{lx:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{}" stroke-width="2"{dash}/>"#,
-                ly - 4.0,
-                lx + 18.0,
-                ly - 4.0,
-                s.color
-            );
-        }
-        let _ = writeln!(
-            out,
-            r#"<text x="{:.1}" y="{ly:.1}" font-size="11">{}</text>"#,
-            lx + 24.0,
-            escape(&s.name)
-        );
-        lx += item_width;
-    }
+    ((x0 - x_pad, x1 + x_pad), (y0, y1 + y_pad))
 }
 
-/// Renders panels in a grid with `columns` columns and an overall title.
+/// Draws one panel into `area`.
+fn render_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    panel: &Panel,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let (chart_area, legend_area) = area.split_vertically(PANEL_H - LEGEND_H);
+    let ((x0, x1), (y0, y1)) = bounds(panel);
+    let x_axis = TickedAxis {
+        range: (x0..x1).into(),
+        ticks: panel.x_ticks.clone().unwrap_or_default(),
+    };
+    let mut builder = ChartBuilder::on(&chart_area);
+    builder
+        .caption(&panel.title, (FONT, 14).into_font().style(FontStyle::Bold))
+        .margin(8)
+        .x_label_area_size(36)
+        .y_label_area_size(52);
+    if panel.x_ticks.is_some() {
+        let mut chart = builder.build_cartesian_2d(x_axis, y0..y1)?;
+        chart
+            .configure_mesh()
+            .light_line_style(WHITE)
+            .bold_line_style(RGBColor(228, 228, 228))
+            .x_desc(&panel.x_label)
+            .y_desc(&panel.y_label)
+            .label_style((FONT, 11))
+            .axis_desc_style((FONT, 12))
+            .draw()?;
+        draw_series(&mut chart, panel)?;
+    } else {
+        let mut chart = builder.build_cartesian_2d(x0..x1, y0..y1)?;
+        chart
+            .configure_mesh()
+            .light_line_style(WHITE)
+            .bold_line_style(RGBColor(228, 228, 228))
+            .x_labels(7)
+            .y_labels(6)
+            .x_label_formatter(&|v| format_tick(*v))
+            .y_label_formatter(&|v| format_tick(*v))
+            .x_desc(&panel.x_label)
+            .y_desc(&panel.y_label)
+            .label_style((FONT, 11))
+            .axis_desc_style((FONT, 12))
+            .draw()?;
+        draw_series(&mut chart, panel)?;
+    }
+    draw_legend(&legend_area, panel)
+}
+
+/// The panel's series on a chart.
+fn draw_series<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, RangedCoordf64>>,
+    panel: &Panel,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    for s in &panel.series {
+        let c = color(s.color);
+        let points = finite(&s.points);
+        match s.style {
+            Style::Line if points.len() > 1 => {
+                chart.draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))?;
+            }
+            Style::Dashed if points.len() > 1 => {
+                chart.draw_series(DashedLineSeries::new(
+                    points.clone(),
+                    6,
+                    4,
+                    c.stroke_width(2),
+                ))?;
+            }
+            _ => {}
+        }
+        match s.style {
+            Style::Rings => {
+                chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, c.stroke_width(1))))?;
+            }
+            Style::Points => {
+                chart.draw_series(
+                    points
+                        .iter()
+                        .map(|&p| Circle::new(p, 3, c.mix(0.8).filled())),
+                )?;
+            }
+            Style::Line | Style::Dashed => {
+                chart.draw_series(points.iter().map(|&p| Circle::new(p, 2, c.filled())))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The legend under a panel: one mark and name per series, wrapping into rows.
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    panel: &Panel,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let (width, _) = area.dim_in_pixel();
+    let (mut x, mut y) = (52i32, 10i32);
+    for s in &panel.series {
+        let c = color(s.color);
+        let item = 30 + 6 * s.name.chars().count() as i32;
+        if x + item > width as i32 - 4 && x > 52 {
+            x = 52;
+            y += 15;
+        }
+        match s.style {
+            Style::Points => area.draw(&Circle::new((x + 9, y), 3, c.filled()))?,
+            Style::Rings => area.draw(&Circle::new((x + 9, y), 4, c.stroke_width(1)))?,
+            Style::Line => area.draw(&PathElement::new(
+                vec![(x, y), (x + 18, y)],
+                c.stroke_width(2),
+            ))?,
+            Style::Dashed => {
+                for (a, b) in [(0, 5), (8, 13), (16, 18)] {
+                    area.draw(&PathElement::new(
+                        vec![(x + a, y), (x + b, y)],
+                        c.stroke_width(2),
+                    ))?;
+                }
+            }
+        }
+        area.draw(&Text::new(
+            s.name.clone(),
+            (x + 24, y - 6),
+            (FONT, 11).into_font(),
+        ))?;
+        x += item;
+    }
+    Ok(())
+}
+
+/// Renders panels in a grid with `columns` columns under an overall title, as an SVG
+/// document.
 pub fn figure(title: &str, panels: &[Panel], columns: usize) -> String {
     let columns = columns.max(1);
-    let rows = panels.len().div_ceil(columns);
-    let w = PANEL_W * columns as f64;
-    let h = PANEL_H * rows as f64 + 30.0;
+    let rows = panels.len().div_ceil(columns).max(1);
+    let (w, h) = (PANEL_W * columns as u32, PANEL_H * rows as u32 + 30);
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w:.0}" height="{h:.0}" viewBox="0 0 {w:.0} {h:.0}" font-family="Helvetica, Arial, sans-serif">"#
-    );
-    let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        out,
-        r#"<text x="{:.1}" y="20" font-size="16" font-weight="bold" text-anchor="middle">{}</text>"#,
-        w / 2.0,
-        escape(title)
-    );
-    for (i, panel) in panels.iter().enumerate() {
-        let ox = PANEL_W * (i % columns) as f64;
-        let oy = 30.0 + PANEL_H * (i / columns) as f64;
-        render_panel(&mut out, panel, ox, oy);
+    {
+        let root = SVGBackend::with_string(&mut out, (w, h)).into_drawing_area();
+        let drawn = (|| {
+            root.fill(&WHITE)?;
+            let body = root.titled(title, (FONT, 16).into_font().style(FontStyle::Bold))?;
+            let cells = body.split_evenly((rows, columns));
+            for (panel, cell) in panels.iter().zip(cells.iter()) {
+                render_panel(cell, panel)?;
+            }
+            root.present()
+        })();
+        if let Err(e) = drawn {
+            eprintln!("cannot draw figure '{title}': {e}");
+        }
     }
-    out.push_str("</svg>\n");
     out
 }

@@ -321,6 +321,25 @@ async fn run_init(ctx: &SessionContext, file: &str) -> Result<()> {
     Ok(())
 }
 
+/// Runs the statements of a `-f` file in order and stops at the first that fails, naming
+/// the file: a script never goes on from a failed step, and `dfanon` exits non-zero. Lines
+/// starting with `#!` are skipped, as in `datafusion-cli`.
+async fn run_file(ctx: &SessionContext, file: &str, print_options: &PrintOptions) -> Result<()> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| DataFusionError::Execution(format!("-f {file}: {e}")))?;
+    let script: String = text
+        .lines()
+        .filter(|line| !line.starts_with("#!"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if script.trim().is_empty() {
+        return Ok(());
+    }
+    exec::exec_from_commands(ctx, vec![script], print_options)
+        .await
+        .map_err(|e| DataFusionError::Context(format!("-f {file}"), Box::new(e)))
+}
+
 fn parse_args() -> Args {
     let matches = Args::command().after_help(after_help()).get_matches();
     Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
@@ -455,8 +474,8 @@ async fn run() -> Result<()> {
     // Ctrl-C stops the statement running (dropping it cancels the release; see the
     // library's `progress` module) and exits with status 130.
     let batch = async {
-        if !args.file.is_empty() {
-            exec::exec_from_files(&ctx, args.file, &print_options).await?;
+        for file in &args.file {
+            run_file(&ctx, file, &print_options).await?;
         }
         if !args.command.is_empty() {
             exec::exec_from_commands(&ctx, args.command, &print_options).await?;

@@ -7,6 +7,7 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::common::{internal_err, DataFusionError, Result};
+use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::execution::SessionState;
 
 use crate::counterfeit_catalog::{CatalogRows, CounterfeitCatalog};
@@ -150,8 +151,10 @@ pub async fn compute_release(
     let _stop_when_dropped = cancel.on_drop();
     let progress = Progress::new(request.method.name(), progress, cancel);
     let threads = state.config().target_partitions().max(1);
-    let handle =
-        tokio::task::spawn_blocking(move || run_method(&request, base, &progress, limit, threads));
+    let memory = state.runtime_env().memory_pool.clone();
+    let handle = tokio::task::spawn_blocking(move || {
+        run_method(&request, base, &progress, limit, threads, memory)
+    });
     match handle.await {
         Ok(result) => result,
         Err(e) => internal_err!("anonymization task failed: {e}"),
@@ -164,6 +167,7 @@ fn run_method(
     progress: &Progress,
     limit: ReleaseRowLimit,
     threads: usize,
+    memory: Arc<dyn MemoryPool>,
 ) -> Result<ReleaseOutput> {
     if request.method.wants_public_value_domain() {
         base.sensitive.add_hierarchy_leaves()?;
@@ -203,6 +207,7 @@ fn run_method(
         lattice: &lattice,
         progress,
         threads,
+        memory,
     };
     if !request.public {
         let size = request.method.release_size(&input)?;

@@ -10,6 +10,7 @@ pub mod dp_histogram;
 pub mod ipa;
 pub mod kanon;
 pub mod safepub;
+pub mod sweep;
 pub mod upa;
 
 use std::fmt::Debug;
@@ -18,6 +19,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{plan_err, Result};
+use datafusion::execution::memory_pool::{MemoryPool, UnboundedMemoryPool};
 
 use crate::budget::Cost;
 use crate::counterfeit_catalog::CounterfeitCatalog;
@@ -50,6 +52,64 @@ pub struct MethodInput<'a> {
     /// Threads the method may use for its search (the session's `target_partitions`);
     /// results do not depend on it.
     pub threads: usize,
+    /// The session's memory pool: what a method holds beyond its input (the histograms a
+    /// lattice sweep keeps) is reserved there, so a memory limit bounds it.
+    pub memory: Arc<dyn MemoryPool>,
+}
+
+/// What a [`MethodInput`] borrows besides the data, for a method run outside the engine
+/// (tests, benchmarks, tools): no sensitive columns, silent progress, one thread.
+#[derive(Debug)]
+pub struct Standalone {
+    /// The sensitive columns (none by default).
+    pub sensitive: SensitiveDomain,
+    /// Progress (silent by default).
+    pub progress: Progress,
+    /// Threads (1 by default; 0 counts as 1).
+    pub threads: usize,
+    /// The memory pool (unbounded by default).
+    pub memory: Arc<dyn MemoryPool>,
+}
+
+impl Default for Standalone {
+    fn default() -> Self {
+        Self {
+            sensitive: SensitiveDomain::none(),
+            progress: Progress::silent(),
+            threads: 1,
+            memory: Arc::new(UnboundedMemoryPool::default()),
+        }
+    }
+}
+
+impl Standalone {
+    /// With these sensitive columns.
+    pub fn with_sensitive(sensitive: SensitiveDomain) -> Self {
+        Self {
+            sensitive,
+            ..Self::default()
+        }
+    }
+
+    /// The input of a method over `histogram`.
+    pub fn input<'a>(
+        &'a self,
+        histogram: &'a GroupedHistogram,
+        hierarchies: &'a [&'a Hierarchy],
+        lattice: &'a Lattice,
+        value_domain: usize,
+    ) -> MethodInput<'a> {
+        MethodInput {
+            histogram,
+            hierarchies,
+            value_domain,
+            sensitive: &self.sensitive,
+            lattice,
+            progress: &self.progress,
+            threads: self.threads.max(1),
+            memory: self.memory.clone(),
+        }
+    }
 }
 
 /// What every method returns.

@@ -341,7 +341,7 @@ mod tests {
     use crate::lattice::Lattice;
     use crate::mechanism::rng::rng_from_seed;
     use crate::method::ipa::{self, IpaParams, IpaVariant};
-    use crate::progress::Progress;
+    use crate::method::Standalone;
     use crate::testing::{histogram, ladder, Record};
 
     #[test]
@@ -437,13 +437,9 @@ mod tests {
             let params = IpaParams::with_defaults(variant, 1.0, 2);
             let mut rng = rng_from_seed(seed);
             let result = ipa::run(
-                &base,
-                &refs,
-                &lattice,
-                4,
+                &Standalone::default().input(&base, &refs, &lattice, 4),
                 &params,
                 &mut rng,
-                &Progress::silent(),
             )
             .unwrap();
             let chosen = &result.outcomes[result.chosen];

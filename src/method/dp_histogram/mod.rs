@@ -19,42 +19,30 @@
 
 use datafusion::common::{internal_err, plan_err, Result};
 
+use crate::budget::Cost;
 use crate::hierarchy::Hierarchy;
-use crate::histogram::GroupedHistogram;
-use crate::lattice::{node_from_levels, parse_level_list, Lattice, Node};
+use crate::lattice::LevelBounds;
+use crate::lattice::{node_from_levels, Lattice, Node};
+use crate::mechanism::noise::PositiveNoise;
 use crate::mechanism::noise::{sample_discrete_laplace, ExactScale};
 use crate::mechanism::rng::AnonRng;
-use crate::progress::Progress;
+use crate::method::MethodInput;
+use crate::method::{Method, MethodOutput, MethodSpec};
 use crate::release::ReleasedHistogram;
+use crate::release::{ReleaseSize, SIZE_FAILURE};
+use datafusion::arrow::datatypes::SchemaRef;
 
 mod params;
 mod report;
 
-pub use params::METHOD;
+pub use params::DpHistogramParams;
+
 pub use report::{
     dp_histogram_diagnostics_batch, dp_histogram_diagnostics_schema, dp_histogram_metadata,
 };
 
 /// Default largest number of cells.
 pub const DEFAULT_MAX_CELLS: u64 = 10_000_000;
-
-/// Parameters of the DP histogram.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DpHistogramParams {
-    /// Privacy parameter: every cell gets discrete Laplace noise of scale `1/epsilon`.
-    pub epsilon: f64,
-    /// Requested levels by quasi-identifier name (others at level 0); `None` = default node.
-    pub levels: Option<Vec<(String, usize)>>,
-    /// Largest domain (cells) allowed.
-    pub max_cells: u64,
-}
-
-impl DpHistogramParams {
-    /// Parses `levels => 'age=1, sex=0'` ([`crate::lattice::parse_level_list`]).
-    pub fn parse_levels(text: &str) -> Result<Vec<(String, usize)>> {
-        Ok(parse_level_list("levels", text)?)
-    }
-}
 
 /// Counts describing one release (owner-only diagnostics).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,22 +137,111 @@ pub fn resolve_node(
     }
 }
 
-/// Releases the noisy histogram.
+/// The DP histogram in the method registry.
+pub const METHOD: MethodSpec = MethodSpec {
+    name: "dp_histogram",
+    about: "noisy contingency table over a generalized domain, every cell with exact discrete Laplace noise: epsilon-differential privacy (rows are not real records)",
+    params: params::PARAMS,
+    refuses: params::REFUSES,
+    configure: params::configure,
+};
+
+/// The DP histogram configured for one release.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DpHistogram {
+    /// The algorithm's parameters.
+    pub params: DpHistogramParams,
+    /// Largest lattice to consider.
+    pub max_nodes: usize,
+    /// `min_levels` / `max_levels`.
+    pub level_bounds: LevelBounds,
+}
+
+impl Method for DpHistogram {
+    fn name(&self) -> &'static str {
+        METHOD.name
+    }
+
+    fn budget(&self) -> Cost {
+        Cost {
+            epsilon: self.params.epsilon,
+            delta: 0.0,
+        }
+    }
+
+    /// With explicit `levels` the lattice is never walked, so `max_nodes` does not apply.
+    fn max_nodes(&self) -> usize {
+        if self.params.levels.is_some() {
+            usize::MAX
+        } else {
+            self.max_nodes
+        }
+    }
+
+    fn level_bounds(&self) -> &LevelBounds {
+        &self.level_bounds
+    }
+
+    fn diagnostics_schema(&self) -> SchemaRef {
+        dp_histogram_diagnostics_schema()
+    }
+
+    /// A cell of count `n` releases `max(0, n + Z)` rows, at most `n + max(0, Z)`, with `Z`
+    /// discrete Laplace of scale `1/ε`, over every cell of the node's domain.
+    fn release_size(&self, input: &MethodInput<'_>) -> Result<ReleaseSize> {
+        let rows = input.histogram.total();
+        let node = resolve_node(
+            input.hierarchies,
+            input.lattice,
+            input.value_domain,
+            &self.params,
+        )?;
+        let cells = cell_count(input.hierarchies, &node, input.value_domain).unwrap_or(u64::MAX);
+        let scale = ExactScale::from_sensitivity_epsilon(1, self.params.epsilon)?;
+        let noise = PositiveNoise::discrete_laplace(scale.as_f64());
+        Ok(ReleaseSize {
+            expected: rows as f64 + cells as f64 * noise.mean(),
+            upper: rows as f64 + noise.sum_upper_bound(cells, SIZE_FAILURE),
+            cause: format!(
+                "epsilon = {} adds about {:.1} noise rows to each of {cells} cells",
+                self.params.epsilon,
+                noise.mean()
+            ),
+        })
+    }
+
+    fn run(&self, input: &MethodInput<'_>, rng: &mut AnonRng) -> Result<MethodOutput> {
+        let result = run(input, &self.params, rng)?;
+        Ok(MethodOutput {
+            node: result.stats.node.clone(),
+            metadata: dp_histogram_metadata(
+                &self.params,
+                input.hierarchies,
+                &result.stats,
+                input.value_domain,
+            ),
+            diagnostics: dp_histogram_diagnostics_batch(&result.stats)?,
+            release: result.release,
+            catalog: None,
+            interval_means: None,
+        })
+    }
+}
+
+/// Releases the noisy histogram, on validated parameters ([`DpHistogramParams::validate`],
+/// called when the method is configured).
 pub fn run(
-    base: &GroupedHistogram,
-    hierarchies: &[&Hierarchy],
-    lattice: &Lattice,
-    value_domain: usize,
+    input: &MethodInput<'_>,
     params: &DpHistogramParams,
     rng: &mut AnonRng,
-    progress: &Progress,
 ) -> Result<DpHistogramResult> {
-    if !(params.epsilon.is_finite() && params.epsilon > 0.0) {
-        return plan_err!(
-            "epsilon must be a positive finite number, got {}",
-            params.epsilon
-        );
-    }
+    let (base, hierarchies, lattice, value_domain, progress) = (
+        input.histogram,
+        input.hierarchies,
+        input.lattice,
+        input.value_domain,
+        input.progress,
+    );
     let scale = ExactScale::from_sensitivity_epsilon(1, params.epsilon)?;
     let node = resolve_node(hierarchies, lattice, value_domain, params)?;
     let Some(cells) = cell_count(hierarchies, &node, value_domain) else {

@@ -1,7 +1,9 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::histogram::GroupedHistogram;
 use crate::mechanism::rng::rng_from_seed;
+use crate::method::Standalone;
 use crate::release::SUPPRESSED;
 use crate::testing::stats::{assert_chi_square_fits, assert_wilson, build_bins};
 use crate::testing::{ladder, weighted_histogram};
@@ -60,13 +62,9 @@ fn every_cell_gets_noise_including_empty_ones() {
     let lattice = Lattice::new(vec![age.height(), sex.height()], 100).unwrap();
     let epsilon = 1.0;
     let result = super::run(
-        &base,
-        &hs,
-        &lattice,
-        5,
+        &Standalone::default().input(&base, &hs, &lattice, 5),
         &params(epsilon, "age=0"),
         &mut rng_from_seed(11),
-        &Progress::silent(),
     )
     .unwrap();
     let stats = &result.stats;
@@ -144,13 +142,9 @@ fn noise_is_discrete_laplace() {
     let lattice = Lattice::new(vec![age.height(), sex.height()], 100).unwrap();
     let epsilon = 0.5;
     let result = super::run(
-        &base,
-        &hs,
-        &lattice,
-        5,
+        &Standalone::default().input(&base, &hs, &lattice, 5),
         &params(epsilon, "age=0, sex=0"),
         &mut rng_from_seed(3),
-        &Progress::silent(),
     )
     .unwrap();
     let cells = released_cells(&result.release);
@@ -189,13 +183,9 @@ fn generalizes_and_is_reproducible() {
     let p = params(4.0, "AGE=2");
     let run = |seed| {
         super::run(
-            &base,
-            &hs,
-            &lattice,
-            2,
+            &Standalone::default().input(&base, &hs, &lattice, 2),
             &p,
             &mut rng_from_seed(seed),
-            &Progress::silent(),
         )
         .unwrap()
     };
@@ -291,20 +281,12 @@ fn default_node_and_errors() {
             .to_string();
         assert!(err.contains(msg), "{bad}: {err}");
     }
-    let base = histogram(&hs, &[(1, 0, 0, 1)], 3);
-    let err = super::run(
-        &base,
-        &hs,
-        &lattice,
-        3,
-        &DpHistogramParams {
-            epsilon: 0.0,
-            levels: None,
-            max_cells: 10,
-        },
-        &mut rng_from_seed(1),
-        &Progress::silent(),
-    )
+    let err = DpHistogramParams {
+        epsilon: 0.0,
+        levels: None,
+        max_cells: 10,
+    }
+    .validate()
     .unwrap_err()
     .to_string();
     assert!(
@@ -332,13 +314,9 @@ fn audit_dp_histogram_operator() {
         let base = histogram(&hs, &[(1, 0, 0, records)], 2);
         audit_histogram(16, 40_000, seed, |rng| {
             let result = super::run(
-                &base,
-                &hs,
-                &lattice,
-                2,
+                &Standalone::default().input(&base, &hs, &lattice, 2),
                 &params(epsilon, "age=0, sex=0"),
                 rng,
-                &Progress::silent(),
             )
             .expect("valid release");
             let count = released_cells(&result.release)

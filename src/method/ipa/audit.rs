@@ -13,7 +13,9 @@
 //! about two minutes in the debug profile).
 
 use super::*;
+use crate::lattice::Lattice;
 use crate::mechanism::rng::rng_from_seed;
+use crate::method::Standalone;
 use crate::testing::audit::{
     assert_private, assert_violated, audit, clopper_pearson, histogram, ALPHA,
 };
@@ -210,8 +212,12 @@ fn class_y_visible(
         .map(|(code, count)| (vec![code], 0, count))
         .collect();
     let base = weighted_histogram(&[h], &rows, 1);
-    let result =
-        super::run(&base, &[h], lattice, 1, p, rng, &Progress::silent()).expect("IPA runs");
+    let result = super::run(
+        &Standalone::default().input(&base, &[h], lattice, 1),
+        p,
+        rng,
+    )
+    .expect("IPA runs");
     result.release.class_codes[0].contains(&1)
 }
 

@@ -12,16 +12,15 @@
 //! the whole pipeline; that claim does not hold (truthful values, visible classes, one-sided
 //! insertion noise, no composition over the lattice).
 
-use std::collections::HashMap;
-
 use datafusion::common::{exec_err, internal_err, Result};
 
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
-use crate::lattice::{roll_up_from_nearest, Lattice, Node};
+use crate::lattice::Node;
 use crate::mechanism::exponential::exponential_mechanism;
 use crate::mechanism::rng::{derive_child, AnonRng};
-use crate::progress::Progress;
+use crate::method::sweep::Sweep;
+use crate::method::MethodInput;
 use crate::release::interval_means::interval_means;
 use crate::release::{IntervalMeans, ReleasedHistogram};
 
@@ -35,7 +34,14 @@ mod values;
 use perturb::*;
 use perturb::{perturb_node, Scales};
 
-pub use params::{CounterfeitValues, IpaParams, IpaVariant, NodeScore, METHOD};
+use crate::budget::Cost;
+use crate::lattice::LevelBounds;
+use crate::mechanism::noise::ExactScale;
+use crate::mechanism::noise::PositiveNoise;
+use crate::method::{Method, MethodOutput, MethodSpec};
+use crate::release::{ReleaseSize, SIZE_FAILURE};
+use datafusion::arrow::datatypes::SchemaRef;
+pub use params::{CounterfeitValues, IpaParams, IpaVariant, NodeScore};
 pub use report::{ipa_diagnostics_batch, ipa_diagnostics_schema, ipa_metadata};
 #[cfg(test)]
 use score::COUNTERFEIT_COST;
@@ -85,65 +91,136 @@ pub struct IpaResult {
     pub interval_means: Option<IntervalMeans>,
 }
 
-/// Runs IPA. `base` is the leaf-level histogram, `value_domain` the number of distinct
-/// informative values; `progress(done, total)` is called as nodes finish.
+/// IPA in the method registry.
+pub const METHOD: MethodSpec = MethodSpec {
+    name: "ipa",
+    about: "IPA (Lee & Chung 2020): full-domain generalization, noisy-threshold suppression, counterfeit records and exponential-mechanism choices; no formal DP guarantee (see the metadata's guarantee text)",
+    params: params::PARAMS,
+    refuses: params::REFUSES,
+    configure: params::configure,
+};
+
+/// IPA configured for one release.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ipa {
+    /// The algorithm's parameters.
+    pub params: IpaParams,
+    /// Largest lattice to evaluate.
+    pub max_nodes: usize,
+    /// `min_levels` / `max_levels`.
+    pub level_bounds: LevelBounds,
+}
+
+impl Method for Ipa {
+    fn name(&self) -> &'static str {
+        METHOD.name
+    }
+
+    /// With `counterfeit_values => 'marginal'` every value of the domain gets a noisy count.
+    fn wants_public_value_domain(&self) -> bool {
+        self.params.counterfeit_values == CounterfeitValues::Marginal
+    }
+
+    /// The total the paper's Theorem 9 claims (δ = 0), although that claim does not hold.
+    fn budget(&self) -> Cost {
+        Cost {
+            epsilon: self.params.claimed_epsilon(),
+            delta: 0.0,
+        }
+    }
+
+    fn max_nodes(&self) -> usize {
+        self.max_nodes
+    }
+
+    fn publishes_interval_means(&self) -> bool {
+        self.params.eps_means > 0.0
+    }
+
+    fn level_bounds(&self) -> &LevelBounds {
+        &self.level_bounds
+    }
+
+    fn named_columns(&self) -> Vec<(&'static str, &str)> {
+        self.params
+            .qi_weights
+            .iter()
+            .map(|(name, _)| ("qi_weights", name.as_str()))
+            .collect()
+    }
+
+    fn diagnostics_schema(&self) -> SchemaRef {
+        ipa_diagnostics_schema()
+    }
+
+    /// Every released class (at most the phase-1 classes, plus the suppressed class) gets
+    /// `max(0, Z)` counterfeits, `Z` discrete Laplace of scale `1/ε_ins`.
+    fn release_size(&self, input: &MethodInput<'_>) -> Result<ReleaseSize> {
+        let rows = input.histogram.total();
+        let classes = input.histogram.class_count() as u64 + 1;
+        let scale = ExactScale::from_sensitivity_epsilon(1, self.params.eps_ins)?;
+        let noise = PositiveNoise::discrete_laplace(scale.as_f64());
+        Ok(ReleaseSize {
+            expected: rows as f64 + classes as f64 * noise.mean(),
+            upper: rows as f64 + noise.sum_upper_bound(classes, SIZE_FAILURE),
+            cause: format!(
+                "epsilon_ins = {} adds about {:.1} counterfeit rows to each of up to {classes} classes",
+                self.params.eps_ins,
+                noise.mean()
+            ),
+        })
+    }
+
+    fn run(&self, input: &MethodInput<'_>, rng: &mut AnonRng) -> Result<MethodOutput> {
+        let result = run(input, &self.params, rng)?;
+        Ok(MethodOutput {
+            node: result.outcomes[result.chosen].node.clone(),
+            metadata: ipa_metadata(
+                &self.params,
+                input.lattice,
+                result.score_sensitivity,
+                input.sensitive.leaf_domain(),
+            ),
+            diagnostics: ipa_diagnostics_batch(&result, input.lattice)?,
+            release: result.release,
+            catalog: None,
+            interval_means: result.interval_means,
+        })
+    }
+}
+
+/// Runs IPA on validated parameters (`IpaParams::validate`, called when the method is
+/// configured); `input.progress` hears of every lattice node as it finishes.
 ///
 /// `node_score => 'paper'`: Algorithm 1 on every node, the exponential mechanism on their
 /// information loss (Algorithm 2). `'utility'`: the utility score of every node on its true
 /// class sizes, the exponential mechanism on it, then Algorithm 1 once at the chosen node
 /// (docs/METHODS.md §1.13).
-pub fn run(
-    base: &GroupedHistogram,
-    hierarchies: &[&Hierarchy],
-    lattice: &Lattice,
-    value_domain: usize,
-    params: &IpaParams,
-    rng: &mut AnonRng,
-    progress: &Progress,
-) -> Result<IpaResult> {
-    params.validate()?;
-    if base.total() == 0 {
+pub fn run(input: &MethodInput<'_>, params: &IpaParams, rng: &mut AnonRng) -> Result<IpaResult> {
+    if input.histogram.total() == 0 {
         return exec_err!("cannot anonymize an empty table");
     }
     match params.node_score {
-        NodeScore::Paper => run_paper_score(
-            base,
-            hierarchies,
-            lattice,
-            value_domain,
-            params,
-            rng,
-            progress,
-        ),
-        NodeScore::Utility => run_utility_score(
-            base,
-            hierarchies,
-            lattice,
-            value_domain,
-            params,
-            rng,
-            progress,
-        ),
+        NodeScore::Paper => run_paper_score(input, params, rng),
+        NodeScore::Utility => run_utility_score(input, params, rng),
     }
 }
 
 /// `node_score => 'utility'`: score every node on its true class sizes, choose one with the
 /// exponential mechanism at `ε_cand` and the score's sensitivity, perturb it once.
 fn run_utility_score(
-    base: &GroupedHistogram,
-    hierarchies: &[&Hierarchy],
-    lattice: &Lattice,
-    value_domain: usize,
+    input: &MethodInput<'_>,
     params: &IpaParams,
     rng: &mut AnonRng,
-    progress: &Progress,
 ) -> Result<IpaResult> {
+    let (base, hierarchies, value_domain) =
+        (input.histogram, input.hierarchies, input.value_domain);
     let model = UtilityModel::new(params)?;
     let weights = attribute_weights(hierarchies, &params.qi_weights)?;
-    let utilities = score_nodes(base, hierarchies, lattice, &weights, &model, progress)?;
+    let utilities = score_nodes(input, &weights, &model)?;
     let scores: Vec<f64> = utilities.iter().map(|u| u.score).collect();
     let pick = exponential_mechanism(rng, &scores, params.eps_cand, model.sensitivity)?;
-    let nodes = lattice.nodes();
+    let nodes = input.lattice.nodes();
     let hist = base.roll_up(hierarchies, &nodes[pick], value_domain)?;
     let scales = Scales::new(params)?;
     let mut stream = derive_child(rng);
@@ -172,117 +249,55 @@ fn run_utility_score(
     })
 }
 
-/// The utility score of every lattice node (lattice order), from class sizes only.
+/// The utility score of every lattice node of `input` (lattice order), from class sizes
+/// only.
 pub fn score_nodes(
-    base: &GroupedHistogram,
-    hierarchies: &[&Hierarchy],
-    lattice: &Lattice,
+    input: &MethodInput<'_>,
     weights: &[f64],
     model: &UtilityModel,
-    progress: &Progress,
 ) -> Result<Vec<NodeUtility>> {
-    let sizes = base.class_sizes();
-    for_each_node(&sizes, hierarchies, lattice, 1, progress, |_, hist| {
-        Ok(node_utility(hist, hierarchies, weights, model))
-    })
+    let sizes = input.histogram.class_sizes();
+    let hierarchies = input.hierarchies;
+    sweep(input, &sizes, 1).run(
+        |_, _| None,
+        |_, hist| Ok(node_utility(hist, hierarchies, weights, model)),
+        |_| true,
+    )
 }
 
-/// Evaluates `eval(index, histogram)` on every lattice node, returning the results in
-/// lattice order. Nodes are processed by level sum, in parallel within a level; each node's
-/// histogram is rolled up from its smallest already computed predecessor.
-fn for_each_node<T: Send>(
-    base: &GroupedHistogram,
-    hierarchies: &[&Hierarchy],
-    lattice: &Lattice,
+/// The lattice sweep over `base` (the source's histogram, or its class sizes) with the
+/// input's lattice, threads and progress.
+fn sweep<'a>(
+    input: &'a MethodInput<'a>,
+    base: &'a GroupedHistogram,
     value_domain: usize,
-    progress: &Progress,
-    eval: impl Fn(usize, &GroupedHistogram) -> Result<T> + Sync,
-) -> Result<Vec<T>> {
-    let nodes = lattice.nodes();
-    let total = nodes.len();
-    let max_sum: usize = lattice.max_levels().iter().sum();
-    let mut by_sum: Vec<Vec<usize>> = vec![Vec::new(); max_sum + 1];
-    for (i, node) in nodes.iter().enumerate() {
-        by_sum[node.iter().sum::<usize>()].push(i);
+) -> Sweep<'a> {
+    Sweep {
+        base,
+        hierarchies: input.hierarchies,
+        lattice: input.lattice,
+        value_domain,
+        threads: input.threads,
+        progress: input.progress,
+        memory: &input.memory,
     }
-    let mut results: Vec<Option<T>> = (0..total).map(|_| None).collect();
-    let mut previous: HashMap<usize, GroupedHistogram> = HashMap::new();
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .max(1);
-
-    for level_nodes in by_sum.iter().filter(|l| !l.is_empty()) {
-        let work = |indices: &[usize]| -> Result<Vec<(usize, GroupedHistogram, T)>> {
-            let mut out = Vec::with_capacity(indices.len());
-            for &i in indices {
-                let node = &nodes[i];
-                let hist = roll_up_from_nearest(
-                    base,
-                    &previous,
-                    lattice,
-                    hierarchies,
-                    node,
-                    value_domain,
-                )?;
-                let result = eval(i, &hist)?;
-                out.push((i, hist, result));
-                let finished = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                progress.report(finished, total)?;
-            }
-            Ok(out)
-        };
-        let chunk = level_nodes.len().div_ceil(threads).max(1);
-        let batches: Vec<Result<Vec<_>>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = level_nodes
-                .chunks(chunk)
-                .map(|part| scope.spawn(|| work(part)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| internal_err!("an IPA worker thread panicked"))
-                })
-                .collect()
-        });
-        let mut next = HashMap::with_capacity(level_nodes.len());
-        for batch in batches {
-            for (i, hist, result) in batch? {
-                results[i] = Some(result);
-                next.insert(i, hist);
-            }
-        }
-        previous = next;
-    }
-    results.into_iter().collect::<Option<Vec<T>>>().map_or_else(
-        || internal_err!("an IPA lattice node was not evaluated"),
-        Ok,
-    )
 }
 
 /// `node_score => 'paper'`: Algorithm 1 on every node with its own stream, the exponential
 /// mechanism on the candidates' information loss, and the chosen node's stream replayed.
 fn run_paper_score(
-    base: &GroupedHistogram,
-    hierarchies: &[&Hierarchy],
-    lattice: &Lattice,
-    value_domain: usize,
+    input: &MethodInput<'_>,
     params: &IpaParams,
     rng: &mut AnonRng,
-    progress: &Progress,
 ) -> Result<IpaResult> {
+    let (base, hierarchies, value_domain) =
+        (input.histogram, input.hierarchies, input.value_domain);
     let scales = Scales::new(params)?;
     let marginal = marginal_values(base, value_domain, params, rng)?;
-    let nodes = lattice.nodes();
+    let nodes = input.lattice.nodes();
     let streams: Vec<AnonRng> = nodes.iter().map(|_| derive_child(rng)).collect();
-    let outcomes = for_each_node(
-        base,
-        hierarchies,
-        lattice,
-        value_domain,
-        progress,
+    let outcomes = sweep(input, base, value_domain).run(
+        |_, _| None,
         |i, hist| {
             let mut stream = streams[i].clone();
             let (outcome, _) = perturb_node(
@@ -297,6 +312,7 @@ fn run_paper_score(
             )?;
             Ok(outcome)
         },
+        |_| true,
     )?;
 
     let chosen = choose_node(rng, &outcomes, params)?;

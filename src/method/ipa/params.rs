@@ -1,84 +1,77 @@
 //! IPA's parameters: the table `anonymize(method => 'ipa', ...)` accepts, their validation
-//! and the configured method.
+//! and `configure`, which turns checked arguments into the
+//! configured method (defined in mod.rs).
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{plan_err, Result};
 
-use super::{ipa_diagnostics_batch, ipa_diagnostics_schema, ipa_metadata};
-use crate::budget::Cost;
-use crate::lattice::LevelBounds;
-use crate::mechanism::noise::{ExactScale, PositiveNoise, EPSILON_GRID_BITS};
-use crate::mechanism::rng::AnonRng;
+use super::Ipa;
+use crate::mechanism::noise::{ExactScale, EPSILON_GRID_BITS};
 use crate::method::{
-    level_bounds, max_nodes, parse_qi_weights, Method, MethodArgs, MethodInput, MethodOutput,
-    MethodSpec, EPSILON, MAX_LEVELS, MAX_NODES, MIN_LEVELS, SEED,
+    level_bounds, max_nodes, parse_qi_weights, Method, MethodArgs, EPSILON, MAX_LEVELS, MAX_NODES,
+    MIN_LEVELS, SEED,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
-use crate::release::{ReleaseSize, SIZE_FAILURE};
 
 /// Default suppression threshold `t`.
 pub const DEFAULT_SUPPRESSION_THRESHOLD: u64 = 2;
 
-/// IPA in the method registry.
-pub const METHOD: MethodSpec = MethodSpec {
-    name: "ipa",
-    about: "IPA (Lee & Chung 2020): full-domain generalization, noisy-threshold suppression, counterfeit records and exponential-mechanism choices; no formal DP guarantee (see the metadata's guarantee text)",
-    params: &[
-        EPSILON,
-        MAX_NODES,
-        SEED,
-        MIN_LEVELS,
-        MAX_LEVELS,
-        ParamSpec::new(
-            "node_score",
-            ParamKind::Choice(&["utility", "paper"]),
-            ParamDefault::Text("utility"),
-            "'utility': choose the node by its expected information loss on the true class sizes (proven sensitivity), then perturb it once; 'paper': perturb every node and choose by the candidates' IL (the paper's Algorithm 2)",
-        ),
-        ParamSpec::new(
-            "qi_weights",
-            ParamKind::Text,
-            ParamDefault::Optional("equal weights"),
-            "weights of the quasi-identifiers in the utility score, 'col=weight, ...' (unnamed columns weigh 1), e.g. 'age=3, los=2'",
-        ),
-        ParamSpec::new(
-            "budget_split",
-            ParamKind::Text,
-            ParamDefault::Optional("'0.1,0.3,0.3,0.25,0.05' with node_score 'utility', '0.1,0.3,0.3,0.3' with 'paper' (variant 'reference': '0.1,0.3,0.3,1/3')"),
-            "fractions of epsilon for suppression, insertion, value choice, node choice and, optionally, the interval means of anonymize_interval_means, as 'sup,ins,val,cand[,means]'; without the fifth part no means are published",
-        ),
-        ParamSpec::new(
-            "suppression_threshold",
-            ParamKind::Integer,
-            ParamDefault::Integer(DEFAULT_SUPPRESSION_THRESHOLD),
-            "threshold t of the noisy suppression",
-        ),
-        ParamSpec::new(
-            "variant",
-            ParamKind::Choice(&["paper", "reference"]),
-            ParamDefault::Text("paper"),
-            "'paper' (the paper's formulas) or 'reference' (the reference implementation's parameter choices)",
-        ),
-        ParamSpec::new(
-            "insert_into_suppressed",
-            ParamKind::Bool,
-            ParamDefault::Bool(true),
-            "whether the suppressed class '*' also receives counterfeits",
-        ),
-        ParamSpec::new(
-            "counterfeit_values",
-            ParamKind::Choice(&["marginal", "class"]),
-            ParamDefault::Optional("'marginal' with node_score 'utility', 'class' with 'paper'"),
-            "how a counterfeit's informative value is drawn: 'marginal' from one noisy histogram of the informative values over the whole table (drawn once; epsilon_val-DP over the leaves of the informative column's hierarchy when one is named, else only between tables with the same distinct informative values), 'class' by the paper's exponential mechanism on the counterfeit's class (Eq. 3-4)",
-        ),
-    ],
-    refuses: &[],
-    configure,
-};
+/// The parameters of `anonymize(method => 'ipa', ...)`, in the order help lists them.
+pub(super) const PARAMS: &[ParamSpec] = &[
+    EPSILON,
+    MAX_NODES,
+    SEED,
+    MIN_LEVELS,
+    MAX_LEVELS,
+    ParamSpec::new(
+        "node_score",
+        ParamKind::Choice(&["utility", "paper"]),
+        ParamDefault::Text("utility"),
+        "'utility': choose the node by its expected information loss on the true class sizes (proven sensitivity), then perturb it once; 'paper': perturb every node and choose by the candidates' IL (the paper's Algorithm 2)",
+    ),
+    ParamSpec::new(
+        "qi_weights",
+        ParamKind::Text,
+        ParamDefault::Optional("equal weights"),
+        "weights of the quasi-identifiers in the utility score, 'col=weight, ...' (unnamed columns weigh 1), e.g. 'age=3, los=2'",
+    ),
+    ParamSpec::new(
+        "budget_split",
+        ParamKind::Text,
+        ParamDefault::Optional("'0.1,0.3,0.3,0.25,0.05' with node_score 'utility', '0.1,0.3,0.3,0.3' with 'paper' (variant 'reference': '0.1,0.3,0.3,1/3')"),
+        "fractions of epsilon for suppression, insertion, value choice, node choice and, optionally, the interval means of anonymize_interval_means, as 'sup,ins,val,cand[,means]'; without the fifth part no means are published",
+    ),
+    ParamSpec::new(
+        "suppression_threshold",
+        ParamKind::Integer,
+        ParamDefault::Integer(DEFAULT_SUPPRESSION_THRESHOLD),
+        "threshold t of the noisy suppression",
+    ),
+    ParamSpec::new(
+        "variant",
+        ParamKind::Choice(&["paper", "reference"]),
+        ParamDefault::Text("paper"),
+        "'paper' (the paper's formulas) or 'reference' (the reference implementation's parameter choices)",
+    ),
+    ParamSpec::new(
+        "insert_into_suppressed",
+        ParamKind::Bool,
+        ParamDefault::Bool(true),
+        "whether the suppressed class '*' also receives counterfeits",
+    ),
+    ParamSpec::new(
+        "counterfeit_values",
+        ParamKind::Choice(&["marginal", "class"]),
+        ParamDefault::Optional("'marginal' with node_score 'utility', 'class' with 'paper'"),
+        "how a counterfeit's informative value is drawn: 'marginal' from one noisy histogram of the informative values over the whole table (drawn once; epsilon_val-DP over the leaves of the informative column's hierarchy when one is named, else only between tables with the same distinct informative values), 'class' by the paper's exponential mechanism on the counterfeit's class (Eq. 3-4)",
+    ),
+];
 
-fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
+/// Arguments of other methods 'ipa' refuses, with the reason.
+pub(super) const REFUSES: &[(&str, &str)] = &[];
+
+pub(super) fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
     if !args.has_informative {
         return plan_err!(
             "argument 'informative' (or its synonym 'sensitive') is required for method 'ipa', e.g. informative => 'disease'"
@@ -216,103 +209,6 @@ fn parse_budget_split(split: &str) -> Result<[f64; 5]> {
         parts[3],
         parts.get(4).copied().unwrap_or(0.0),
     ])
-}
-
-/// IPA configured for one release.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Ipa {
-    /// The algorithm's parameters.
-    pub params: IpaParams,
-    /// Largest lattice to evaluate.
-    pub max_nodes: usize,
-    /// `min_levels` / `max_levels`.
-    pub level_bounds: LevelBounds,
-}
-
-impl Method for Ipa {
-    fn name(&self) -> &'static str {
-        METHOD.name
-    }
-
-    /// With `counterfeit_values => 'marginal'` every value of the domain gets a noisy count.
-    fn wants_public_value_domain(&self) -> bool {
-        self.params.counterfeit_values == CounterfeitValues::Marginal
-    }
-
-    /// The total the paper's Theorem 9 claims (δ = 0), although that claim does not hold.
-    fn budget(&self) -> Cost {
-        Cost {
-            epsilon: self.params.claimed_epsilon(),
-            delta: 0.0,
-        }
-    }
-
-    fn max_nodes(&self) -> usize {
-        self.max_nodes
-    }
-
-    fn publishes_interval_means(&self) -> bool {
-        self.params.eps_means > 0.0
-    }
-
-    fn level_bounds(&self) -> &LevelBounds {
-        &self.level_bounds
-    }
-
-    fn named_columns(&self) -> Vec<(&'static str, &str)> {
-        self.params
-            .qi_weights
-            .iter()
-            .map(|(name, _)| ("qi_weights", name.as_str()))
-            .collect()
-    }
-
-    fn diagnostics_schema(&self) -> SchemaRef {
-        ipa_diagnostics_schema()
-    }
-
-    /// Every released class (at most the phase-1 classes, plus the suppressed class) gets
-    /// `max(0, Z)` counterfeits, `Z` discrete Laplace of scale `1/ε_ins`.
-    fn release_size(&self, input: &MethodInput<'_>) -> Result<ReleaseSize> {
-        let rows = input.histogram.total();
-        let classes = input.histogram.class_count() as u64 + 1;
-        let scale = ExactScale::from_sensitivity_epsilon(1, self.params.eps_ins)?;
-        let noise = PositiveNoise::discrete_laplace(scale.as_f64());
-        Ok(ReleaseSize {
-            expected: rows as f64 + classes as f64 * noise.mean(),
-            upper: rows as f64 + noise.sum_upper_bound(classes, SIZE_FAILURE),
-            cause: format!(
-                "epsilon_ins = {} adds about {:.1} counterfeit rows to each of up to {classes} classes",
-                self.params.eps_ins,
-                noise.mean()
-            ),
-        })
-    }
-
-    fn run(&self, input: &MethodInput<'_>, rng: &mut AnonRng) -> Result<MethodOutput> {
-        let result = super::run(
-            input.histogram,
-            input.hierarchies,
-            input.lattice,
-            input.value_domain,
-            &self.params,
-            rng,
-            input.progress,
-        )?;
-        Ok(MethodOutput {
-            node: result.outcomes[result.chosen].node.clone(),
-            metadata: ipa_metadata(
-                &self.params,
-                input.lattice,
-                result.score_sensitivity,
-                input.sensitive.leaf_domain(),
-            ),
-            diagnostics: ipa_diagnostics_batch(&result, input.lattice)?,
-            release: result.release,
-            catalog: None,
-            interval_means: result.interval_means,
-        })
-    }
 }
 
 /// Which reading of the paper to follow where it is ambiguous (docs/METHODS.md §1.9).

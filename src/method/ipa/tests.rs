@@ -1,5 +1,7 @@
 use super::*;
+use crate::lattice::Lattice;
 use crate::mechanism::rng::rng_from_seed;
+use crate::method::Standalone;
 use crate::release::SUPPRESSED;
 use crate::testing::{
     histogram, paper_example_hierarchies, paper_example_records, PAPER_EXAMPLE_DISEASES as DISEASES,
@@ -114,13 +116,9 @@ fn release_invariants_hold_for_many_seeds() {
             let params = IpaParams::with_defaults(variant, 1.0, 2);
             let mut rng = rng_from_seed(seed);
             let result = super::run(
-                &e.base,
-                &hs,
-                &lattice,
-                DISEASES.len(),
+                &Standalone::default().input(&e.base, &hs, &lattice, DISEASES.len()),
                 &params,
                 &mut rng,
-                &Progress::silent(),
             )
             .unwrap();
             let outcome = &result.outcomes[result.chosen];
@@ -187,13 +185,9 @@ fn seeded_runs_are_reproducible() {
     let run = |seed| {
         let mut rng = rng_from_seed(seed);
         super::run(
-            &e.base,
-            &hs,
-            &lattice,
-            DISEASES.len(),
+            &Standalone::default().input(&e.base, &hs, &lattice, DISEASES.len()),
             &params,
             &mut rng,
-            &Progress::silent(),
         )
         .unwrap()
     };
@@ -213,13 +207,9 @@ fn large_epsilon_chooses_the_minimum_il_node() {
     let params = IpaParams::with_defaults(IpaVariant::Paper, 10_000.0, 2);
     let mut rng = rng_from_seed(11);
     let result = super::run(
-        &e.base,
-        &hs,
-        &lattice,
-        DISEASES.len(),
+        &Standalone::default().input(&e.base, &hs, &lattice, DISEASES.len()),
         &params,
         &mut rng,
-        &Progress::silent(),
     )
     .unwrap();
     let best = result
@@ -250,20 +240,8 @@ fn total_variation_and_absent_values() {
 
 #[test]
 fn parameter_errors() {
-    let e = example();
-    let hs = refs(&e);
-    let lattice = Lattice::new(vec![2, 1, 2], 100).unwrap();
     let params = IpaParams::with_defaults(IpaVariant::Paper, 1.0, 1);
-    let err = super::run(
-        &e.base,
-        &hs,
-        &lattice,
-        5,
-        &params,
-        &mut rng_from_seed(1),
-        &Progress::silent(),
-    )
-    .unwrap_err();
+    let err = params.validate().unwrap_err();
     assert!(
         err.to_string()
             .contains("suppression_threshold must be at least 2"),
@@ -271,15 +249,6 @@ fn parameter_errors() {
     );
     let mut params = IpaParams::with_defaults(IpaVariant::Paper, 1.0, 2);
     params.eps_val = f64::NAN;
-    let err = super::run(
-        &e.base,
-        &hs,
-        &lattice,
-        5,
-        &params,
-        &mut rng_from_seed(1),
-        &Progress::silent(),
-    )
-    .unwrap_err();
+    let err = params.validate().unwrap_err();
     assert!(err.to_string().contains("epsilon_val"), "{err}");
 }

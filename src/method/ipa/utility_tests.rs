@@ -5,8 +5,10 @@
 use std::sync::OnceLock;
 
 use super::*;
+use crate::lattice::Lattice;
 use crate::mechanism::exponential::exponential_weights;
 use crate::mechanism::rng::rng_from_seed;
+use crate::method::Standalone;
 use crate::testing::audit::{assert_private, assert_violated, audit, histogram, ALPHA};
 use crate::testing::{nps_base, paper_example_hierarchies, weighted_histogram, NpsBase};
 use rand::RngCore;
@@ -25,11 +27,15 @@ fn scores(
     model: &UtilityModel,
 ) -> Vec<f64> {
     let base = weighted_histogram(hs, rows, 1);
-    score_nodes(&base, hs, lattice, weights, model, &Progress::silent())
-        .expect("scores")
-        .iter()
-        .map(|u| u.score)
-        .collect()
+    score_nodes(
+        &Standalone::default().input(&base, hs, lattice, 1),
+        weights,
+        model,
+    )
+    .expect("scores")
+    .iter()
+    .map(|u| u.score)
+    .collect()
 }
 
 /// `Δ` in closed form for the paper's suppression test with `t = 2` (where the largest
@@ -232,12 +238,9 @@ fn utility_selection_lands_in_the_top_five_percent_on_nps() {
     let model = UtilityModel::new(&p).unwrap();
     let weights = attribute_weights(&hs, &[]).unwrap();
     let utilities = score_nodes(
-        &data.histogram,
-        &hs,
-        &lattice,
+        &Standalone::default().input(&data.histogram, &hs, &lattice, 1),
         &weights,
         &model,
-        &Progress::silent(),
     )
     .unwrap();
     let scores: Vec<f64> = utilities.iter().map(|u| u.score).collect();
@@ -251,13 +254,9 @@ fn utility_selection_lands_in_the_top_five_percent_on_nps() {
     for seed in 0..10 {
         let mut rng = rng_from_seed(500 + seed);
         let result = super::run(
-            &data.histogram,
-            &hs,
-            &lattice,
-            data.value_domain,
+            &Standalone::default().input(&data.histogram, &hs, &lattice, data.value_domain),
             &p,
             &mut rng,
-            &Progress::silent(),
         )
         .unwrap();
         let chosen = lattice.index_of(&result.outcomes[result.chosen].node);
@@ -281,12 +280,9 @@ fn paper_selection_does_not_land_in_the_top_five_percent_on_nps() {
     let model = UtilityModel::new(&p).unwrap();
     let weights = attribute_weights(&hs, &[]).unwrap();
     let utilities = score_nodes(
-        &data.histogram,
-        &hs,
-        &lattice,
+        &Standalone::default().input(&data.histogram, &hs, &lattice, 1),
         &weights,
         &model,
-        &Progress::silent(),
     )
     .unwrap();
     let paper = IpaParams::with_defaults(IpaVariant::Paper, 1.0, 2);
@@ -294,13 +290,9 @@ fn paper_selection_does_not_land_in_the_top_five_percent_on_nps() {
     for seed in 0..10 {
         let mut rng = rng_from_seed(500 + seed);
         let result = super::run(
-            &data.histogram,
-            &hs,
-            &lattice,
-            data.value_domain,
+            &Standalone::default().input(&data.histogram, &hs, &lattice, data.value_domain),
             &paper,
             &mut rng,
-            &Progress::silent(),
         )
         .unwrap();
         let (rank, cutoff) = rank_and_cutoff(&utilities, result.chosen);
@@ -325,7 +317,12 @@ fn utility_release_is_reproducible_and_bounded() {
     let p = utility(IpaVariant::Paper, 1.0, 2);
     let run = |seed| {
         let mut rng = rng_from_seed(seed);
-        super::run(&base, &hs, &lattice, 5, &p, &mut rng, &Progress::silent()).unwrap()
+        super::run(
+            &Standalone::default().input(&base, &hs, &lattice, 5),
+            &p,
+            &mut rng,
+        )
+        .unwrap()
     };
     for seed in 0..20 {
         let (a, b) = (run(seed), run(seed));
@@ -354,13 +351,9 @@ fn utility_choice_follows_the_weights() {
         p.qi_weights = weights;
         let mut rng = rng_from_seed(3);
         let result = super::run(
-            &data.histogram,
-            &hs,
-            &lattice,
-            data.value_domain,
+            &Standalone::default().input(&data.histogram, &hs, &lattice, data.value_domain),
             &p,
             &mut rng,
-            &Progress::silent(),
         )
         .unwrap();
         let top = result

@@ -17,13 +17,11 @@
 
 use std::collections::BTreeMap;
 
-use datafusion::common::{exec_err, internal_err, plan_err, Result};
+use datafusion::common::{exec_err, internal_err, Result};
 
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
-use crate::lattice::Lattice;
-use crate::privacy::models::{ClassModels, ModelSpec};
-use crate::progress::Progress;
+use crate::privacy::models::ClassModels;
 use crate::release::{ReleasedHistogram, SUPPRESSED};
 
 mod cells;
@@ -31,16 +29,24 @@ mod check;
 mod metric;
 mod params;
 mod report;
+
+pub use params::KanonParams;
 mod search;
 
 pub use cells::{SuppressionMode, SuppressionPlan};
 pub use check::{ClassRule, KanonNodeOutcome};
 pub use metric::{Metric, MetricKind, METRIC_NAMES};
-pub use params::METHOD;
 pub use report::{kanon_diagnostics_batch, kanon_diagnostics_schema, kanon_metadata};
 pub use search::SearchStrategy;
 
+use crate::budget::Cost;
+use crate::lattice::LevelBounds;
+use crate::mechanism::rng::AnonRng;
+use crate::method::MethodInput;
+use crate::method::{Method, MethodOutput, MethodSpec};
+use crate::sensitive::SensitiveSpec;
 use check::Evaluator;
+use datafusion::arrow::datatypes::SchemaRef;
 
 /// Default `k`.
 pub const DEFAULT_K: u64 = 10;
@@ -50,92 +56,6 @@ pub const DEFAULT_SUPPRESSION_LIMIT: f64 = 0.05;
 
 /// Default largest lattice the pruned search accepts (one byte of state per node).
 pub const DEFAULT_KANON_MAX_NODES: usize = 1_000_000;
-
-/// Parameters of a k-anonymization.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KanonParams {
-    /// Smallest size of a released (non-suppressed) class.
-    pub k: u64,
-    /// Largest fraction of records that may be in failing classes, in `[0, 1]`.
-    pub suppression_limit: f64,
-    /// The utility metric to minimize.
-    pub metric: MetricKind,
-    /// Record or cell suppression.
-    pub suppression: SuppressionMode,
-    /// Pruned or exhaustive search.
-    pub search: SearchStrategy,
-    /// Importance of each quasi-identifier, in quasi-identifier order (empty: all equal).
-    pub weights: Vec<f64>,
-    /// ℓ-diversity and t-closeness every released class must meet besides `k`.
-    pub models: ModelSpec,
-    /// Threads the search may check nodes on (1: one node at a time). Not an SQL
-    /// parameter: a release uses the session's `target_partitions`. The result does not
-    /// depend on it.
-    pub threads: usize,
-}
-
-impl Default for KanonParams {
-    fn default() -> Self {
-        Self {
-            k: DEFAULT_K,
-            suppression_limit: DEFAULT_SUPPRESSION_LIMIT,
-            metric: MetricKind::Ncp,
-            suppression: SuppressionMode::Record,
-            search: SearchStrategy::Pruned,
-            weights: Vec::new(),
-            models: ModelSpec::default(),
-            threads: 1,
-        }
-    }
-}
-
-impl KanonParams {
-    #[cfg(test)]
-    /// Record-mode NCP parameters with the given `k` and limit.
-    pub fn new(k: u64, suppression_limit: f64) -> Self {
-        Self {
-            k,
-            suppression_limit,
-            ..Self::default()
-        }
-    }
-
-    /// Checks `k >= 1`, `0 <= suppression_limit <= 1` and the weights.
-    pub fn validate(&self) -> Result<()> {
-        if self.k == 0 {
-            return plan_err!("k must be at least 1, got 0");
-        }
-        if !(self.suppression_limit.is_finite() && (0.0..=1.0).contains(&self.suppression_limit)) {
-            return plan_err!(
-                "suppression_limit must be a fraction between 0 and 1, got {}",
-                self.suppression_limit
-            );
-        }
-        if let Some(w) = self.weights.iter().find(|w| !(w.is_finite() && **w >= 0.0)) {
-            return plan_err!("qi_weights: weights must be finite and non-negative, got {w}");
-        }
-        self.models.validate()
-    }
-
-    /// Largest number of records that may be suppressed out of `total`.
-    pub fn max_suppressed(&self, total: u64) -> u64 {
-        (self.suppression_limit * total as f64).floor() as u64
-    }
-
-    /// The per-class privacy test: `k` and the models checked by `models`.
-    pub fn rule(&self, models: &ClassModels) -> ClassRule {
-        ClassRule::new(self.k, models.clone())
-    }
-
-    /// The weight of every one of `attrs` quasi-identifiers.
-    fn weights_for(&self, attrs: usize) -> Vec<f64> {
-        if self.weights.len() == attrs {
-            self.weights.clone()
-        } else {
-            vec![1.0; attrs]
-        }
-    }
-}
 
 /// The result of a k-anonymization.
 #[derive(Debug, Clone)]
@@ -155,18 +75,87 @@ pub struct KanonResult {
     pub metric: Metric,
 }
 
-/// Runs optimal k-anonymization; with `models`, a class must also meet every privacy model
-/// to be released.
-pub fn run(
-    base: &GroupedHistogram,
-    hierarchies: &[&Hierarchy],
-    lattice: &Lattice,
-    value_domain: usize,
-    params: &KanonParams,
-    models: &ClassModels,
-    progress: &Progress,
-) -> Result<KanonResult> {
-    params.validate()?;
+/// Optimal k-anonymity in the method registry.
+pub const METHOD: MethodSpec = MethodSpec {
+    name: "kanon",
+    about: "optimal full-domain k-anonymity with record or cell suppression (least NCP or ARX metric, pruned search); deterministic, no differential privacy",
+    params: params::PARAMS,
+    refuses: params::REFUSES,
+    configure: params::configure,
+};
+
+/// k-anonymization configured for one release.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Kanon {
+    /// The algorithm's parameters.
+    pub params: KanonParams,
+    /// Largest lattice to search.
+    pub max_nodes: usize,
+    /// `min_levels` / `max_levels`.
+    pub level_bounds: LevelBounds,
+}
+
+impl Method for Kanon {
+    fn name(&self) -> &'static str {
+        METHOD.name
+    }
+
+    fn budget(&self) -> Cost {
+        Cost {
+            epsilon: 0.0,
+            delta: 0.0,
+        }
+    }
+
+    fn max_nodes(&self) -> usize {
+        self.max_nodes
+    }
+
+    fn level_bounds(&self) -> &LevelBounds {
+        &self.level_bounds
+    }
+
+    fn diagnostics_schema(&self) -> SchemaRef {
+        kanon_diagnostics_schema()
+    }
+
+    fn run(&self, input: &MethodInput<'_>, _rng: &mut AnonRng) -> Result<MethodOutput> {
+        let result = run(input, &self.params)?;
+        let metric = &result.metric;
+        let display = |s| metric.display(s);
+        Ok(MethodOutput {
+            node: result.outcomes[result.chosen].node.clone(),
+            metadata: kanon_metadata(&self.params, input.lattice, input.sensitive, &result),
+            diagnostics: kanon_diagnostics_batch(&result.outcomes, result.chosen, &display)?,
+            release: result.release,
+            catalog: None,
+            interval_means: None,
+        })
+    }
+
+    fn max_sensitive_columns(&self) -> usize {
+        usize::MAX
+    }
+
+    fn check_sensitive(&self, columns: &[SensitiveSpec]) -> Result<()> {
+        self.params.models.check_columns(columns)
+    }
+}
+
+/// Runs optimal k-anonymization on validated parameters (`KanonParams::validate`, called
+/// when the method is configured); with ℓ-diversity or t-closeness in `params.models`, a
+/// class must also meet them (over `input.sensitive`) to be released. The search checks
+/// several nodes at once on `input.threads` threads; the result does not depend on them.
+/// Deterministic: it draws nothing.
+pub fn run(input: &MethodInput<'_>, params: &KanonParams) -> Result<KanonResult> {
+    let (base, hierarchies, lattice, value_domain, progress) = (
+        input.histogram,
+        input.hierarchies,
+        input.lattice,
+        input.value_domain,
+        input.progress,
+    );
+    let models = &ClassModels::new(&params.models, base, input.sensitive, METHOD.name)?;
     let total = base.total();
     if total == 0 {
         return exec_err!("cannot anonymize an empty table");
@@ -184,7 +173,7 @@ pub fn run(
         weights.clone(),
         max_suppressed,
     )
-    .with_threads(params.threads);
+    .with_threads(input.threads);
     let found = search::search(
         &mut evaluator,
         lattice,

@@ -6,6 +6,9 @@ use crate::sensitive::SensitiveDomain;
 
 use super::check::Evaluator;
 use super::*;
+use crate::lattice::Lattice;
+use crate::progress::Progress;
+use crate::method::Standalone;
 use crate::privacy::models::{ClassModels, LDiversity, LModel, ModelSpec, TModel};
 
 use crate::lattice::Node;
@@ -107,7 +110,7 @@ proptest! {
         let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 10_000).unwrap();
         let params = KanonParams::new(k, limit);
         let expected = brute_force(&hs, &records, k, limit);
-        match super::run(&base, &hs, &lattice, 4, &params, &ClassModels::default(), &Progress::silent()) {
+        match super::run(&Standalone::default().input(&base, &hs, &lattice, 4), &params) {
             Ok(result) => {
                 let (node, suppressed) = expected.expect("brute force finds a feasible node too");
                 prop_assert_eq!(&result.outcomes[result.chosen].node, &node);
@@ -137,24 +140,18 @@ fn paper_example() {
     cancel.cancel();
     let stopped = Progress::new("kanon", None, cancel);
     let err = super::run(
-        &base,
-        &hs,
-        &lattice,
-        5,
+        &Standalone {
+            progress: stopped.clone(),
+            ..Standalone::default()
+        }
+        .input(&base, &hs, &lattice, 5),
         &params,
-        &ClassModels::default(),
-        &stopped,
     )
     .unwrap_err();
     assert!(err.to_string().contains("cancelled"), "{err}");
     let result = super::run(
-        &base,
-        &hs,
-        &lattice,
-        5,
+        &Standalone::default().input(&base, &hs, &lattice, 5),
         &params,
-        &ClassModels::default(),
-        &Progress::silent(),
     )
     .unwrap();
     let chosen = &result.outcomes[result.chosen];
@@ -174,26 +171,16 @@ fn paper_example() {
     // the classes M (4) and F (3).
     let strict = KanonParams::new(3, 0.0);
     let result = super::run(
-        &base,
-        &hs,
-        &lattice,
-        5,
+        &Standalone::default().input(&base, &hs, &lattice, 5),
         &strict,
-        &ClassModels::default(),
-        &Progress::silent(),
     )
     .unwrap();
     assert_eq!(result.outcomes[result.chosen].suppressed_records, 0);
     assert_eq!(result.outcomes[result.chosen].node, vec![2, 0, 2]);
     // k larger than the table: nothing is feasible.
     let err = super::run(
-        &base,
-        &hs,
-        &lattice,
-        5,
+        &Standalone::default().input(&base, &hs, &lattice, 5),
         &KanonParams::new(8, 0.5),
-        &ClassModels::default(),
-        &Progress::silent(),
     )
     .unwrap_err()
     .to_string();
@@ -322,7 +309,8 @@ proptest! {
             3 => ModelSpec { l: Some(LDiversity { l: 2, model: LModel::Recursive { c: 2.0 } }), t: None },
             _ => ModelSpec { l: None, t: Some((0.3, TModel::Equal)) },
         };
-        let models = ClassModels::new(&params.models, &base, &three_values(), "kanon").unwrap();
+        let standalone = Standalone::with_sensitive(three_values());
+        let threaded = Standalone { threads: 3, ..Standalone::with_sensitive(three_values()) };
         params.metric = MetricKind::parse(METRIC_NAMES[metric_index]).unwrap();
         params.suppression = if cell { SuppressionMode::Cell } else { SuppressionMode::Record };
         if weighted {
@@ -330,11 +318,11 @@ proptest! {
         }
         let mut exhaustive = params.clone();
         exhaustive.search = SearchStrategy::Exhaustive;
-        let all = super::run(&base, &hs, &lattice, 3, &exhaustive, &models, &Progress::silent());
-        let pruned = super::run(&base, &hs, &lattice, 3, &params, &models, &Progress::silent());
+        let all = super::run(&standalone.input(&base, &hs, &lattice, 3), &exhaustive);
+        let pruned = super::run(&standalone.input(&base, &hs, &lattice, 3), &params);
         // Checking several nodes at once changes nothing: the same nodes, in the same order,
         // with the same outcomes, the same choice and the same release.
-        let parallel = super::run(&base, &hs, &lattice, 3, &KanonParams { threads: 3, ..params.clone() }, &models, &Progress::silent());
+        let parallel = super::run(&threaded.input(&base, &hs, &lattice, 3), &params);
         match (&pruned, &parallel) {
             (Ok(p), Ok(q)) => {
                 prop_assert_eq!(&p.outcomes, &q.outcomes);
@@ -444,15 +432,13 @@ fn adult_loss_matches_arx() {
     for ((k, limit, node), threads) in expected.into_iter().zip([1, 2, 1, 2, 1, 2]) {
         let mut params = KanonParams::new(k, limit);
         params.metric = MetricKind::Loss;
-        params.threads = threads;
         let result = super::run(
-            &base,
-            &hs,
-            &lattice,
-            1,
+            &Standalone {
+                threads,
+                ..Standalone::default()
+            }
+            .input(&base, &hs, &lattice, 1),
             &params,
-            &ClassModels::default(),
-            &Progress::silent(),
         )
         .unwrap();
         let chosen = &result.outcomes[result.chosen];
@@ -484,13 +470,8 @@ fn adult_cell_suppression_keeps_more_records() {
     let mut params = KanonParams::new(5, 0.05);
     params.metric = MetricKind::Loss;
     let record = super::run(
-        &base,
-        &hs,
-        &lattice,
-        1,
+        &Standalone::default().input(&base, &hs, &lattice, 1),
         &params,
-        &ClassModels::default(),
-        &Progress::silent(),
     )
     .unwrap();
     let node = record.outcomes[record.chosen].node.clone();
@@ -537,16 +518,8 @@ fn adult_cell_suppression_keeps_more_records() {
     check_cells(&fake, 5, 30_162);
 
     // Searching in cell mode: a k-anonymous release whose counts match its stars.
-    let searched = super::run(
-        &base,
-        &hs,
-        &lattice,
-        1,
-        &cell,
-        &ClassModels::default(),
-        &Progress::silent(),
-    )
-    .unwrap();
+    let searched =
+        super::run(&Standalone::default().input(&base, &hs, &lattice, 1), &cell).unwrap();
     check_cells(&searched, 5, 30_162);
     assert!(
         searched.plan.suppressed_cells <= 9 * searched.outcomes[searched.chosen].failing_records
@@ -563,13 +536,8 @@ fn adult_outcomes_do_not_depend_on_the_cache() {
     let mut params = KanonParams::new(5, 1.0);
     params.metric = MetricKind::Loss;
     let result = super::run(
-        &base,
-        &hs,
-        &lattice,
-        1,
+        &Standalone::default().input(&base, &hs, &lattice, 1),
         &params,
-        &ClassModels::default(),
-        &Progress::silent(),
     )
     .unwrap();
     let metric = Metric::new(MetricKind::Loss, &base, &hs, &[1.0; 9]).unwrap();
@@ -618,13 +586,8 @@ fn adult_figures() {
                 for _ in 0..3 {
                     let start = std::time::Instant::now();
                     let r = super::run(
-                        &base,
-                        &hs,
-                        &lattice,
-                        1,
+                        &Standalone::default().input(&base, &hs, &lattice, 1),
                         &params,
-                        &ClassModels::default(),
-                        &Progress::silent(),
                     )
                     .unwrap();
                     times.push(start.elapsed().as_secs_f64());

@@ -35,20 +35,25 @@ mod evaluator;
 mod params;
 pub mod partition;
 mod report;
+
+pub use params::SafePubParams;
 pub mod sample;
 pub mod score;
 pub mod search;
 
-use datafusion::common::{exec_err, internal_err, plan_err, Result};
+use datafusion::common::{exec_err, internal_err, Result};
 
+use crate::budget::Cost;
+use crate::lattice::LevelBounds;
 use crate::mechanism::rng::{derive_child, AnonRng};
 use crate::method::MethodInput;
+use crate::method::{Method, MethodOutput, MethodSpec};
 use crate::privacy::sampling_dp::{
     beta_numerator, calibrate, smoothness_delta, SafePubCalibration, MIN_DELTA,
 };
 use crate::release::ReleasedHistogram;
+use datafusion::arrow::datatypes::SchemaRef;
 use evaluator::Evaluator;
-pub use params::METHOD;
 use partition::{Partition, SampleData};
 pub use report::{safepub_diagnostics_batch, safepub_diagnostics_schema, safepub_metadata};
 pub use sample::SearchSample;
@@ -68,110 +73,6 @@ pub const MAX_STEPS: u64 = 100_000;
 
 /// Share of sampled records suppressed above which the metadata carries a warning.
 pub const SUPPRESSION_WARNING_SHARE: f64 = 0.9;
-
-/// Parameters of a SafePub run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SafePubParams {
-    /// Total ε.
-    pub epsilon: f64,
-    /// ε spent on the search; the rest goes to sampling and suppression.
-    pub epsilon_search: f64,
-    /// Requested δ.
-    pub delta: f64,
-    /// Number of search steps.
-    pub steps: u64,
-    /// Score function.
-    pub score: ScoreFunction,
-    /// Use k + 1 as ARX does.
-    pub arx_compat: bool,
-    /// Last pivot (default, proven) or best-scoring pivot (the paper's rule, not proven).
-    pub final_selection: FinalSelection,
-    /// The search's own sample (default, proven) or the released one (the paper's).
-    pub search_sample: SearchSample,
-}
-
-impl SafePubParams {
-    /// Parameters with the defaults for everything but ε and δ: the paper's ε_search,
-    /// steps and score, and the proven final selection (`last`) and search sample
-    /// (`independent`).
-    pub fn with_defaults(epsilon: f64, delta: f64) -> Self {
-        Self {
-            epsilon,
-            epsilon_search: DEFAULT_EPSILON_SEARCH,
-            delta,
-            steps: DEFAULT_STEPS,
-            score: ScoreFunction::Granularity,
-            arx_compat: false,
-            final_selection: FinalSelection::default(),
-            search_sample: SearchSample::default(),
-        }
-    }
-
-    #[cfg(test)]
-    /// The paper's and ARX's behaviour: the best-scoring pivot, searched on the released
-    /// sample. Its privacy is the paper's claim, not proven here.
-    pub fn paper(epsilon: f64, delta: f64) -> Self {
-        Self {
-            final_selection: FinalSelection::Best,
-            search_sample: SearchSample::Shared,
-            ..Self::with_defaults(epsilon, delta)
-        }
-    }
-
-    /// Whether the configuration is the one the privacy proof covers (docs/METHODS.md
-    /// §2.12): the last pivot of a search on an independent sample.
-    pub fn proven(&self) -> bool {
-        self.final_selection == FinalSelection::Last
-            && self.search_sample == SearchSample::Independent
-    }
-
-    /// ε of the sampling + suppression operator.
-    pub fn epsilon_anon(&self) -> f64 {
-        self.epsilon - self.epsilon_search
-    }
-
-    /// Checks the ranges of every parameter.
-    pub fn validate(&self) -> Result<()> {
-        if !(self.epsilon.is_finite() && self.epsilon > 0.0) {
-            return plan_err!(
-                "epsilon must be a positive finite number, got {}",
-                self.epsilon
-            );
-        }
-        if !(self.epsilon_search.is_finite()
-            && self.epsilon_search > 0.0
-            && self.epsilon_search < self.epsilon)
-        {
-            return plan_err!(
-                "epsilon_search must be positive and smaller than epsilon = {}, got {}",
-                self.epsilon,
-                self.epsilon_search
-            );
-        }
-        if !(self.delta > 0.0 && self.delta < 1.0) {
-            return plan_err!(
-                "delta must lie strictly between 0 and 1 (e.g. 1e-6), got {}",
-                self.delta
-            );
-        }
-        if self.delta < MIN_DELTA {
-            return plan_err!(
-                "delta = {:e} is below the smallest supported delta, {MIN_DELTA:e} (the search for k would not finish); choose a delta between {MIN_DELTA:e} and 1e-4, e.g. 1e-6",
-                self.delta
-            );
-        }
-        if self.steps > MAX_STEPS {
-            return plan_err!("steps must be at most {MAX_STEPS}, got {}", self.steps);
-        }
-        Ok(())
-    }
-
-    /// The ε' at which the smoothness δ' is reported: 2, or twice ε_anon when that is
-    /// larger (Theorem 11 needs ε' >= ε_anon).
-    pub fn smoothness_epsilon(&self) -> f64 {
-        (2.0f64).max(2.0 * self.epsilon_anon())
-    }
-}
 
 /// Everything a SafePub run produces.
 #[derive(Debug, Clone)]
@@ -208,13 +109,71 @@ impl SafePubResult {
     }
 }
 
-/// Runs SafePub on the leaf-level histogram of `input`.
+/// SafePub in the method registry.
+pub const METHOD: MethodSpec = MethodSpec {
+    name: "safepub",
+    about: "SafePub (Bild, Kuhn & Prasser 2018): truthful (epsilon, delta)-differential privacy by random sampling, full-domain generalization and suppression of classes below k, with a private top-down search",
+    params: params::PARAMS,
+    refuses: params::REFUSES,
+    configure: params::configure,
+};
+
+/// SafePub configured for one release.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SafePub {
+    /// The algorithm's parameters.
+    pub params: SafePubParams,
+    /// Largest lattice to search.
+    pub max_nodes: usize,
+    /// `min_levels` / `max_levels`.
+    pub level_bounds: LevelBounds,
+}
+
+impl Method for SafePub {
+    fn name(&self) -> &'static str {
+        METHOD.name
+    }
+
+    /// The requested δ is charged; the delivered δ is never larger.
+    fn budget(&self) -> Cost {
+        Cost {
+            epsilon: self.params.epsilon,
+            delta: self.params.delta,
+        }
+    }
+
+    fn max_nodes(&self) -> usize {
+        self.max_nodes
+    }
+
+    fn level_bounds(&self) -> &LevelBounds {
+        &self.level_bounds
+    }
+
+    fn diagnostics_schema(&self) -> SchemaRef {
+        safepub_diagnostics_schema()
+    }
+
+    fn run(&self, input: &MethodInput<'_>, rng: &mut AnonRng) -> Result<MethodOutput> {
+        let result = run(input, &self.params, rng)?;
+        Ok(MethodOutput {
+            node: result.search.chosen.clone(),
+            metadata: safepub_metadata(&self.params, &result, input.lattice),
+            diagnostics: safepub_diagnostics_batch(&result)?,
+            release: result.release,
+            catalog: None,
+            interval_means: None,
+        })
+    }
+}
+
+/// Runs SafePub on the leaf-level histogram of `input`, on validated parameters
+/// (`SafePubParams::validate`, called when the method is configured).
 pub fn run(
     input: &MethodInput<'_>,
     params: &SafePubParams,
     rng: &mut AnonRng,
 ) -> Result<SafePubResult> {
-    params.validate()?;
     let input_rows = input.histogram.total();
     if input_rows == 0 {
         return exec_err!("cannot anonymize an empty table");

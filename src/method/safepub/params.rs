@@ -1,88 +1,78 @@
 //! SafePub's parameters: the table `anonymize(method => 'safepub', ...)` accepts, their
-//! validation and the configured method.
+//! validation and `configure`, which turns checked arguments into the
+//! configured method (defined in mod.rs).
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{plan_err, Result};
 
-use super::{
-    safepub_diagnostics_batch, safepub_diagnostics_schema, safepub_metadata, FinalSelection,
-    SafePubParams, ScoreFunction, SearchSample, DEFAULT_EPSILON_SEARCH, DEFAULT_STEPS,
-};
-use crate::budget::Cost;
-use crate::lattice::LevelBounds;
-use crate::mechanism::rng::AnonRng;
-use crate::method::{
-    level_bounds, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, EPSILON, MAX_LEVELS,
-    MIN_LEVELS, SEED,
-};
+use super::SafePub;
+use super::{FinalSelection, ScoreFunction, SearchSample, DEFAULT_EPSILON_SEARCH, DEFAULT_STEPS};
+use super::{MAX_STEPS, MIN_DELTA};
+use crate::method::{level_bounds, Method, MethodArgs, EPSILON, MAX_LEVELS, MIN_LEVELS, SEED};
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
 use crate::privacy::sampling_dp::calibrate;
 
-/// SafePub in the method registry.
-pub const METHOD: MethodSpec = MethodSpec {
-    name: "safepub",
-    about: "SafePub (Bild, Kuhn & Prasser 2018): truthful (epsilon, delta)-differential privacy by random sampling, full-domain generalization and suppression of classes below k, with a private top-down search",
-    params: &[
-        EPSILON,
-        ParamSpec::new(
-            "max_nodes",
-            ParamKind::Count,
-            ParamDefault::Optional("no limit: the search walks the lattice without enumerating it"),
-            "largest lattice to search",
-        ),
-        SEED,
-        MIN_LEVELS,
-        MAX_LEVELS,
-        ParamSpec::new(
-            "epsilon_search",
-            ParamKind::Positive,
-            ParamDefault::Number(DEFAULT_EPSILON_SEARCH),
-            "part of epsilon spent on the search; the rest (epsilon_anon) on sampling and suppression",
-        ),
-        ParamSpec::new(
-            "delta",
-            ParamKind::Number,
-            ParamDefault::Required,
-            "delta of (epsilon, delta)-differential privacy, e.g. delta => 1e-6 (a power of ten below 1/rows, at most 1e-4)",
-        ),
-        ParamSpec::new(
-            "steps",
-            ParamKind::Integer,
-            ParamDefault::Integer(DEFAULT_STEPS),
-            "number of search steps (at most 100000; memory does not grow with them)",
-        ),
-        ParamSpec::new(
-            "score",
-            ParamKind::Text,
-            ParamDefault::Text("granularity"),
-            "score of the search: 'granularity' (ARX: loss), 'intensity' (precision), 'discernibility', 'entropy' (non-uniform entropy proxy), 'group_size', 'classification' (class = the informative column)",
-        ),
-        ParamSpec::new(
-            "arx_compat",
-            ParamKind::Bool,
-            ParamDefault::Bool(false),
-            "use k = d'(delta) + 1 as ARX does (the minimal k otherwise)",
-        ),
-        ParamSpec::new(
-            "final_selection",
-            ParamKind::Choice(&["last", "best"]),
-            ParamDefault::Text("last"),
-            "'last' (the last pivot, a function of the private choices only: proven) or 'best' (the best-scoring pivot, as in the paper and ARX: not proven, the guarantee text says so)",
-        ),
-        ParamSpec::new(
-            "search_sample",
-            ParamKind::Choice(&["independent", "shared"]),
-            ParamDefault::Text("independent"),
-            "'independent' (the search scores its own random sample, independent of the released one: proven) or 'shared' (the search scores the released sample, as in the paper and ARX: not proven, the guarantee text says so)",
-        ),
-    ],
-    refuses: &[],
-    configure,
-};
+/// The parameters of `anonymize(method => 'safepub', ...)`, in the order help lists them.
+pub(super) const PARAMS: &[ParamSpec] = &[
+    EPSILON,
+    ParamSpec::new(
+        "max_nodes",
+        ParamKind::Count,
+        ParamDefault::Optional("no limit: the search walks the lattice without enumerating it"),
+        "largest lattice to search",
+    ),
+    SEED,
+    MIN_LEVELS,
+    MAX_LEVELS,
+    ParamSpec::new(
+        "epsilon_search",
+        ParamKind::Positive,
+        ParamDefault::Number(DEFAULT_EPSILON_SEARCH),
+        "part of epsilon spent on the search; the rest (epsilon_anon) on sampling and suppression",
+    ),
+    ParamSpec::new(
+        "delta",
+        ParamKind::Number,
+        ParamDefault::Required,
+        "delta of (epsilon, delta)-differential privacy, e.g. delta => 1e-6 (a power of ten below 1/rows, at most 1e-4)",
+    ),
+    ParamSpec::new(
+        "steps",
+        ParamKind::Integer,
+        ParamDefault::Integer(DEFAULT_STEPS),
+        "number of search steps (at most 100000; memory does not grow with them)",
+    ),
+    ParamSpec::new(
+        "score",
+        ParamKind::Text,
+        ParamDefault::Text("granularity"),
+        "score of the search: 'granularity' (ARX: loss), 'intensity' (precision), 'discernibility', 'entropy' (non-uniform entropy proxy), 'group_size', 'classification' (class = the informative column)",
+    ),
+    ParamSpec::new(
+        "arx_compat",
+        ParamKind::Bool,
+        ParamDefault::Bool(false),
+        "use k = d'(delta) + 1 as ARX does (the minimal k otherwise)",
+    ),
+    ParamSpec::new(
+        "final_selection",
+        ParamKind::Choice(&["last", "best"]),
+        ParamDefault::Text("last"),
+        "'last' (the last pivot, a function of the private choices only: proven) or 'best' (the best-scoring pivot, as in the paper and ARX: not proven, the guarantee text says so)",
+    ),
+    ParamSpec::new(
+        "search_sample",
+        ParamKind::Choice(&["independent", "shared"]),
+        ParamDefault::Text("independent"),
+        "'independent' (the search scores its own random sample, independent of the released one: proven) or 'shared' (the search scores the released sample, as in the paper and ARX: not proven, the guarantee text says so)",
+    ),
+];
 
-fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
+/// Arguments of other methods 'safepub' refuses, with the reason.
+pub(super) const REFUSES: &[(&str, &str)] = &[];
+
+pub(super) fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
     let values = args.values;
     let mut params = SafePubParams::with_defaults(values.f64("epsilon")?, values.f64("delta")?);
     params.epsilon_search = values.f64("epsilon_search")?;
@@ -110,51 +100,106 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
     }))
 }
 
-/// SafePub configured for one release.
+/// Parameters of a SafePub run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SafePub {
-    /// The algorithm's parameters.
-    pub params: SafePubParams,
-    /// Largest lattice to search.
-    pub max_nodes: usize,
-    /// `min_levels` / `max_levels`.
-    pub level_bounds: LevelBounds,
+pub struct SafePubParams {
+    /// Total ε.
+    pub epsilon: f64,
+    /// ε spent on the search; the rest goes to sampling and suppression.
+    pub epsilon_search: f64,
+    /// Requested δ.
+    pub delta: f64,
+    /// Number of search steps.
+    pub steps: u64,
+    /// Score function.
+    pub score: ScoreFunction,
+    /// Use k + 1 as ARX does.
+    pub arx_compat: bool,
+    /// Last pivot (default, proven) or best-scoring pivot (the paper's rule, not proven).
+    pub final_selection: FinalSelection,
+    /// The search's own sample (default, proven) or the released one (the paper's).
+    pub search_sample: SearchSample,
 }
 
-impl Method for SafePub {
-    fn name(&self) -> &'static str {
-        METHOD.name
-    }
-
-    /// The requested δ is charged; the delivered δ is never larger.
-    fn budget(&self) -> Cost {
-        Cost {
-            epsilon: self.params.epsilon,
-            delta: self.params.delta,
+impl SafePubParams {
+    /// Parameters with the defaults for everything but ε and δ: the paper's ε_search,
+    /// steps and score, and the proven final selection (`last`) and search sample
+    /// (`independent`).
+    pub fn with_defaults(epsilon: f64, delta: f64) -> Self {
+        Self {
+            epsilon,
+            epsilon_search: DEFAULT_EPSILON_SEARCH,
+            delta,
+            steps: DEFAULT_STEPS,
+            score: ScoreFunction::Granularity,
+            arx_compat: false,
+            final_selection: FinalSelection::default(),
+            search_sample: SearchSample::default(),
         }
     }
 
-    fn max_nodes(&self) -> usize {
-        self.max_nodes
+    #[cfg(test)]
+    /// The paper's and ARX's behaviour: the best-scoring pivot, searched on the released
+    /// sample. Its privacy is the paper's claim, not proven here.
+    pub fn paper(epsilon: f64, delta: f64) -> Self {
+        Self {
+            final_selection: FinalSelection::Best,
+            search_sample: SearchSample::Shared,
+            ..Self::with_defaults(epsilon, delta)
+        }
     }
 
-    fn level_bounds(&self) -> &LevelBounds {
-        &self.level_bounds
+    /// Whether the configuration is the one the privacy proof covers (docs/METHODS.md
+    /// §2.12): the last pivot of a search on an independent sample.
+    pub fn proven(&self) -> bool {
+        self.final_selection == FinalSelection::Last
+            && self.search_sample == SearchSample::Independent
     }
 
-    fn diagnostics_schema(&self) -> SchemaRef {
-        safepub_diagnostics_schema()
+    /// ε of the sampling + suppression operator.
+    pub fn epsilon_anon(&self) -> f64 {
+        self.epsilon - self.epsilon_search
     }
 
-    fn run(&self, input: &MethodInput<'_>, rng: &mut AnonRng) -> Result<MethodOutput> {
-        let result = super::run(input, &self.params, rng)?;
-        Ok(MethodOutput {
-            node: result.search.chosen.clone(),
-            metadata: safepub_metadata(&self.params, &result, input.lattice),
-            diagnostics: safepub_diagnostics_batch(&result)?,
-            release: result.release,
-            catalog: None,
-            interval_means: None,
-        })
+    /// Checks the ranges of every parameter.
+    pub fn validate(&self) -> Result<()> {
+        if !(self.epsilon.is_finite() && self.epsilon > 0.0) {
+            return plan_err!(
+                "epsilon must be a positive finite number, got {}",
+                self.epsilon
+            );
+        }
+        if !(self.epsilon_search.is_finite()
+            && self.epsilon_search > 0.0
+            && self.epsilon_search < self.epsilon)
+        {
+            return plan_err!(
+                "epsilon_search must be positive and smaller than epsilon = {}, got {}",
+                self.epsilon,
+                self.epsilon_search
+            );
+        }
+        if !(self.delta > 0.0 && self.delta < 1.0) {
+            return plan_err!(
+                "delta must lie strictly between 0 and 1 (e.g. 1e-6), got {}",
+                self.delta
+            );
+        }
+        if self.delta < MIN_DELTA {
+            return plan_err!(
+                "delta = {:e} is below the smallest supported delta, {MIN_DELTA:e} (the search for k would not finish); choose a delta between {MIN_DELTA:e} and 1e-4, e.g. 1e-6",
+                self.delta
+            );
+        }
+        if self.steps > MAX_STEPS {
+            return plan_err!("steps must be at most {MAX_STEPS}, got {}", self.steps);
+        }
+        Ok(())
+    }
+
+    /// The ε' at which the smoothness δ' is reported: 2, or twice ε_anon when that is
+    /// larger (Theorem 11 needs ε' >= ε_anon).
+    pub fn smoothness_epsilon(&self) -> f64 {
+        (2.0f64).max(2.0 * self.epsilon_anon())
     }
 }

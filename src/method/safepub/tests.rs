@@ -641,6 +641,9 @@ fn run(f: &Fixture, params: &SafePubParams, seed: u64) -> SafePubResult {
         lattice: &lattice,
         progress: &progress,
         threads: 1,
+        memory: std::sync::Arc::new(
+            datafusion::execution::memory_pool::UnboundedMemoryPool::default(),
+        ),
     };
     super::run(&input, params, &mut rng_from_seed(seed)).unwrap()
 }
@@ -936,6 +939,9 @@ fn run_records(
         lattice: &lattice,
         progress: &progress,
         threads: 1,
+        memory: std::sync::Arc::new(
+            datafusion::execution::memory_pool::UnboundedMemoryPool::default(),
+        ),
     };
     super::run(&input, params, &mut rng_from_seed(seed)).unwrap()
 }
@@ -1176,6 +1182,9 @@ fn audit_safepub_with_informative_column() {
             lattice: &lattice,
             progress: &progress,
             threads: 1,
+            memory: std::sync::Arc::new(
+                datafusion::execution::memory_pool::UnboundedMemoryPool::default(),
+            ),
         };
         audit_histogram(bins, trials, seed, |rng| {
             let result = super::run(&input, &params, rng).unwrap();

@@ -16,28 +16,35 @@
 //! chosen node's stream is replayed for the release, which is therefore exactly the
 //! evaluated candidate.
 
-use std::collections::HashMap;
+use datafusion::common::{exec_err, internal_err, Result};
 
-use datafusion::common::{exec_err, internal_err, plan_err, Result};
-
+use crate::budget::Cost;
 use crate::counterfeit_catalog::{CatalogWeights, CounterfeitCatalog};
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
-use crate::lattice::{node_label, roll_up_from_nearest, Lattice, Node};
+use crate::lattice::LevelBounds;
+use crate::lattice::{node_label, Node};
 use crate::mechanism::rng::{derive_child, AnonRng};
+use crate::method::sweep::Sweep;
+use crate::method::MethodInput;
+use crate::method::{Method, MethodOutput, MethodSpec};
 use crate::metric::degree::{loss_metric, Degrees, DEGREE_TOLERANCE};
 use crate::metric::rce::{cell_rce, class_volume};
-use crate::privacy::models::{ClassModels, ModelScratch, ModelSpec};
-use crate::progress::Progress;
+use crate::privacy::models::{ClassModels, ModelScratch};
+use crate::release::ReleaseSize;
 use crate::release::ReleasedHistogram;
+use crate::sensitive::SensitiveSpec;
+use datafusion::arrow::datatypes::SchemaRef;
 
 mod counterfeits;
 mod grouping;
 mod params;
 mod report;
 
+pub use params::UpaParams;
+pub mod truthful;
+
 pub use grouping::{check_lemma1, group_classes};
-pub use params::METHOD;
 pub use report::{upa_diagnostics_batch, upa_diagnostics_schema, upa_metadata};
 
 /// Default `k`.
@@ -59,41 +66,6 @@ impl CounterfeitSa {
             Self::Uniform => "uniform",
             Self::Constrained => "constrained",
         }
-    }
-}
-
-/// Parameters of a UPA release.
-#[derive(Debug, Clone, PartialEq)]
-pub struct UpaParams {
-    /// Smallest class size, counterfeits included (at least 2).
-    pub k: u64,
-    /// Ceiling on every record's generalization degree, in `(0, 1]`; `None`: chosen.
-    pub h: Option<f64>,
-    /// Distribution of the counterfeits' sensitive values.
-    pub counterfeit_sa: CounterfeitSa,
-    /// Only this node (`column=level` pairs, others at 0) is evaluated; `None`: the lattice.
-    pub levels: Option<Vec<(String, usize)>>,
-    /// ℓ-diversity and t-closeness every class's real records must meet.
-    pub models: ModelSpec,
-}
-
-impl UpaParams {
-    /// Checks `k ≥ 2` and `0 < h ≤ 1`.
-    pub fn validate(&self) -> Result<()> {
-        if self.k < 2 {
-            return plan_err!(
-                "k must be at least 2 for method 'upa' (k = 1 needs no counterfeits), got {}",
-                self.k
-            );
-        }
-        if let Some(h) = self.h {
-            if !(h.is_finite() && h > 0.0 && h <= 1.0) {
-                return plan_err!(
-                    "h must be a generalization degree in (0, 1] for method 'upa', got {h}"
-                );
-            }
-        }
-        self.models.validate()
     }
 }
 
@@ -294,19 +266,108 @@ fn node_rce(
     total
 }
 
-/// Runs UPA over the lattice.
-#[allow(clippy::too_many_arguments)]
-pub fn run(
-    base: &GroupedHistogram,
-    hierarchies: &[&Hierarchy],
-    lattice: &Lattice,
-    value_domain: usize,
-    params: &UpaParams,
-    models: &ClassModels,
-    rng: &mut AnonRng,
-    progress: &Progress,
-) -> Result<UpaResult> {
-    params.validate()?;
+/// UPA in the method registry.
+pub const METHOD: MethodSpec = MethodSpec {
+    name: "upa",
+    about: "UPA (Lee et al. 2017): k-anonymity under an h-ceiling on every record's generalization degree, counterfeit records and a published catalog of them (anonymize_catalog, upa_truthful); syntactic, no differential privacy",
+    params: params::PARAMS,
+    refuses: params::REFUSES,
+    configure: params::configure,
+};
+
+/// UPA configured for one release.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Upa {
+    /// The algorithm's parameters.
+    pub params: UpaParams,
+    /// Largest lattice to search.
+    pub max_nodes: usize,
+    /// `min_levels` / `max_levels`.
+    pub level_bounds: LevelBounds,
+}
+
+impl Method for Upa {
+    fn name(&self) -> &'static str {
+        METHOD.name
+    }
+
+    fn budget(&self) -> Cost {
+        Cost {
+            epsilon: 0.0,
+            delta: 0.0,
+        }
+    }
+
+    fn max_nodes(&self) -> usize {
+        self.max_nodes
+    }
+
+    fn level_bounds(&self) -> &LevelBounds {
+        &self.level_bounds
+    }
+
+    fn named_columns(&self) -> Vec<(&'static str, &str)> {
+        self.params
+            .levels
+            .iter()
+            .flatten()
+            .map(|(name, _)| ("levels", name.as_str()))
+            .collect()
+    }
+
+    /// A class of `n < k` records at any node gets `k − n` counterfeits. Merging classes
+    /// never raises the total (`max(0, k − a − b) ≤ max(0, k − a) + max(0, k − b)`), so the
+    /// leaf-level classes' shortfall bounds every node's: the bound holds with certainty.
+    fn release_size(&self, input: &MethodInput<'_>) -> Result<ReleaseSize> {
+        let histogram = input.histogram;
+        let rows = histogram.total();
+        let k = self.params.k;
+        let added: u64 = (0..histogram.class_count())
+            .map(|c| k.saturating_sub(histogram.class_size(c)))
+            .sum();
+        let upper = rows.saturating_add(added) as f64;
+        Ok(ReleaseSize {
+            expected: upper,
+            upper,
+            cause: format!("k = {k} adds at most {added} counterfeit rows to classes under k"),
+        })
+    }
+
+    fn diagnostics_schema(&self) -> SchemaRef {
+        upa_diagnostics_schema()
+    }
+
+    fn publishes_catalog(&self) -> bool {
+        true
+    }
+
+    fn check_sensitive(&self, columns: &[SensitiveSpec]) -> Result<()> {
+        self.params.models.check_columns(columns)
+    }
+
+    fn run(&self, input: &MethodInput<'_>, rng: &mut AnonRng) -> Result<MethodOutput> {
+        let result = run(input, &self.params, rng)?;
+        Ok(MethodOutput {
+            node: result.outcomes[result.chosen].node.clone(),
+            metadata: upa_metadata(&self.params, &result, input.hierarchies, input.lattice),
+            diagnostics: upa_diagnostics_batch(&result.outcomes, result.chosen)?,
+            release: result.release,
+            catalog: Some(result.catalog),
+            interval_means: None,
+        })
+    }
+}
+
+/// Runs UPA over the lattice, on validated parameters (`UpaParams::validate`, called when
+/// the method is configured).
+pub fn run(input: &MethodInput<'_>, params: &UpaParams, rng: &mut AnonRng) -> Result<UpaResult> {
+    let (base, hierarchies, lattice, value_domain) = (
+        input.histogram,
+        input.hierarchies,
+        input.lattice,
+        input.value_domain,
+    );
+    let models = ClassModels::new(&params.models, base, input.sensitive, METHOD.name)?;
     let total = base.total();
     if total == 0 {
         return exec_err!("cannot anonymize an empty table");
@@ -332,110 +393,53 @@ pub fn run(
     };
     let nodes = lattice.nodes();
     let streams: Vec<AnonRng> = nodes.iter().map(|_| derive_child(rng)).collect();
-    let node_count = nodes.len();
-
-    let max_sum: usize = lattice.heights().iter().sum();
-    let mut by_sum: Vec<Vec<usize>> = vec![Vec::new(); max_sum + 1];
-    for (i, node) in nodes.iter().enumerate() {
-        by_sum[node.iter().sum::<usize>()].push(i);
-    }
-    let mut outcomes: Vec<Option<NodeOutcome>> = vec![None; node_count];
-    let mut previous: HashMap<usize, GroupedHistogram> = HashMap::new();
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .max(1);
-
-    for level_nodes in &by_sum {
-        // Pruning by the ceiling's monotonicity: a node with a predecessor over the ceiling
-        // (or itself pruned) is over it too.
-        let mut evaluate: Vec<usize> = Vec::with_capacity(level_nodes.len());
-        for &i in level_nodes {
-            let blocked = lattice.predecessors(&nodes[i]).iter().any(|p| {
-                outcomes[lattice.index_of(p)].as_ref().is_some_and(|o| {
-                    matches!(o.status, NodeStatus::OverCeiling | NodeStatus::Pruned)
-                })
-            });
-            let skipped = requested.as_ref().is_some_and(|r| r != &nodes[i]);
-            if blocked || skipped {
-                outcomes[i] = Some(NodeOutcome {
-                    node: nodes[i].clone(),
-                    status: if skipped {
-                        NodeStatus::NotRequested
-                    } else {
-                        NodeStatus::Pruned
-                    },
-                    max_degree: None,
-                    classes: 0,
-                    counterfeits: 0,
-                    groups: 0,
-                    lm: None,
-                    rce: None,
-                });
-                let finished = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                progress.report(finished, node_count)?;
-            } else {
-                evaluate.push(i);
-            }
-        }
-        let work = |indices: &[usize]| -> Result<Vec<(usize, GroupedHistogram, NodeOutcome)>> {
-            let mut out = Vec::with_capacity(indices.len());
-            for &i in indices {
-                let node = &nodes[i];
-                let hist = roll_up_from_nearest(
-                    base,
-                    &previous,
-                    lattice,
-                    hierarchies,
-                    node,
-                    value_domain,
-                )?;
-                let mut stream = streams[i].clone();
-                let evaluated = evaluate_node(
-                    &hist,
-                    hierarchies,
-                    &degrees,
-                    params,
-                    models,
-                    &totals,
-                    &mut stream,
-                )?;
-                out.push((i, hist, evaluated.outcome));
-                let finished = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                progress.report(finished, node_count)?;
-            }
-            Ok(out)
-        };
-        let chunk = evaluate.len().div_ceil(threads).max(1);
-        let results: Vec<Result<Vec<_>>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = evaluate
-                .chunks(chunk)
-                .map(|part| scope.spawn(move || work(part)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| internal_err!("a UPA worker thread panicked"))
-                })
-                .collect()
+    let sweep = Sweep {
+        base,
+        hierarchies,
+        lattice,
+        value_domain,
+        threads: input.threads,
+        progress: input.progress,
+        memory: &input.memory,
+    };
+    // The ceiling's monotonicity: a node with a predecessor over the ceiling (or itself
+    // pruned) is over it too, and is not rolled up.
+    let skip = |i: usize, earlier: &[Option<NodeOutcome>]| -> Option<NodeOutcome> {
+        let blocked = lattice.predecessors(&nodes[i]).iter().any(|p| {
+            earlier[lattice.index_of(p)]
+                .as_ref()
+                .is_some_and(|o| matches!(o.status, NodeStatus::OverCeiling | NodeStatus::Pruned))
         });
-        let mut next = HashMap::with_capacity(evaluate.len());
-        for result in results {
-            for (i, hist, outcome) in result? {
-                if outcome.status != NodeStatus::OverCeiling {
-                    next.insert(i, hist);
-                }
-                outcomes[i] = Some(outcome);
-            }
-        }
-        previous = next;
-    }
-    let outcomes: Vec<NodeOutcome> = outcomes
-        .into_iter()
-        .collect::<Option<Vec<_>>>()
-        .map_or_else(|| internal_err!("a UPA lattice node was not evaluated"), Ok)?;
+        let skipped = requested.as_ref().is_some_and(|r| r != &nodes[i]);
+        (blocked || skipped).then(|| NodeOutcome {
+            node: nodes[i].clone(),
+            status: if skipped {
+                NodeStatus::NotRequested
+            } else {
+                NodeStatus::Pruned
+            },
+            max_degree: None,
+            classes: 0,
+            counterfeits: 0,
+            groups: 0,
+            lm: None,
+            rce: None,
+        })
+    };
+    let evaluate = |i: usize, hist: &GroupedHistogram| -> Result<NodeOutcome> {
+        let mut stream = streams[i].clone();
+        let evaluated = evaluate_node(
+            hist,
+            hierarchies,
+            &degrees,
+            params,
+            &models,
+            &totals,
+            &mut stream,
+        )?;
+        Ok(evaluated.outcome)
+    };
+    let outcomes = sweep.run(skip, evaluate, |o| o.status != NodeStatus::OverCeiling)?;
 
     let chosen = outcomes
         .iter()
@@ -468,7 +472,7 @@ pub fn run(
         hierarchies,
         &degrees,
         params,
-        models,
+        &models,
         &totals,
         &mut stream,
     )?;

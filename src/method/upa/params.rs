@@ -1,74 +1,64 @@
 //! UPA's parameters: the table `anonymize(method => 'upa', ...)` accepts, their validation
-//! and the configured method.
+//! and `configure`, which turns checked arguments into the
+//! configured method (defined in mod.rs).
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{plan_err, Result};
 
-use super::{
-    upa_diagnostics_batch, upa_diagnostics_schema, upa_metadata, CounterfeitSa, UpaParams,
-    DEFAULT_K,
-};
-use crate::budget::Cost;
-use crate::lattice::LevelBounds;
-use crate::mechanism::rng::AnonRng;
+use super::Upa;
+use super::{CounterfeitSa, DEFAULT_K};
 use crate::method::{
-    level_bounds, max_nodes, Method, MethodArgs, MethodInput, MethodOutput, MethodSpec, MAX_LEVELS,
-    MAX_NODES, MIN_LEVELS, SEED,
+    level_bounds, max_nodes, Method, MethodArgs, MAX_LEVELS, MAX_NODES, MIN_LEVELS, SEED,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
-use crate::privacy::models::{model_spec, ClassModels, C, L, L_MODEL, T, T_MODEL};
-use crate::release::ReleaseSize;
-use crate::sensitive::SensitiveSpec;
+use crate::privacy::models::ModelSpec;
+use crate::privacy::models::{model_spec, C, L, L_MODEL, T, T_MODEL};
 
-/// UPA in the method registry.
-pub const METHOD: MethodSpec = MethodSpec {
-    name: "upa",
-    about: "UPA (Lee et al. 2017): k-anonymity under an h-ceiling on every record's generalization degree, counterfeit records and a published catalog of them (anonymize_catalog, upa_truthful); syntactic, no differential privacy",
-    params: &[
-        MAX_NODES,
-        MIN_LEVELS,
-        MAX_LEVELS,
-        SEED,
-        ParamSpec::new(
-            "k",
-            ParamKind::Integer,
-            ParamDefault::Integer(DEFAULT_K),
-            "smallest size of a released class, counterfeits included (at least 2)",
-        ),
-        ParamSpec::new(
-            "h",
-            ParamKind::Number,
-            ParamDefault::Optional("none: every node is searched and h is the chosen node's largest degree (lowest RCE)"),
-            "ceiling in (0, 1] on every record's generalization degree D(r)",
-        ),
-        ParamSpec::new(
-            "counterfeit_sa",
-            ParamKind::Choice(&["uniform", "constrained"]),
-            ParamDefault::Text("uniform"),
-            "sensitive value of a counterfeit: 'uniform' over the domain (the paper) or 'constrained' to values real records outside its class can conceal",
-        ),
-        L,
-        L_MODEL,
-        C,
-        T,
-        T_MODEL,
-        ParamSpec::new(
-            "levels",
-            ParamKind::Text,
-            ParamDefault::Optional("none: the whole lattice within the ceiling is searched"),
-            "evaluate only this node, as 'column=level, ...' (others at level 0), e.g. to reproduce a given generalization",
-        ),
-    ],
-    refuses: &[(
-        "epsilon",
-        "UPA is syntactic (k-anonymity with an h-ceiling) and has no privacy budget",
-    )],
-    configure,
-};
+/// The parameters of `anonymize(method => 'upa', ...)`, in the order help lists them.
+pub(super) const PARAMS: &[ParamSpec] = &[
+    MAX_NODES,
+    MIN_LEVELS,
+    MAX_LEVELS,
+    SEED,
+    ParamSpec::new(
+        "k",
+        ParamKind::Integer,
+        ParamDefault::Integer(DEFAULT_K),
+        "smallest size of a released class, counterfeits included (at least 2)",
+    ),
+    ParamSpec::new(
+        "h",
+        ParamKind::Number,
+        ParamDefault::Optional("none: every node is searched and h is the chosen node's largest degree (lowest RCE)"),
+        "ceiling in (0, 1] on every record's generalization degree D(r)",
+    ),
+    ParamSpec::new(
+        "counterfeit_sa",
+        ParamKind::Choice(&["uniform", "constrained"]),
+        ParamDefault::Text("uniform"),
+        "sensitive value of a counterfeit: 'uniform' over the domain (the paper) or 'constrained' to values real records outside its class can conceal",
+    ),
+    L,
+    L_MODEL,
+    C,
+    T,
+    T_MODEL,
+    ParamSpec::new(
+        "levels",
+        ParamKind::Text,
+        ParamDefault::Optional("none: the whole lattice within the ceiling is searched"),
+        "evaluate only this node, as 'column=level, ...' (others at level 0), e.g. to reproduce a given generalization",
+    ),
+];
 
-fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
+/// Arguments of other methods 'upa' refuses, with the reason.
+pub(super) const REFUSES: &[(&str, &str)] = &[(
+    "epsilon",
+    "UPA is syntactic (k-anonymity with an h-ceiling) and has no privacy budget",
+)];
+
+pub(super) fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
     if !args.has_informative {
         return plan_err!(
             "argument 'sensitive' (or its synonym 'informative') is required for method 'upa': the column released unchanged, whose values counterfeits draw and the catalog counts, e.g. sensitive => 'disease'"
@@ -97,99 +87,37 @@ fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
     }))
 }
 
-/// UPA configured for one release.
+/// Parameters of a UPA release.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Upa {
-    /// The algorithm's parameters.
-    pub params: UpaParams,
-    /// Largest lattice to search.
-    pub max_nodes: usize,
-    /// `min_levels` / `max_levels`.
-    pub level_bounds: LevelBounds,
+pub struct UpaParams {
+    /// Smallest class size, counterfeits included (at least 2).
+    pub k: u64,
+    /// Ceiling on every record's generalization degree, in `(0, 1]`; `None`: chosen.
+    pub h: Option<f64>,
+    /// Distribution of the counterfeits' sensitive values.
+    pub counterfeit_sa: CounterfeitSa,
+    /// Only this node (`column=level` pairs, others at 0) is evaluated; `None`: the lattice.
+    pub levels: Option<Vec<(String, usize)>>,
+    /// ℓ-diversity and t-closeness every class's real records must meet.
+    pub models: ModelSpec,
 }
 
-impl Method for Upa {
-    fn name(&self) -> &'static str {
-        METHOD.name
-    }
-
-    fn budget(&self) -> Cost {
-        Cost {
-            epsilon: 0.0,
-            delta: 0.0,
+impl UpaParams {
+    /// Checks `k ≥ 2` and `0 < h ≤ 1`.
+    pub fn validate(&self) -> Result<()> {
+        if self.k < 2 {
+            return plan_err!(
+                "k must be at least 2 for method 'upa' (k = 1 needs no counterfeits), got {}",
+                self.k
+            );
         }
-    }
-
-    fn max_nodes(&self) -> usize {
-        self.max_nodes
-    }
-
-    fn level_bounds(&self) -> &LevelBounds {
-        &self.level_bounds
-    }
-
-    fn named_columns(&self) -> Vec<(&'static str, &str)> {
-        self.params
-            .levels
-            .iter()
-            .flatten()
-            .map(|(name, _)| ("levels", name.as_str()))
-            .collect()
-    }
-
-    /// A class of `n < k` records at any node gets `k − n` counterfeits. Merging classes
-    /// never raises the total (`max(0, k − a − b) ≤ max(0, k − a) + max(0, k − b)`), so the
-    /// leaf-level classes' shortfall bounds every node's: the bound holds with certainty.
-    fn release_size(&self, input: &MethodInput<'_>) -> Result<ReleaseSize> {
-        let histogram = input.histogram;
-        let rows = histogram.total();
-        let k = self.params.k;
-        let added: u64 = (0..histogram.class_count())
-            .map(|c| k.saturating_sub(histogram.class_size(c)))
-            .sum();
-        let upper = rows.saturating_add(added) as f64;
-        Ok(ReleaseSize {
-            expected: upper,
-            upper,
-            cause: format!("k = {k} adds at most {added} counterfeit rows to classes under k"),
-        })
-    }
-
-    fn diagnostics_schema(&self) -> SchemaRef {
-        upa_diagnostics_schema()
-    }
-
-    fn publishes_catalog(&self) -> bool {
-        true
-    }
-
-    fn check_sensitive(&self, columns: &[SensitiveSpec]) -> Result<()> {
-        self.params.models.check_columns(columns)
-    }
-
-    fn run(&self, input: &MethodInput<'_>, rng: &mut AnonRng) -> Result<MethodOutput> {
-        let result = super::run(
-            input.histogram,
-            input.hierarchies,
-            input.lattice,
-            input.value_domain,
-            &self.params,
-            &ClassModels::new(
-                &self.params.models,
-                input.histogram,
-                input.sensitive,
-                METHOD.name,
-            )?,
-            rng,
-            input.progress,
-        )?;
-        Ok(MethodOutput {
-            node: result.outcomes[result.chosen].node.clone(),
-            metadata: upa_metadata(&self.params, &result, input.hierarchies, input.lattice),
-            diagnostics: upa_diagnostics_batch(&result.outcomes, result.chosen)?,
-            release: result.release,
-            catalog: Some(result.catalog),
-            interval_means: None,
-        })
+        if let Some(h) = self.h {
+            if !(h.is_finite() && h > 0.0 && h <= 1.0) {
+                return plan_err!(
+                    "h must be a generalization degree in (0, 1] for method 'upa', got {h}"
+                );
+            }
+        }
+        self.models.validate()
     }
 }

@@ -4,6 +4,7 @@ use proptest::prelude::*;
 
 use super::counterfeits::{draw_counterfeits, real_count, Counterfeits};
 use super::*;
+use crate::lattice::Lattice;
 use crate::mechanism::rng::rng_from_seed;
 use crate::metric::information_loss::information_loss;
 use crate::release::SUPPRESSED;
@@ -98,15 +99,11 @@ fn run(
     seed: u64,
 ) -> Result<UpaResult> {
     let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 100_000).unwrap();
+    let standalone = crate::method::Standalone::default();
     super::run(
-        base,
-        hs,
-        &lattice,
-        domain,
+        &standalone.input(base, hs, &lattice, domain),
         p,
-        &crate::privacy::models::ClassModels::default(),
         &mut rng_from_seed(seed),
-        &crate::progress::Progress::silent(),
     )
 }
 

@@ -3,22 +3,9 @@
 //! their counterfeit catalog, read through DataFusion from any table (memory, Parquet, CSV) —
 //! it rebuilds a table of real records only.
 //!
-//! For each catalog entry `(group G, value s, count c)`:
-//!
-//! 1. in every class `E` of `G`, `min(c, n_E(s))` of the `n_E(s)` rows with value `s` have
-//!    their quasi-identifiers suppressed (`*`): the counterfeits of `E` with `s` are among
-//!    them, since `E` holds at most `min(c, n_E(s))` of them;
-//! 2. `c` of the suppressed rows are deleted.
-//!
-//! Every remaining row is real: a generalized row is one of `E`'s real records, and the
-//! `Σ_E min(c, n_E(s)) − c` suppressed rows left are exactly as many as the real records
-//! among the suppressed ones. The result has exactly the number of real records. Rows are
-//! compared on the quasi-identifiers and the sensitive column only, and the result holds
-//! these columns only: rows equal on them are interchangeable, so which ones are suppressed
-//! or deleted does not matter, and the result is a function of the two tables alone. Kept
-//! rows come in the order they are read, the suppressed rows after them.
+//! The rebuild itself is `method::upa::truthful` (docs/METHODS.md §5.5); this function binds
+//! the arguments, reads the two tables and writes the rows it keeps.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -35,6 +22,7 @@ use tokio::sync::OnceCell;
 
 use crate::counterfeit_catalog::{COUNT_COLUMN, GROUP_COLUMN};
 use crate::hierarchy::STAR;
+use crate::method::upa::truthful::{truthful_rows, CatalogRow, Names, ReleasedRows};
 use crate::params::{ParamDefault, ParamKind};
 use crate::sql::args::{bind, CallArgs, ParamSpec};
 use crate::sql::lazy::{BatchProducer, LazyTable};
@@ -232,9 +220,6 @@ fn texts(array: &ArrayRef, column: &str, table: &str) -> Result<Vec<String>> {
         .collect())
 }
 
-/// One catalogued class: its group and labels.
-type ClassKey = Vec<String>;
-
 #[async_trait]
 impl BatchProducer for TruthfulProducer {
     async fn batches(
@@ -277,10 +262,8 @@ impl TruthfulProducer {
             .await?;
         let attrs = self.qi.len();
 
-        // The catalog: group of each class, count of each (group, value).
-        let mut class_group: HashMap<ClassKey, u64> = HashMap::new();
-        let mut counts: HashMap<(u64, String), u64> = HashMap::new();
-        let mut group_classes: HashMap<(u64, String), Vec<ClassKey>> = HashMap::new();
+        // The catalog as text rows.
+        let mut rows: Vec<CatalogRow> = Vec::new();
         for batch in &catalog {
             let groups = batch.column(0).as_primitive::<UInt64Type>();
             let n = batch.column(attrs + 2).as_primitive::<UInt64Type>();
@@ -294,41 +277,17 @@ impl TruthfulProducer {
                 .map(|a| texts(batch.column(a + 1), &self.qi[a], &self.catalog_name))
                 .collect::<Result<_>>()?;
             let values = texts(batch.column(attrs + 1), &self.sensitive, &self.catalog_name)?;
-            for row in 0..batch.num_rows() {
-                let group = groups.value(row);
-                let class: ClassKey = labels.iter().map(|l| l[row].clone()).collect();
-                if let Some(&other) = class_group.get(&class) {
-                    if other != group {
-                        return exec_err!(
-                            "{NAME}(): catalog '{}' lists class ({}) in groups {other} and {group}; a class belongs to one group",
-                            self.catalog_name,
-                            describe(&self.qi, &class)
-                        );
-                    }
-                }
-                class_group.insert(class.clone(), group);
-                let key = (group, values[row].clone());
-                match counts.get(&key) {
-                    Some(&c) if c != n.value(row) => {
-                        return exec_err!(
-                            "{NAME}(): catalog '{}' gives group {group}, value '{}' two counts ({c} and {})",
-                            self.catalog_name,
-                            key.1,
-                            n.value(row)
-                        )
-                    }
-                    _ => {
-                        counts.insert(key.clone(), n.value(row));
-                    }
-                }
-                let members = group_classes.entry(key).or_default();
-                if !members.contains(&class) {
-                    members.push(class);
-                }
+            for (row, value) in values.into_iter().enumerate() {
+                rows.push(CatalogRow {
+                    group: groups.value(row),
+                    class: labels.iter().map(|l| l[row].clone()).collect(),
+                    value,
+                    count: n.value(row),
+                });
             }
         }
 
-        // The release, as one batch, and the rows of every catalogued (class, value).
+        // The release, as one batch of text labels and the sensitive column's type.
         let schema = Arc::new(Schema::new(
             self.qi
                 .iter()
@@ -352,77 +311,27 @@ impl TruthfulProducer {
             })
             .collect::<Result<_>>()?;
         let release = concat_batches(&schema, &release)?;
-        let rows = release.num_rows();
-        let labels: Vec<Vec<String>> = (0..attrs)
-            .map(|a| texts(release.column(a), &self.qi[a], &self.release_name))
-            .collect::<Result<_>>()?;
-        let values = texts(release.column(attrs), &self.sensitive, &self.release_name)?;
-        let mut seen_classes: HashSet<ClassKey> = HashSet::new();
-        let mut rows_of: HashMap<(ClassKey, String), Vec<usize>> = HashMap::new();
-        let mut class: ClassKey = vec![String::new(); attrs];
-        for row in 0..rows {
-            for (slot, label) in class.iter_mut().zip(&labels) {
-                slot.clone_from(&label[row]);
-            }
-            if !class_group.contains_key(&class) {
-                continue;
-            }
-            if !seen_classes.contains(&class) {
-                seen_classes.insert(class.clone());
-            }
-            rows_of
-                .entry((class.clone(), values[row].clone()))
-                .or_default()
-                .push(row);
-        }
-        if let Some(missing) = class_group.keys().find(|c| !seen_classes.contains(*c)) {
-            return exec_err!(
-                "{NAME}(): catalog '{}' lists class ({}), which does not occur in release '{}'; give the release and the catalog of the same anonymize() call",
-                self.catalog_name,
-                describe(&self.qi, missing),
-                self.release_name
-            );
-        }
-
-        // Suppress, then delete.
-        let mut suppressed_flag = vec![false; rows];
-        let mut kept_suppressed: Vec<usize> = Vec::new();
-        let mut entries: Vec<(&(u64, String), &u64)> = counts.iter().collect();
-        entries.sort();
-        for (key, &count) in entries {
-            let mut suppressed: Vec<usize> = Vec::new();
-            let mut members = group_classes.get(key).cloned().unwrap_or_default();
-            members.sort();
-            for member in members {
-                let list = rows_of
-                    .get(&(member, key.1.clone()))
-                    .map_or(&[][..], Vec::as_slice);
-                let m = (count as usize).min(list.len());
-                suppressed.extend_from_slice(&list[list.len() - m..]);
-            }
-            if (suppressed.len() as u64) < count {
-                return exec_err!(
-                    "{NAME}(): catalog '{}' counts {count} counterfeit rows of '{}' in group {}, but release '{}' holds only {} such rows in the group's classes; give the release and the catalog of the same anonymize() call",
-                    self.catalog_name,
-                    key.1,
-                    key.0,
-                    self.release_name,
-                    suppressed.len()
-                );
-            }
-            for &r in &suppressed {
-                suppressed_flag[r] = true;
-            }
-            suppressed.sort_unstable();
-            kept_suppressed.extend_from_slice(&suppressed[count as usize..]);
-        }
-
-        let mut indices: Vec<u64> = (0..rows)
-            .filter(|&r| !suppressed_flag[r])
-            .map(|r| r as u64)
+        let released = ReleasedRows {
+            labels: (0..attrs)
+                .map(|a| texts(release.column(a), &self.qi[a], &self.release_name))
+                .collect::<Result<_>>()?,
+            values: texts(release.column(attrs), &self.sensitive, &self.release_name)?,
+        };
+        let names = Names {
+            function: NAME,
+            release: &self.release_name,
+            catalog: &self.catalog_name,
+            qi: &self.qi,
+        };
+        let kept = truthful_rows(&rows, &released, names)?;
+        let labels = released.labels;
+        let generalized = kept.generalized.len();
+        let indices: Vec<u64> = kept
+            .generalized
+            .iter()
+            .chain(&kept.suppressed)
+            .map(|&r| r as u64)
             .collect();
-        let generalized = indices.len();
-        indices.extend(kept_suppressed.iter().map(|&r| r as u64));
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(attrs + 1);
         for label in &labels {
             let column: StringArray = indices
@@ -445,12 +354,4 @@ impl TruthfulProducer {
         )?);
         Ok(vec![RecordBatch::try_new(self.schema.clone(), columns)?])
     }
-}
-
-fn describe(qi: &[String], class: &[String]) -> String {
-    qi.iter()
-        .zip(class)
-        .map(|(q, l)| format!("{q}='{l}'"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
