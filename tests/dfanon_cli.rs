@@ -271,6 +271,9 @@ fn a_failing_script_statement_stops_the_script_and_exits_non_zero() {
     // A missing file is an error naming it, not a panic.
     let (ok, _, stderr) = run(&["-f", "/nonexistent/steps.sql"]);
     assert!(!ok);
-    assert!(stderr.contains("no such file: '/nonexistent/steps.sql'"), "{stderr}");
+    assert!(
+        stderr.contains("no such file: '/nonexistent/steps.sql'"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{stderr}");
 }

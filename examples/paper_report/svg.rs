@@ -1,5 +1,5 @@
 //! The report's SVG charts, drawn with `plotters`: panels with linear axes, line and point
-//! series, and a legend under each panel.
+//! series, and one legend for the whole figure under its panels.
 
 use plotters::coord::ranged1d::{KeyPointHint, Ranged, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
@@ -47,9 +47,13 @@ pub struct Panel {
 }
 
 const PANEL_W: u32 = 460;
-const PANEL_H: u32 = 330;
-/// Height of the legend strip under each panel's chart.
-const LEGEND_H: u32 = 44;
+const PANEL_H: u32 = 300;
+/// Height of one legend row.
+const LEGEND_ROW: i32 = 16;
+/// Width of a legend item besides its text (the mark and the gaps).
+const LEGEND_MARK: i32 = 34;
+/// Estimated width of one character of the legend's 11 px font.
+const LEGEND_CHAR: f64 = 6.2;
 const FONT: &str = "sans-serif";
 
 /// `#rrggbb` as a colour (black when malformed).
@@ -165,13 +169,12 @@ fn render_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     panel: &Panel,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    let (chart_area, legend_area) = area.split_vertically(PANEL_H - LEGEND_H);
     let ((x0, x1), (y0, y1)) = bounds(panel);
     let x_axis = TickedAxis {
         range: (x0..x1).into(),
         ticks: panel.x_ticks.clone().unwrap_or_default(),
     };
-    let mut builder = ChartBuilder::on(&chart_area);
+    let mut builder = ChartBuilder::on(area);
     builder
         .caption(&panel.title, (FONT, 14).into_font().style(FontStyle::Bold))
         .margin(8)
@@ -206,7 +209,7 @@ fn render_panel<DB: DrawingBackend>(
             .draw()?;
         draw_series(&mut chart, panel)?;
     }
-    draw_legend(&legend_area, panel)
+    Ok(())
 }
 
 /// The panel's series on a chart.
@@ -250,21 +253,56 @@ fn draw_series<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
     Ok(())
 }
 
-/// The legend under a panel: one mark and name per series, wrapping into rows.
+/// One legend entry per series name, in order of first appearance over the panels; a name
+/// longer than a row of `width` pixels is shortened with an ellipsis.
+fn legend_entries(panels: &[Panel], width: i32) -> Vec<(String, &'static str, Style)> {
+    let fits = ((width - 24 - LEGEND_MARK) as f64 / LEGEND_CHAR)
+        .floor()
+        .max(4.0) as usize;
+    let mut entries: Vec<(String, &'static str, Style)> = Vec::new();
+    for s in panels.iter().flat_map(|p| &p.series) {
+        let name = if s.name.chars().count() > fits {
+            let short: String = s.name.chars().take(fits - 1).collect();
+            format!("{}…", short.trim_end())
+        } else {
+            s.name.clone()
+        };
+        if !entries.iter().any(|e| e.0 == name) {
+            entries.push((name, s.color, s.style));
+        }
+    }
+    entries
+}
+
+/// Where each legend entry goes in a strip `width` wide: `(x, row)`, items left to right,
+/// a new row when the next does not fit.
+fn legend_layout(entries: &[(String, &'static str, Style)], width: i32) -> Vec<(i32, i32)> {
+    let (mut x, mut row) = (12, 0);
+    entries
+        .iter()
+        .map(|(name, _, _)| {
+            let item = LEGEND_MARK + (LEGEND_CHAR * name.chars().count() as f64).ceil() as i32;
+            if x + item > width - 12 && x > 12 {
+                x = 12;
+                row += 1;
+            }
+            let at = (x, row);
+            x += item;
+            at
+        })
+        .collect()
+}
+
+/// The figure's legend: one mark and name per entry.
 fn draw_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
-    panel: &Panel,
+    entries: &[(String, &'static str, Style)],
+    layout: &[(i32, i32)],
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    let (width, _) = area.dim_in_pixel();
-    let (mut x, mut y) = (52i32, 10i32);
-    for s in &panel.series {
-        let c = color(s.color);
-        let item = 30 + 6 * s.name.chars().count() as i32;
-        if x + item > width as i32 - 4 && x > 52 {
-            x = 52;
-            y += 15;
-        }
-        match s.style {
+    for ((name, hex, style), &(x, row)) in entries.iter().zip(layout) {
+        let c = color(hex);
+        let y = 10 + row * LEGEND_ROW;
+        match style {
             Style::Points => area.draw(&Circle::new((x + 9, y), 3, c.filled()))?,
             Style::Rings => area.draw(&Circle::new((x + 9, y), 4, c.stroke_width(1)))?,
             Style::Line => area.draw(&PathElement::new(
@@ -281,11 +319,10 @@ fn draw_legend<DB: DrawingBackend>(
             }
         }
         area.draw(&Text::new(
-            s.name.clone(),
+            name.clone(),
             (x + 24, y - 6),
             (FONT, 11).into_font(),
         ))?;
-        x += item;
     }
     Ok(())
 }
@@ -295,17 +332,24 @@ fn draw_legend<DB: DrawingBackend>(
 pub fn figure(title: &str, panels: &[Panel], columns: usize) -> String {
     let columns = columns.max(1);
     let rows = panels.len().div_ceil(columns).max(1);
-    let (w, h) = (PANEL_W * columns as u32, PANEL_H * rows as u32 + 30);
+    let w = PANEL_W * columns as u32;
+    let entries = legend_entries(panels, w as i32);
+    let layout = legend_layout(&entries, w as i32);
+    let legend_rows = layout.last().map_or(0, |l| l.1 + 1);
+    let legend_h = (legend_rows * LEGEND_ROW + 8) as u32;
+    let charts_h = PANEL_H * rows as u32 + 30;
     let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, (w, h)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut out, (w, charts_h + legend_h)).into_drawing_area();
         let drawn = (|| {
             root.fill(&WHITE)?;
-            let body = root.titled(title, (FONT, 16).into_font().style(FontStyle::Bold))?;
+            let (charts, legend) = root.split_vertically(charts_h);
+            let body = charts.titled(title, (FONT, 16).into_font().style(FontStyle::Bold))?;
             let cells = body.split_evenly((rows, columns));
             for (panel, cell) in panels.iter().zip(cells.iter()) {
                 render_panel(cell, panel)?;
             }
+            draw_legend(&legend, &entries, &layout)?;
             root.present()
         })();
         if let Err(e) = drawn {

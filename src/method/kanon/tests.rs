@@ -7,9 +7,9 @@ use crate::sensitive::SensitiveDomain;
 use super::check::Evaluator;
 use super::*;
 use crate::lattice::Lattice;
-use crate::progress::Progress;
 use crate::method::Standalone;
 use crate::privacy::models::{ClassModels, LDiversity, LModel, ModelSpec, TModel};
+use crate::progress::Progress;
 
 use crate::lattice::Node;
 use crate::testing::{
