@@ -99,6 +99,27 @@ impl ValueFormatter<f64> for TickedAxis {
     }
 }
 
+/// About six evenly spaced ticks at round values ("nice" steps of 1, 2 or 5 × 10^n).
+fn linear_ticks(x0: f64, x1: f64) -> Vec<(f64, String)> {
+    let raw = ((x1 - x0) / 6.0).max(1e-12);
+    let magnitude = 10f64.powf(raw.log10().floor());
+    let step = magnitude
+        * match raw / magnitude {
+            r if r < 1.5 => 1.0,
+            r if r < 3.0 => 2.0,
+            r if r < 7.0 => 5.0,
+            _ => 10.0,
+        };
+    let first = (x0 / step).ceil() as i64;
+    let last = (x1 / step).floor() as i64;
+    (first..=last)
+        .map(|i| {
+            let x = i as f64 * step;
+            (x, format_tick(x))
+        })
+        .collect()
+}
+
 /// Short tick label.
 fn format_tick(v: f64) -> String {
     if v == 0.0 {
@@ -172,7 +193,10 @@ fn render_panel<DB: DrawingBackend>(
     let ((x0, x1), (y0, y1)) = bounds(panel);
     let x_axis = TickedAxis {
         range: (x0..x1).into(),
-        ticks: panel.x_ticks.clone().unwrap_or_default(),
+        ticks: panel
+            .x_ticks
+            .clone()
+            .unwrap_or_else(|| linear_ticks(x0, x1)),
     };
     let mut builder = ChartBuilder::on(area);
     builder
@@ -180,35 +204,19 @@ fn render_panel<DB: DrawingBackend>(
         .margin(8)
         .x_label_area_size(36)
         .y_label_area_size(52);
-    if panel.x_ticks.is_some() {
-        let mut chart = builder.build_cartesian_2d(x_axis, y0..y1)?;
-        chart
-            .configure_mesh()
-            .light_line_style(WHITE)
-            .bold_line_style(RGBColor(228, 228, 228))
-            .x_desc(&panel.x_label)
-            .y_desc(&panel.y_label)
-            .label_style((FONT, 11))
-            .axis_desc_style((FONT, 12))
-            .draw()?;
-        draw_series(&mut chart, panel)?;
-    } else {
-        let mut chart = builder.build_cartesian_2d(x0..x1, y0..y1)?;
-        chart
-            .configure_mesh()
-            .light_line_style(WHITE)
-            .bold_line_style(RGBColor(228, 228, 228))
-            .x_labels(7)
-            .y_labels(6)
-            .x_label_formatter(&|v| format_tick(*v))
-            .y_label_formatter(&|v| format_tick(*v))
-            .x_desc(&panel.x_label)
-            .y_desc(&panel.y_label)
-            .label_style((FONT, 11))
-            .axis_desc_style((FONT, 12))
-            .draw()?;
-        draw_series(&mut chart, panel)?;
-    }
+    let mut chart = builder.build_cartesian_2d(x_axis, y0..y1)?;
+    chart
+        .configure_mesh()
+        .light_line_style(WHITE)
+        .bold_line_style(RGBColor(228, 228, 228))
+        .y_labels(6)
+        .y_label_formatter(&|v| format_tick(*v))
+        .x_desc(&panel.x_label)
+        .y_desc(&panel.y_label)
+        .label_style((FONT, 11))
+        .axis_desc_style((FONT, 12))
+        .draw()?;
+    draw_series(&mut chart, panel)?;
     Ok(())
 }
 

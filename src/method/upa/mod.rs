@@ -426,19 +426,19 @@ pub fn run(input: &MethodInput<'_>, params: &UpaParams, rng: &mut AnonRng) -> Re
             rce: None,
         })
     };
-    let evaluate = |i: usize, hist: &GroupedHistogram| -> Result<NodeOutcome> {
-        let mut stream = streams[i].clone();
-        let evaluated = evaluate_node(
+    // Node `i` evaluated on its own stream (replayable: the stream is cloned).
+    let evaluate_at = |i: usize, hist: &GroupedHistogram| {
+        evaluate_node(
             hist,
             hierarchies,
             &degrees,
             params,
             &models,
             &totals,
-            &mut stream,
-        )?;
-        Ok(evaluated.outcome)
+            &mut streams[i].clone(),
+        )
     };
+    let evaluate = |i: usize, hist: &GroupedHistogram| Ok(evaluate_at(i, hist)?.outcome);
     let outcomes = sweep.run(skip, evaluate, |o| o.status != NodeStatus::OverCeiling)?;
 
     let chosen = outcomes
@@ -466,16 +466,7 @@ pub fn run(input: &MethodInput<'_>, params: &UpaParams, rng: &mut AnonRng) -> Re
     // Replay the chosen node's stream: the release is exactly the evaluated candidate.
     let node = &nodes[chosen];
     let hist = base.roll_up(hierarchies, node, value_domain)?;
-    let mut stream = streams[chosen].clone();
-    let replay = evaluate_node(
-        &hist,
-        hierarchies,
-        &degrees,
-        params,
-        &models,
-        &totals,
-        &mut stream,
-    )?;
+    let replay = evaluate_at(chosen, &hist)?;
     if replay.outcome != outcomes[chosen] {
         return internal_err!("UPA replay of node {node:?} differs from the evaluated candidate");
     }
