@@ -15,6 +15,10 @@
 //! of `SELECT COUNT(*)` over the release and of `COPY` of the release to Parquet (each
 //! measured from a reset peak, in a fresh session; `peak_rss_mb` is the larger).
 //! `--scale-rows 1361000,13610000` replaces the two sizes.
+//!
+//! `export_csv_5000000` runs the `dfanon` binary: a seeded IPA release of 5 M NPS-shaped rows
+//! written as CSV through stdout to a file, against `COPY … TO 'x.csv'` of the same release;
+//! it prints both medians, both peak memories and their ratio (`rss_ratio`).
 
 use std::time::Instant;
 
@@ -641,6 +645,116 @@ async fn scale_case(
     ))
 }
 
+/// Runs the `dfanon` binary with `args`, its stdout to `stdout`, and returns its wall time
+/// and peak resident memory in MiB (its `VmHWM`, read every 10 ms while it runs; Linux, 0
+/// elsewhere).
+fn run_dfanon(args: &[String], stdout: std::process::Stdio) -> Result<(f64, f64)> {
+    let start = Instant::now();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dfanon"))
+        .args(args)
+        .stdout(stdout)
+        .spawn()?;
+    let status_path = format!("/proc/{}/status", child.id());
+    let mut peak_kb: f64 = 0.0;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if let Some(kb) = std::fs::read_to_string(&status_path).ok().and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        }) {
+            peak_kb = peak_kb.max(kb);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    if !status.success() {
+        return Err(datafusion::error::DataFusionError::Execution(format!(
+            "dfanon {args:?} failed: {status}"
+        )));
+    }
+    Ok((start.elapsed().as_secs_f64(), peak_kb / 1024.0))
+}
+
+/// The export case: a seeded IPA release of `rows` NPS-shaped rows written by `dfanon
+/// --format csv` to a file through stdout, against the same release written by `COPY … TO
+/// 'x.csv'`. Returns the released rows, both medians and both peak memories (the largest
+/// of the runs).
+fn export_case(dir: &std::path::Path, rows: u64, runs: usize) -> Result<(u64, [f64; 4])> {
+    let source = dir.join("export_nps.parquet");
+    let setup = dir.join("export_setup.sql");
+    let hierarchies = dir.join("export_hierarchies.sql");
+    std::fs::write(&hierarchies, NPS_HIERARCHIES)?;
+    let generate = format!(
+        "COPY (SELECT * FROM nps_demo(rows => {rows})) TO '{}' STORED AS PARQUET",
+        source.to_string_lossy()
+    );
+    run_dfanon(&["-q".into(), "-c".into(), generate], std::process::Stdio::null())?;
+    std::fs::write(
+        &setup,
+        format!(
+            "CREATE EXTERNAL TABLE nps STORED AS PARQUET LOCATION '{}';\n",
+            source.to_string_lossy()
+        ),
+    )?;
+    let release = "SELECT * FROM anonymize('nps', method => 'ipa', \
+        qi => 'age, sex, los, surgery, location', informative => 'disease', epsilon => 1.0, seed => 3)";
+    let base = |command: String| -> Vec<String> {
+        vec![
+            "-q".into(),
+            "--no-progress".into(),
+            "--format".into(),
+            "csv".into(),
+            "-f".into(),
+            hierarchies.to_string_lossy().into(),
+            setup.to_string_lossy().into(),
+            "-c".into(),
+            command,
+        ]
+    };
+    let stdout_file = dir.join("export_stdout.csv");
+    let copy_file = dir.join("export_copy.csv");
+    let (mut csv_times, mut copy_times) = (Vec::new(), Vec::new());
+    let (mut csv_rss, mut copy_rss): (f64, f64) = (0.0, 0.0);
+    for _ in 0..runs {
+        let out = std::fs::File::create(&stdout_file)?;
+        let (time, rss) = run_dfanon(&base(release.to_string()), out.into())?;
+        csv_times.push(time);
+        csv_rss = csv_rss.max(rss);
+        let copy = format!("COPY ({release}) TO '{}'", copy_file.to_string_lossy());
+        let (time, rss) = run_dfanon(&base(copy), std::process::Stdio::null())?;
+        copy_times.push(time);
+        copy_rss = copy_rss.max(rss);
+    }
+    // Both hold the header and the same rows.
+    let lines = |path: &std::path::Path| -> Result<u64> {
+        use std::io::BufRead;
+        let file = std::io::BufReader::new(std::fs::File::open(path)?);
+        Ok(file.lines().count() as u64)
+    };
+    let (stdout_lines, copy_lines) = (lines(&stdout_file)?, lines(&copy_file)?);
+    if stdout_lines != copy_lines {
+        return Err(datafusion::error::DataFusionError::Execution(format!(
+            "the stdout export has {stdout_lines} lines, COPY {copy_lines}"
+        )));
+    }
+    for path in [&source, &stdout_file, &copy_file] {
+        let _ = std::fs::remove_file(path);
+    }
+    csv_times.sort_by(|a, b| a.total_cmp(b));
+    copy_times.sort_by(|a, b| a.total_cmp(b));
+    Ok((
+        stdout_lines.saturating_sub(1),
+        [
+            csv_times[csv_times.len() / 2],
+            csv_rss,
+            copy_times[copy_times.len() / 2],
+            copy_rss,
+        ],
+    ))
+}
+
 /// Writes `nps_demo(rows => rows)` to Parquet at `parquet` in chunks of seeds, so that the
 /// generator never holds more than one chunk.
 async fn write_nps(parquet: &std::path::Path, rows: u64) -> Result<()> {
@@ -753,6 +867,14 @@ async fn main() -> Result<()> {
                 "CASE name={name} rows={rows} nodes=4096 median_s={median:.3} peak_rss_mb={peak:.0}"
             );
         }
+    }
+    if wanted("export_csv_5000000") {
+        let (rows, [median, rss, copy_median, copy_rss]) =
+            export_case(dir.path(), 5_000_000, runs)?;
+        println!(
+            "CASE name=export_csv_5000000 rows={rows} median_s={median:.3} peak_rss_mb={rss:.0} copy_median_s={copy_median:.3} copy_rss_mb={copy_rss:.0} rss_ratio={:.2}",
+            rss / copy_rss
+        );
     }
     if wanted("safepub_adult_300") {
         let (rows, nodes, median) = safepub_adult(runs).await?;

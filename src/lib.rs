@@ -59,7 +59,8 @@ pub use access::{
     DEFAULT_PUBLIC_MIN_EPSILON,
 };
 pub use budget::config::{
-    parse_limit as parse_budget_limit, reset_error as budget_reset_error, AnonymizeOptions,
+    parse_ledger_path, parse_limit as parse_budget_limit, reset_error as budget_reset_error,
+    AnonymizeOptions,
 };
 pub use progress::ProgressFn;
 pub use sql::functions::{cli_help_section, function_docs, functions_markdown};

@@ -1,5 +1,6 @@
-//! The `dfanon` binary: exports through stdout keep every row, `--public` registers for
-//! public users, Ctrl-C stops a running statement, and `--memory-limit` bounds the
+//! The `dfanon` binary: exports through stdout stream every row (or exactly `--maxrows`),
+//! `--public` registers for public users, Ctrl-C stops a running statement, the printing
+//! and a COPY (removing its partial output), and `--memory-limit` bounds the
 //! anonymization's aggregate.
 
 use std::process::{Command, Stdio};
@@ -33,10 +34,165 @@ fn non_table_formats_write_every_row() {
     let (ok, stdout, stderr) = run(&["--format", "json", "-c", ROWS]);
     assert!(ok, "{stderr}");
     assert_eq!(stdout.matches("\"value\"").count(), 20_000);
-    // An explicit --maxrows still limits them.
-    let (ok, stdout, _) = run(&["--format", "csv", "--maxrows", "10", "-c", ROWS]);
+    // An explicit --maxrows writes exactly that many rows.
+    for (format, lines) in [("csv", 11), ("tsv", 11), ("nd-json", 10)] {
+        let (ok, stdout, stderr) = run(&["--format", format, "--maxrows", "10", "-c", ROWS]);
+        assert!(ok, "{stderr}");
+        assert_eq!(stdout.lines().count(), lines, "{format}: {stdout}");
+    }
+    let (ok, stdout, _) = run(&["--format", "json", "--maxrows", "1", "-c", ROWS]);
     assert!(ok);
-    assert!(stdout.lines().count() < 20_000);
+    assert_eq!(stdout, "[{\"value\":1}]\n");
+    // No rows: the header alone, an empty array.
+    let empty = "SELECT value FROM generate_series(1, 0)";
+    assert_eq!(run(&["--format", "csv", "-c", empty]).1, "value\n");
+    assert_eq!(run(&["--format", "json", "-c", empty]).1, "[]\n");
+}
+
+/// Without `-q`, the banner and the row count go to stderr: an export redirected to a file
+/// holds only the rows.
+#[test]
+fn exports_through_stdout_hold_only_the_rows() {
+    let output = Command::new(env!("CARGO_BIN_EXE_dfanon"))
+        .args(["--no-progress", "--format", "csv", "-c", "SELECT 1 AS a; SELECT 'x;y' AS b"])
+        .output()
+        .expect("run dfanon");
+    assert!(output.status.success());
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "a\n1\nb\nx;y\n");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with("dfanon "), "{stderr}");
+    assert!(stderr.contains("1 row(s) written."), "{stderr}");
+}
+
+/// A query streams: its first rows reach a reader that stops after one line (`| head -1`)
+/// long before the query could end, and dfanon then ends quietly.
+#[test]
+fn an_export_streams_and_ends_when_the_reader_goes() {
+    let mut child = dfanon()
+        .args(["--format", "csv", "-c", ENDLESS])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start dfanon");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut first = [0u8; 8];
+    std::io::Read::read_exact(&mut stdout, &mut first).expect("first bytes");
+    assert_eq!(&first, b"value\n1\n");
+    drop(stdout);
+    let status = wait_at_most(&mut child, Duration::from_secs(30));
+    assert!(status.success(), "{status:?}");
+}
+
+/// Rows that would take hours to write.
+const ENDLESS: &str = "SELECT value FROM generate_series(1, 100000000000)";
+
+/// Waits for `child`, failing the test after `limit`.
+fn wait_at_most(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("dfanon still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Sends SIGINT to `child`.
+#[cfg(unix)]
+fn interrupt(child: &std::process::Child) {
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(sent.success());
+}
+
+/// Ctrl-C while rows are printed stops the printing and exits with status 130.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_printing() {
+    let mut child = dfanon()
+        .args(["--format", "csv", "-c", ENDLESS])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start dfanon");
+    std::thread::sleep(Duration::from_millis(1500));
+    interrupt(&child);
+    let status = wait_at_most(&mut child, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(130), "{status:?}");
+}
+
+/// Ctrl-C during `COPY … TO 'x.csv'` removes the partial file the copy was writing.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_copy_leaves_no_partial_file() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let target = dir.path().join("x.csv");
+    let copy = format!("COPY ({ENDLESS}) TO '{}'", target.to_string_lossy());
+    let mut child = dfanon()
+        .args(["-c", &copy])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start dfanon");
+    let listing = || -> Vec<String> {
+        std::fs::read_dir(dir.path())
+            .expect("list")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .collect()
+    };
+    // Wait until the copy has written something.
+    let start = Instant::now();
+    while listing().is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(20), "COPY wrote nothing");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    interrupt(&child);
+    let status = wait_at_most(&mut child, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert_eq!(listing(), Vec::<String>::new());
+}
+
+/// Options are checked as their `SET` counterparts are, in the option's words, negative
+/// numbers included; `RESET` of a budget setting says what to do.
+#[test]
+fn budget_and_size_options_say_what_is_wrong() {
+    for (args, expected) in [
+        (
+            vec!["--memory-limit", "-1"],
+            "memory limit '-1': expected a number",
+        ),
+        (
+            vec!["--epsilon-budget", "-1"],
+            "--epsilon-budget must be a number >= 0",
+        ),
+        (
+            vec!["--delta-budget", "2"],
+            "--delta-budget must be at most 1",
+        ),
+        (
+            vec!["--ledger", " "],
+            "--ledger must be a file path without leading or trailing spaces",
+        ),
+        (
+            vec!["-c", "RESET anonymize.epsilon_budget"],
+            "RESET is not supported for anonymize.* settings",
+        ),
+    ] {
+        let mut all = args.clone();
+        if !all.contains(&"-c") {
+            all.extend(["-c", "SELECT 1"]);
+        }
+        let (ok, _, stderr) = run(&all);
+        assert!(!ok, "{args:?}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
 }
 
 #[test]
@@ -160,23 +316,9 @@ fn ctrl_c_stops_a_running_statement() {
         .spawn()
         .expect("start dfanon");
     std::thread::sleep(Duration::from_millis(1500));
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill -INT");
-    assert!(sent.success());
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            assert_eq!(status.code(), Some(130), "{status:?}");
-            break;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "dfanon still running 20 s after SIGINT"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    interrupt(&child);
+    let status = wait_at_most(&mut child, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(130), "{status:?}");
 }
 
 /// `--memory-limit` reaches the anonymization's aggregate over the source: far too little

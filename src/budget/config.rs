@@ -87,7 +87,7 @@ pub fn reset_error(sql: &str) -> Option<datafusion::error::DataFusionError> {
 }
 
 /// Parses a budget limit: `unlimited` (also `inf`, `infinity`, `none`) or a finite number
-/// `>= 0`.
+/// `>= 0` (for `delta_budget`, at most 1).
 pub fn parse_limit(key: &str, value: &str) -> Result<f64> {
     let text = value.trim();
     if ["unlimited", "inf", "infinity", "none"]
@@ -97,6 +97,10 @@ pub fn parse_limit(key: &str, value: &str) -> Result<f64> {
         return Ok(f64::INFINITY);
     }
     match text.parse::<f64>() {
+        // Delta is a probability: a total above 1 bounds nothing.
+        Ok(x) if key == "delta_budget" && x > 1.0 && x.is_finite() => config_err!(
+            "{PREFIX}.delta_budget must be at most 1 (delta is a probability) or 'unlimited', got '{value}'"
+        ),
         Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
         _ => config_err!("{PREFIX}.{key} must be a number >= 0 or 'unlimited', got '{value}'"),
     }
@@ -244,6 +248,10 @@ mod tests {
                 "{err}"
             );
         }
+        assert_eq!(parse_limit("delta_budget", "1").unwrap(), 1.0);
+        let err = parse_limit("delta_budget", "2").unwrap_err().to_string();
+        assert!(err.contains("delta_budget must be at most 1"), "{err}");
+        assert_eq!(parse_limit("epsilon_budget", "2").unwrap(), 2.0);
         assert_eq!(format_limit(f64::INFINITY), "unlimited");
         assert_eq!(format_limit(0.5), "0.5");
     }

@@ -23,6 +23,9 @@ use datafusion_cli::print_format::PrintFormat;
 use datafusion_cli::print_options::{MaxRows, PrintOptions};
 use indicatif::{ProgressBar, ProgressStyle};
 
+mod script;
+use script::Script;
+
 /// Help text after the options: the generated list of functions, then an example.
 fn after_help() -> String {
     format!(
@@ -57,14 +60,14 @@ struct Args {
 
     /// Maximum rows shown for the table format (a number or 'inf'; default 40, and the
     /// row count says how many were not shown). Other formats (csv, tsv, json, nd-json)
-    /// write every row unless this is given.
+    /// stream every row to stdout unless this is given, and then exactly this many.
     #[clap(long)]
     maxrows: Option<MaxRows>,
 
     /// Memory limit of query execution (e.g. '512m', '4g'; default: no limit). Operators
     /// that can spill (the aggregate behind every anonymization, sorts, joins) write to
     /// temporary files instead of growing past it; others fail with "Resources exhausted".
-    #[clap(short = 'm', long, value_parser = parse_memory_limit)]
+    #[clap(short = 'm', long, value_parser = parse_memory_limit, allow_hyphen_values = true)]
     memory_limit: Option<usize>,
 
     /// Memory pool when --memory-limit is given: 'greedy' (first come, first served) or
@@ -128,15 +131,15 @@ struct Args {
     public_max_release_rows: Option<u64>,
 
     /// Total epsilon each source table may spend (default: unlimited).
-    #[clap(long, value_parser = parse_epsilon_budget)]
+    #[clap(long, value_parser = parse_epsilon_budget, allow_hyphen_values = true)]
     epsilon_budget: Option<f64>,
 
     /// Total delta each source table may spend (default: unlimited).
-    #[clap(long, value_parser = parse_delta_budget)]
+    #[clap(long, value_parser = parse_delta_budget, allow_hyphen_values = true)]
     delta_budget: Option<f64>,
 
     /// File that keeps the privacy ledger across sessions (default: in memory).
-    #[clap(long)]
+    #[clap(long, value_parser = parse_ledger)]
     ledger: Option<std::path::PathBuf>,
 
     /// Run queries on the Apache DataFusion Ballista cluster whose scheduler is at this URL
@@ -183,8 +186,25 @@ fn parse_delta_budget(text: &str) -> std::result::Result<f64, String> {
     budget_limit("delta_budget", text)
 }
 
+/// `--ledger`: the same rule as `SET anonymize.ledger_path` (no leading or trailing spaces).
+fn parse_ledger(text: &str) -> std::result::Result<std::path::PathBuf, String> {
+    match datafusion_anonymize::parse_ledger_path(text) {
+        Ok(Some(path)) => Ok(path),
+        _ => Err(format!(
+            "--ledger must be a file path without leading or trailing spaces (leave the option out to keep the ledger in memory); got {text:?}"
+        )),
+    }
+}
+
+/// A budget option, checked as `SET anonymize.<key>` checks it, in the option's words.
 fn budget_limit(key: &str, text: &str) -> std::result::Result<f64, String> {
-    datafusion_anonymize::parse_budget_limit(key, text).map_err(|e| e.strip_backtrace())
+    datafusion_anonymize::parse_budget_limit(key, text).map_err(|e| {
+        let message = match e {
+            DataFusionError::Configuration(message) => message,
+            other => other.strip_backtrace(),
+        };
+        message.replace(&format!("anonymize.{key}"), &format!("--{}", key.replace('_', "-")))
+    })
 }
 
 /// The public users' policy from the --public-* options.
@@ -324,18 +344,16 @@ async fn run_init(ctx: &SessionContext, file: &str) -> Result<()> {
 /// Runs the statements of a `-f` file in order and stops at the first that fails, naming
 /// the file: a script never goes on from a failed step, and `dfanon` exits non-zero. Lines
 /// starting with `#!` are skipped, as in `datafusion-cli`.
-async fn run_file(ctx: &SessionContext, file: &str, print_options: &PrintOptions) -> Result<()> {
+async fn run_file(script: &Script, file: &str) -> Result<()> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| DataFusionError::Execution(format!("-f {file}: {e}")))?;
-    let script: String = text
+    let text: String = text
         .lines()
         .filter(|line| !line.starts_with("#!"))
         .collect::<Vec<_>>()
         .join("\n");
-    if script.trim().is_empty() {
-        return Ok(());
-    }
-    exec::exec_from_commands(ctx, vec![script], print_options)
+    script
+        .run(&text)
         .await
         .map_err(|e| DataFusionError::Context(format!("-f {file}"), Box::new(e)))
 }
@@ -348,7 +366,8 @@ fn parse_args() -> Args {
 async fn run() -> Result<()> {
     let args = parse_args();
     if !args.quiet {
-        println!(
+        // On stderr, so that stdout holds only results (an export redirected to a file).
+        eprintln!(
             "dfanon {} (DataFusion CLI {})",
             env!("CARGO_PKG_VERSION"),
             datafusion_cli::DATAFUSION_CLI_VERSION
@@ -456,7 +475,7 @@ async fn run() -> Result<()> {
                 datafusion_anonymize::distributed::ballista::connect(url, ctx.state(), options)
                     .await?;
             if !args.quiet {
-                println!("Queries run on the Ballista cluster at {url}.");
+                eprintln!("Queries run on the Ballista cluster at {url}.");
             }
             ctx
         }
@@ -471,22 +490,21 @@ async fn run() -> Result<()> {
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)));
     }
-    // Ctrl-C stops the statement running (dropping it cancels the release; see the
-    // library's `progress` module) and exits with status 130.
-    let batch = async {
-        for file in &args.file {
-            run_file(&ctx, file, &print_options).await?;
+    // Ctrl-C ends the process with status 130 wherever it is (computing a release, printing
+    // rows, writing a COPY, whose partial output it removes); the statement running stops
+    // with it.
+    let script = Script::new(ctx, print_options);
+    let watcher = Arc::clone(&script);
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            watcher.interrupted();
         }
-        if !args.command.is_empty() {
-            exec::exec_from_commands(&ctx, args.command, &print_options).await?;
-        }
-        Ok::<(), DataFusionError>(())
-    };
-    tokio::select! {
-        result = batch => result,
-        _ = tokio::signal::ctrl_c() => {
-            eprintln!("^C: interrupted, nothing more was run");
-            std::process::exit(130);
-        }
+    });
+    for file in &args.file {
+        run_file(&script, file).await?;
     }
+    for command in &args.command {
+        script.run(command).await?;
+    }
+    Ok(())
 }
