@@ -85,6 +85,36 @@ impl Columns {
     }
 }
 
+/// The sum of two `(value, count)` lists ascending by value, ascending by value.
+pub fn merge_counts(a: &[(u32, u64)], b: &[(u32, u64)]) -> Vec<(u32, u64)> {
+    let mut merged = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        let next = match (a.get(i), b.get(j)) {
+            (Some(&(va, ca)), Some(&(vb, cb))) if va == vb => {
+                i += 1;
+                j += 1;
+                (va, ca + cb)
+            }
+            (Some(&x), Some(&(vb, _))) if x.0 < vb => {
+                i += 1;
+                x
+            }
+            (_, Some(&y)) => {
+                j += 1;
+                y
+            }
+            (Some(&x), None) => {
+                i += 1;
+                x
+            }
+            (None, None) => break,
+        };
+        merged.push(next);
+    }
+    merged
+}
+
 /// Generalized classes with the released count of each informative value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReleasedHistogram {
@@ -120,32 +150,25 @@ impl ReleasedHistogram {
 
     /// Appends a class from its real `(value, count)` pairs (ascending) and extra values.
     pub fn push_class(&mut self, codes: &[u32], real: &[(u32, u64)], extra: &[u32]) {
+        let mut extra = extra.to_vec();
+        extra.sort_unstable();
+        let mut extra_pairs: Vec<(u32, u64)> = Vec::new();
+        for v in extra {
+            match extra_pairs.last_mut() {
+                Some((last, count)) if *last == v => *count += 1,
+                _ => extra_pairs.push((v, 1)),
+            }
+        }
+        self.push_class_pairs(codes, real, &extra_pairs);
+    }
+
+    /// Appends a class from its real `(value, count)` pairs and its extra `(value, count)`
+    /// pairs, both ascending by value.
+    pub fn push_class_pairs(&mut self, codes: &[u32], real: &[(u32, u64)], extra: &[(u32, u64)]) {
         for (a, &code) in codes.iter().enumerate() {
             self.class_codes[a].push(code);
         }
-        // Merge the ascending `real` pairs with the sorted extra values, O((r + e) log e).
-        let mut extra = extra.to_vec();
-        extra.sort_unstable();
-        let mut real = real.iter().copied().peekable();
-        let mut extra = extra.into_iter().peekable();
-        loop {
-            let next = match (real.peek(), extra.peek()) {
-                (None, None) => break,
-                (Some(&(v, _)), Some(&e)) if e < v => None,
-                (Some(_), _) => real.next(),
-                (None, Some(_)) => None,
-            };
-            let (value, mut count) = match next {
-                Some(pair) => pair,
-                None => match extra.next() {
-                    Some(e) => (e, 1),
-                    None => break,
-                },
-            };
-            while extra.peek() == Some(&value) {
-                extra.next();
-                count += 1;
-            }
+        for (value, count) in merge_counts(real, extra) {
             self.values.push(value);
             self.counts.push(count);
         }
@@ -187,6 +210,16 @@ mod tests {
     fn hierarchy() -> Hierarchy {
         let rows = rows(&[&["a", "ab", "*"], &["b", "ab", "*"], &["c", "c", "*"]]);
         Hierarchy::from_rows("x", &rows).unwrap()
+    }
+
+    #[test]
+    fn merge_counts_sums_equal_values() {
+        assert_eq!(
+            merge_counts(&[(1, 2), (4, 1), (7, 3)], &[(0, 2), (4, 2), (9, 1)]),
+            vec![(0, 2), (1, 2), (4, 3), (7, 3), (9, 1)]
+        );
+        assert_eq!(merge_counts(&[], &[(3, 1)]), vec![(3, 1)]);
+        assert_eq!(merge_counts(&[(3, 1)], &[]), vec![(3, 1)]);
     }
 
     #[test]

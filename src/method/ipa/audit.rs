@@ -262,10 +262,10 @@ fn audit_ipa_insertion_count_is_one_sided() {
         histogram(40, TRIALS / 4, seed, |rng| {
             let mut work = ClassWork {
                 real: vec![(0, n)],
-                fake: Vec::new(),
+                ..ClassWork::default()
             };
             insert_counterfeits(&mut work, n, 2, &p, &scales, None, rng).expect("insertion");
-            ((n as usize) + work.fake.len()).min(39)
+            ((n + work.fake.len()) as usize).min(39)
         })
     };
     let d = sizes(5, 13);

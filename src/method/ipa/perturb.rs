@@ -13,7 +13,7 @@ use crate::mechanism::noise::{
 };
 use crate::mechanism::rng::AnonRng;
 use crate::metric::information_loss::class_scores;
-use crate::release::{ReleasedHistogram, SUPPRESSED};
+use crate::release::{merge_counts, ReleasedHistogram, SUPPRESSED};
 
 use super::{IpaParams, IpaVariant, MarginalValues, NodeOutcome};
 
@@ -37,11 +37,68 @@ impl Scales {
 }
 
 /// Per-class scratch state while perturbing one node.
+#[derive(Default)]
 pub(super) struct ClassWork {
     /// (value, real count) of the class, ascending by value.
     pub(super) real: Vec<(u32, u64)>,
     /// Counterfeit values drawn for the class.
-    pub(super) fake: Vec<u32>,
+    pub(super) fake: Counterfeits,
+}
+
+/// The counterfeit values drawn for one class, as a count per value: their memory grows with
+/// the informative domain, never with the number of counterfeits (a tiny `epsilon` draws
+/// millions per class).
+#[derive(Default)]
+pub(super) struct Counterfeits {
+    /// Count of each value code drawn (indexed by code; grown on demand, zero elsewhere).
+    counts: Vec<u64>,
+    /// The codes with a non-zero count, in the order first drawn.
+    drawn: Vec<u32>,
+    total: u64,
+}
+
+impl Counterfeits {
+    /// Forgets every value, keeping the allocations for the next class.
+    pub(super) fn clear(&mut self) {
+        for &v in &self.drawn {
+            self.counts[v as usize] = 0;
+        }
+        self.drawn.clear();
+        self.total = 0;
+    }
+
+    /// Adds one counterfeit of value code `v`.
+    pub(super) fn add(&mut self, v: u32) {
+        let i = v as usize;
+        if i >= self.counts.len() {
+            self.counts.resize(i + 1, 0);
+        }
+        if self.counts[i] == 0 {
+            self.drawn.push(v);
+        }
+        self.counts[i] += 1;
+        self.total += 1;
+    }
+
+    /// Number of counterfeits.
+    pub(super) fn len(&self) -> u64 {
+        self.total
+    }
+
+    /// Whether no counterfeit was drawn.
+    pub(super) fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    /// `(value, count)` of the drawn values, ascending by value.
+    pub(super) fn pairs(&self) -> Vec<(u32, u64)> {
+        let mut values = self.drawn.clone();
+        values.sort_unstable();
+        values
+            .into_iter()
+            .map(|v| (v, self.counts[v as usize]))
+            .collect()
+    }
 }
 
 /// Algorithm 1 on one node plus its information loss. Counterfeit values come from
@@ -66,10 +123,7 @@ pub(super) fn perturb_node(
     let mut release = collect.then(|| ReleasedHistogram::new(hist.levels.clone(), attrs));
     let mut suppressed = vec![0u64; value_domain];
     let mut suppressed_touched: Vec<u32> = Vec::new();
-    let mut work = ClassWork {
-        real: Vec::new(),
-        fake: Vec::new(),
-    };
+    let mut work = ClassWork::default();
 
     for c in 0..hist.class_count() {
         let range = hist.class_range(c);
@@ -96,7 +150,7 @@ pub(super) fn perturb_node(
         acc.add_class(&work, n, ncp_per_record);
         if let Some(rel) = release.as_mut() {
             let codes: Vec<u32> = (0..attrs).map(|a| hist.class_codes[a][c]).collect();
-            rel.push_class(&codes, &work.real, &work.fake);
+            rel.push_class_pairs(&codes, &work.real, &work.fake.pairs());
         }
     }
 
@@ -115,7 +169,7 @@ pub(super) fn perturb_node(
         }
         acc.add_class(&work, n, attrs as f64);
         if let Some(rel) = release.as_mut() {
-            rel.push_class(&vec![SUPPRESSED; attrs], &work.real, &work.fake);
+            rel.push_class_pairs(&vec![SUPPRESSED; attrs], &work.real, &work.fake.pairs());
         }
     }
 
@@ -193,14 +247,14 @@ pub(super) fn insert_counterfeits(
     let count = noise as u64;
     if let Some(marginal) = marginal {
         for _ in 0..count {
-            work.fake.push(marginal.draw(rng)?);
+            work.fake.add(marginal.draw(rng)?);
         }
         return Ok(());
     }
     let (weights, absent) = value_choice_weights(&work.real, n, value_domain, params.eps_val);
     for _ in 0..count {
         let value = draw_value(rng, &work.real, &weights, absent)?;
-        work.fake.push(value);
+        work.fake.add(value);
     }
     Ok(())
 }
@@ -283,7 +337,7 @@ pub(super) struct Accumulator {
 impl Accumulator {
     /// Adds one released class: `n` real records, `work.fake` counterfeits.
     fn add_class(&mut self, work: &ClassWork, n: u64, ncp_per_record: f64) {
-        let f = work.fake.len() as u64;
+        let f = work.fake.len();
         let size = (n + f) as f64;
         self.classes += 1;
         self.real += n;
@@ -301,15 +355,27 @@ pub(super) fn class_total_variation(work: &ClassWork, n: u64) -> f64 {
     if work.fake.is_empty() || n == 0 {
         return 0.0;
     }
-    let mut released: Vec<(u32, u64)> = work.real.clone();
-    released.extend(work.fake.iter().map(|&v| (v, 1)));
-    released.sort_unstable_by_key(|&(v, _)| v);
-    released.dedup_by(|next, kept| {
-        let same = next.0 == kept.0;
-        if same {
-            kept.1 += next.1;
-        }
-        same
-    });
+    let released = merge_counts(&work.real, &work.fake.pairs());
     class_scores(&work.real, &released).0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counterfeits are kept as a count per value: ten million of them hold one entry.
+    #[test]
+    fn counterfeits_are_counted_not_stored() {
+        let mut fake = Counterfeits::default();
+        for _ in 0..10_000_000 {
+            fake.add(7);
+        }
+        fake.add(2);
+        assert_eq!(fake.len(), 10_000_001);
+        assert_eq!(fake.pairs(), vec![(2, 1), (7, 10_000_000)]);
+        assert_eq!((fake.counts.len(), fake.drawn.len()), (8, 2));
+        fake.clear();
+        assert!(fake.is_empty());
+        assert_eq!(fake.pairs(), Vec::new());
+    }
 }

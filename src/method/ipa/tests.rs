@@ -223,10 +223,12 @@ fn large_epsilon_chooses_the_minimum_il_node() {
 
 #[test]
 fn total_variation_and_absent_values() {
-    let work = ClassWork {
+    let mut work = ClassWork {
         real: vec![(0, 2), (3, 2)],
-        fake: vec![3, 1],
+        ..ClassWork::default()
     };
+    work.fake.add(3);
+    work.fake.add(1);
     // real: 1/2, 1/2 on {0, 3}; released: 2/6 on 0, 1/6 on 1, 3/6 on 3.
     let tv = class_total_variation(&work, 4);
     assert!(
