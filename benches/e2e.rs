@@ -690,7 +690,10 @@ fn export_case(dir: &std::path::Path, rows: u64, runs: usize) -> Result<(u64, [f
         "COPY (SELECT * FROM nps_demo(rows => {rows})) TO '{}' STORED AS PARQUET",
         source.to_string_lossy()
     );
-    run_dfanon(&["-q".into(), "-c".into(), generate], std::process::Stdio::null())?;
+    run_dfanon(
+        &["-q".into(), "-c".into(), generate],
+        std::process::Stdio::null(),
+    )?;
     std::fs::write(
         &setup,
         format!(

@@ -54,7 +54,13 @@ fn non_table_formats_write_every_row() {
 #[test]
 fn exports_through_stdout_hold_only_the_rows() {
     let output = Command::new(env!("CARGO_BIN_EXE_dfanon"))
-        .args(["--no-progress", "--format", "csv", "-c", "SELECT 1 AS a; SELECT 'x;y' AS b"])
+        .args([
+            "--no-progress",
+            "--format",
+            "csv",
+            "-c",
+            "SELECT 1 AS a; SELECT 'x;y' AS b",
+        ])
         .output()
         .expect("run dfanon");
     assert!(output.status.success());
@@ -150,7 +156,10 @@ fn an_interrupted_copy_leaves_no_partial_file() {
     // Wait until the copy has written something.
     let start = Instant::now();
     while listing().is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(20), "COPY wrote nothing");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "COPY wrote nothing"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     interrupt(&child);

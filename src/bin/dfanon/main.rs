@@ -203,7 +203,10 @@ fn budget_limit(key: &str, text: &str) -> std::result::Result<f64, String> {
             DataFusionError::Configuration(message) => message,
             other => other.strip_backtrace(),
         };
-        message.replace(&format!("anonymize.{key}"), &format!("--{}", key.replace('_', "-")))
+        message.replace(
+            &format!("anonymize.{key}"),
+            &format!("--{}", key.replace('_', "-")),
+        )
     })
 }
 

@@ -12,8 +12,8 @@
 
 use std::collections::HashSet;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -80,9 +80,8 @@ impl Script {
         let state = self.ctx.state();
         let options = state.config().options();
         let dialect_name = &options.sql_parser.dialect;
-        let dialect = dialect_from_str(dialect_name).ok_or_else(|| {
-            DataFusionError::Plan(format!("unknown SQL dialect {dialect_name}"))
-        })?;
+        let dialect = dialect_from_str(dialect_name)
+            .ok_or_else(|| DataFusionError::Plan(format!("unknown SQL dialect {dialect_name}")))?;
         let recursion_limit = options.sql_parser.recursion_limit.get();
         let mut pieces = Vec::new();
         for text in split_statements(sql, dialect.as_ref())? {
