@@ -10,6 +10,10 @@ use datafusion::common::Result;
 
 use crate::hierarchy::Hierarchy;
 
+/// Pairs of one target class above which [`GroupedHistogram::roll_up`] sums them in a
+/// dense array over the value domain instead of sorting them.
+const DENSE_MERGE_ABOVE: usize = 64;
+
 /// Per node: equivalence classes and their informative-value counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupedHistogram {
@@ -154,9 +158,9 @@ impl GroupedHistogram {
         let (keys, key_space) = self.class_keys(&maps, &cards);
         let source_classes = self.class_count();
 
-        // Order the source classes by target key: counting sort when the key space is
-        // small, comparison sort otherwise.
-        let order: Vec<u32> = if key_space <= (4 * source_classes as u64).max(1 << 16) {
+        // The source classes as (target key, class), sorted: counting sort when the key
+        // space is small, comparison sort otherwise.
+        let sorted: Vec<(u64, u32)> = if key_space <= (4 * source_classes as u64).max(1 << 16) {
             let mut starts = vec![0u32; key_space as usize + 1];
             for &k in &keys {
                 starts[k as usize + 1] += 1;
@@ -164,53 +168,115 @@ impl GroupedHistogram {
             for i in 1..starts.len() {
                 starts[i] += starts[i - 1];
             }
-            let mut order = vec![0u32; source_classes];
+            let mut sorted = vec![(0u64, 0u32); source_classes];
             for (c, &k) in keys.iter().enumerate() {
                 let slot = &mut starts[k as usize];
-                order[*slot as usize] = c as u32;
+                sorted[*slot as usize] = (k, c as u32);
                 *slot += 1;
             }
-            order
+            sorted
         } else {
-            let mut order: Vec<u32> = (0..source_classes as u32).collect();
-            order.sort_unstable_by_key(|&c| keys[c as usize]);
-            order
+            let mut sorted: Vec<(u64, u32)> = keys
+                .iter()
+                .enumerate()
+                .map(|(c, &k)| (k, c as u32))
+                .collect();
+            sorted.sort_unstable();
+            sorted
         };
+        drop(keys);
 
-        let mut class_codes: Vec<Vec<u32>> = vec![Vec::new(); attrs];
-        let mut class_offsets = vec![0usize];
+        // The target class of each source class (targets numbered in key order), then
+        // everything else in passes over the source classes in their own order, so that
+        // the source is read sequentially.
+        let mut target_of = vec![0u32; source_classes];
+        let mut targets = 0usize;
+        for (i, &(key, c)) in sorted.iter().enumerate() {
+            if i > 0 && sorted[i - 1].0 != key {
+                targets += 1;
+            }
+            target_of[c as usize] = targets as u32;
+        }
+        if source_classes > 0 {
+            targets += 1;
+        }
+        drop(sorted);
+        let mut codes: Vec<Vec<u32>> = vec![vec![0u32; targets]; attrs];
+        for a in 0..attrs {
+            let (map, out) = (&maps[a], &mut codes[a]);
+            for (&t, &code) in target_of.iter().zip(&self.class_codes[a]) {
+                out[t as usize] = map[code as usize];
+            }
+        }
+        // Each target's pairs gathered in a slot of its own (counting sort by target).
+        let mut slot_starts = vec![0usize; targets + 1];
+        for (c, &t) in target_of.iter().enumerate() {
+            slot_starts[t as usize + 1] += self.class_offsets[c + 1] - self.class_offsets[c];
+        }
+        for t in 1..slot_starts.len() {
+            slot_starts[t] += slot_starts[t - 1];
+        }
+        let mut cursor = slot_starts.clone();
+        let mut gathered = vec![(0u32, 0u64); self.pair_count()];
+        for (c, &t) in target_of.iter().enumerate() {
+            for p in self.class_range(c) {
+                gathered[cursor[t as usize]] = (self.pair_values[p], self.pair_counts[p]);
+                cursor[t as usize] += 1;
+            }
+        }
+        drop(cursor);
+        drop(target_of);
+
+        // Each target's pairs summed by value, ascending; a target without records is
+        // dropped.
+        let mut class_codes: Vec<Vec<u32>> = vec![Vec::with_capacity(targets); attrs];
+        let mut class_offsets = Vec::with_capacity(targets + 1);
+        class_offsets.push(0usize);
         let mut pair_values = Vec::with_capacity(self.pair_count());
         let mut pair_counts = Vec::with_capacity(self.pair_count());
-        let mut scratch = vec![0u64; value_domain];
+        let mut scratch: Vec<u64> = Vec::new();
         let mut touched: Vec<u32> = Vec::new();
-
-        let mut i = 0;
-        while i < order.len() {
-            let key = keys[order[i] as usize];
-            let first = order[i] as usize;
-            while i < order.len() && keys[order[i] as usize] == key {
-                let c = order[i] as usize;
-                for p in self.class_range(c) {
-                    let v = self.pair_values[p];
+        for t in 0..targets {
+            let slot = &mut gathered[slot_starts[t]..slot_starts[t + 1]];
+            if slot.len() <= DENSE_MERGE_ABOVE {
+                slot.sort_unstable_by_key(|&(v, _)| v);
+                let mut i = 0;
+                while i < slot.len() {
+                    let v = slot[i].0;
+                    let mut n = 0u64;
+                    while i < slot.len() && slot[i].0 == v {
+                        n += slot[i].1;
+                        i += 1;
+                    }
+                    if n > 0 {
+                        pair_values.push(v);
+                        pair_counts.push(n);
+                    }
+                }
+            } else {
+                // Many pairs (a coarse node): summed in a dense array over the domain.
+                if scratch.is_empty() {
+                    scratch = vec![0u64; value_domain];
+                }
+                for &(v, n) in slot.iter() {
                     if scratch[v as usize] == 0 {
                         touched.push(v);
                     }
-                    scratch[v as usize] += self.pair_counts[p];
+                    scratch[v as usize] += n;
                 }
-                i += 1;
-            }
-            touched.sort_unstable();
-            for &v in &touched {
-                let n = std::mem::take(&mut scratch[v as usize]);
-                if n > 0 {
-                    pair_values.push(v);
-                    pair_counts.push(n);
+                touched.sort_unstable();
+                for &v in &touched {
+                    let n = std::mem::take(&mut scratch[v as usize]);
+                    if n > 0 {
+                        pair_values.push(v);
+                        pair_counts.push(n);
+                    }
                 }
+                touched.clear();
             }
-            touched.clear();
             if pair_values.len() > *class_offsets.last().unwrap_or(&0) {
                 for a in 0..attrs {
-                    class_codes[a].push(maps[a][self.class_codes[a][first] as usize]);
+                    class_codes[a].push(codes[a][t]);
                 }
                 class_offsets.push(pair_values.len());
             }

@@ -4,6 +4,8 @@ use std::fmt;
 
 use datafusion::common::{DataFusionError, Result};
 
+use crate::names::{written_name, PairsError};
+
 /// Default largest lattice an exhaustive method may evaluate.
 pub const DEFAULT_MAX_NODES: usize = 100_000;
 
@@ -48,6 +50,11 @@ pub enum LatticeError {
         param: String,
         /// The item as written (trimmed).
         item: String,
+    },
+    /// A quoting error or a stray character in a level list (the whole message).
+    Syntax {
+        /// The message, naming the argument.
+        message: String,
     },
     /// A level is not a non-negative integer.
     LevelNotInteger {
@@ -123,6 +130,7 @@ impl fmt::Display for LatticeError {
                 f,
                 "{param}: '{item}' is not 'column=level'; write e.g. {param} => 'age=1, sex=0'"
             ),
+            LatticeError::Syntax { message } => f.write_str(message),
             LatticeError::LevelNotInteger {
                 param,
                 column,
@@ -338,17 +346,20 @@ impl Lattice {
     }
 }
 
-/// Position of the quasi-identifier `name` (letter case ignored) among `columns`; the
-/// error names the argument `param` and lists the quasi-identifiers.
+/// Position of the quasi-identifier `name` among `columns`: the one spelled exactly so,
+/// else the one equal to it ignoring letter case; the error names the argument `param` and
+/// lists the quasi-identifiers.
 pub fn qi_position<S: AsRef<str>>(
     param: &str,
     columns: &[S],
     name: &str,
 ) -> Result<usize, LatticeError> {
-    match columns
-        .iter()
-        .position(|c| c.as_ref().eq_ignore_ascii_case(name))
-    {
+    let exact = columns.iter().position(|c| c.as_ref() == name);
+    match exact.or_else(|| {
+        columns
+            .iter()
+            .position(|c| c.as_ref().eq_ignore_ascii_case(name))
+    }) {
         Some(a) => Ok(a),
         None => Err(LatticeError::NotAQuasiIdentifier {
             param: param.to_string(),
@@ -362,32 +373,43 @@ pub fn qi_position<S: AsRef<str>>(
 pub type LevelList = Vec<(String, usize)>;
 
 /// Parses a `'column=level, ...'` list given as argument `param` (`levels`, `min_levels`,
-/// `max_levels`): at least one pair, non-negative integer levels, no column twice
-/// (case-insensitive).
+/// `max_levels`): names as in `qi` (a name containing `,` or `=` in double quotes,
+/// [`crate::names::parse_pairs`]), at least one pair, non-negative integer levels, no
+/// column twice (letter case ignored unless a name is quoted).
 pub fn parse_level_list(param: &str, text: &str) -> Result<LevelList, LatticeError> {
+    let pairs = crate::names::parse_pairs(param, text).map_err(|e| match e {
+        PairsError::Syntax(message) => LatticeError::Syntax { message },
+        PairsError::NoEquals(item) => LatticeError::NotColumnLevel {
+            param: param.to_string(),
+            item,
+        },
+    })?;
     let mut out: LevelList = Vec::new();
-    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let Some((name, level)) = item.split_once('=') else {
-            return Err(LatticeError::NotColumnLevel {
-                param: param.to_string(),
-                item: item.to_string(),
-            });
-        };
-        let name = name.trim().to_string();
-        let Ok(level) = level.trim().parse::<usize>() else {
+    let mut quoted: Vec<bool> = Vec::new();
+    for pair in pairs {
+        let name = pair.name.text;
+        let Ok(level) = pair.value.parse::<usize>() else {
             return Err(LatticeError::LevelNotInteger {
                 param: param.to_string(),
                 column: name,
-                level: level.trim().to_string(),
+                level: pair.value,
             });
         };
-        if out.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+        let twice = out.iter().zip(&quoted).any(|((n, _), &q)| {
+            if q || pair.name.quoted {
+                *n == name
+            } else {
+                n.eq_ignore_ascii_case(&name)
+            }
+        });
+        if twice {
             return Err(LatticeError::ColumnListedTwice {
                 param: param.to_string(),
                 column: name,
             });
         }
         out.push((name, level));
+        quoted.push(pair.name.quoted);
     }
     if out.is_empty() {
         return Err(LatticeError::NoPairs {
@@ -458,13 +480,14 @@ impl LevelBounds {
         Ok((min, max))
     }
 
-    /// The bounds as public metadata text, e.g. `"age=1"` (`"none"` when unbounded).
+    /// The bounds as public metadata text, e.g. `"age=1"` (`"none"` when unbounded); a
+    /// name containing `,`, `:` or `=` in double quotes, as the argument takes it.
     pub fn describe(list: &LevelList) -> String {
         if list.is_empty() {
             return "none".to_string();
         }
         list.iter()
-            .map(|(n, l)| format!("{n}={l}"))
+            .map(|(n, l)| format!("{}={l}", written_name(n)))
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -671,6 +694,46 @@ mod tests {
             "age=1, sex=0"
         );
         assert_eq!(LevelBounds::describe(&Vec::new()), "none");
+    }
+
+    /// Level lists take names as `qi` does: in double quotes a name may hold ',' and '=',
+    /// and matches its quasi-identifier exactly.
+    #[test]
+    fn level_lists_take_quoted_names() {
+        let columns = ["c,d", "Sex", "sex"];
+        let list = parse_level_list("max_levels", r#""c,d"=0, "sex"=1, "Sex" = 2"#).unwrap();
+        assert_eq!(
+            list,
+            vec![("c,d".into(), 0), ("sex".into(), 1), ("Sex".into(), 2)]
+        );
+        let bounds = LevelBounds {
+            min: Vec::new(),
+            max: list,
+        };
+        assert_eq!(
+            bounds.resolve(&columns, &[2, 3, 3]).unwrap(),
+            (vec![0, 0, 0], vec![0, 2, 1])
+        );
+        assert_eq!(
+            LevelBounds::describe(&bounds.max),
+            "\"c,d\"=0, sex=1, Sex=2"
+        );
+        let min = parse_level_list("min_levels", r#""age"=1"#).unwrap();
+        assert_eq!(min, vec![("age".into(), 1)]);
+        for (bad, msg) in [
+            (
+                r#""c,d"=0, "c,d"=1"#,
+                "max_levels: column 'c,d' is listed twice",
+            ),
+            (
+                r#""c,d=0"#,
+                "argument 'max_levels': the double quote opened in",
+            ),
+            (r#""c,d""#, "max_levels: '\"c,d\"' is not 'column=level'"),
+        ] {
+            let err = parse_level_list("max_levels", bad).unwrap_err().to_string();
+            assert!(err.contains(msg), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -30,6 +30,7 @@ mod lattice;
 mod mechanism;
 mod method;
 mod metric;
+mod names;
 mod params;
 mod privacy;
 mod progress;

@@ -11,9 +11,12 @@
 //! | tab, newline, carriage return, NUL | `\t`, `\n`, `\r`, `\0` |
 //! | `\` and `'` | `\\` and `\'` |
 //! | any other control, format (zero-width, byte-order mark, direction marks) or non-ASCII whitespace character (no-break space, ...) | `\u{a0}` (its code point in hex) |
+//! | a combining diacritical mark (U+0300–U+036F, U+1AB0–U+1AFF, U+1DC0–U+1DFF, U+20D0–U+20FF, U+FE20–U+FE2F), which would merge with the letter before it | `\u{301}` |
 //!
-//! Every other character, spaces inside the value included, is shown as it is. Every
-//! error that quotes a value read from data or from a hierarchy uses [`quote`].
+//! Every other character, spaces inside the value included, is shown as it is, so `'école'`
+//! written with a precomposed `é` and `'e\u{301}cole'` (an `e` and a combining acute accent,
+//! Unicode's decomposed form) look different. Every error that quotes a value read from
+//! data or from a hierarchy uses [`quote`].
 
 use std::fmt::Write;
 
@@ -32,7 +35,7 @@ pub fn quote(value: &str) -> String {
             '\0' => out.push_str("\\0"),
             '\\' => out.push_str("\\\\"),
             '\'' => out.push_str("\\'"),
-            c if is_invisible(c) => {
+            c if is_invisible(c) || is_combining_mark(c) => {
                 let _ = write!(out, "\\u{{{:x}}}", c as u32);
             }
             c => out.push(c),
@@ -70,6 +73,20 @@ fn is_invisible(c: char) -> bool {
         )
 }
 
+/// The combining diacritical marks of the script-independent blocks (the accents Unicode's
+/// decomposed forms use for Latin, Greek and Cyrillic letters): shown as they are, they
+/// merge with the letter before them and the value looks like its precomposed form.
+fn is_combining_mark(c: char) -> bool {
+    matches!(
+        c,
+        '\u{300}'..='\u{36f}'
+            | '\u{1ab0}'..='\u{1aff}'
+            | '\u{1dc0}'..='\u{1dff}'
+            | '\u{20d0}'..='\u{20ff}'
+            | '\u{fe20}'..='\u{fe2f}'
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::quote;
@@ -94,6 +111,15 @@ mod tests {
         assert_eq!(quote("F\u{200b}"), "'F\\u{200b}'");
         assert_eq!(quote("a\0"), "'a\\0'");
         assert_eq!(quote("\u{1b}[31m"), "'\\u{1b}[31m'");
+    }
+
+    /// A decomposed accent is shown as its code point, so the decomposed and the
+    /// precomposed spelling of a word look different.
+    #[test]
+    fn combining_marks_are_escaped() {
+        assert_eq!(quote("e\u{301}cole"), "'e\\u{301}cole'");
+        assert_eq!(quote("\u{e9}cole"), "'école'");
+        assert_eq!(quote("n\u{303}"), "'n\\u{303}'");
     }
 
     #[test]

@@ -7,12 +7,31 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::catalog::Session;
-use datafusion::common::{Result, TableReference};
+use datafusion::common::{DataFusionError, Result, TableReference};
 use datafusion::execution::context::QueryPlanner;
 use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
+
+/// Names the table an error of a scan came from, as `function(): could not read <what>`
+/// (e.g. `anonymize(): could not read source table 'nps'`) followed by the cause: a file,
+/// format, storage or memory error of the scan (a truncated Parquet file, a malformed CSV,
+/// a memory limit) names no table otherwise. Errors of this crate (a view over another
+/// release) pass unchanged.
+pub fn reading_error(function: &str, what: &str, e: DataFusionError) -> DataFusionError {
+    match e {
+        DataFusionError::ArrowError(..)
+        | DataFusionError::ParquetError(_)
+        | DataFusionError::ObjectStore(_)
+        | DataFusionError::IoError(_)
+        | DataFusionError::External(_)
+        | DataFusionError::ResourcesExhausted(_) => {
+            e.context(format!("{function}(): could not read {what}"))
+        }
+        other => other,
+    }
+}
 
 /// Ways a table name given as text may be registered: as written (a dotted name is
 /// parsed as `schema.table`), then lower-cased as SQL normalizes unquoted names.

@@ -129,7 +129,7 @@ async fn releases_of_neighbours_fail_only_on_the_ceiling() -> Result<()> {
                     Err(e) => assert_eq!(
                         e,
                         format!(
-                            "Execution error: anonymize(): this release has more rows than public users may receive in this session ({ceiling}); its budget was spent. Use a larger epsilon or fewer quasi-identifier levels"
+                            "Execution error: anonymize(): this release has more rows than public users may receive in this session ({ceiling}); its budget was spent. Methods that add noise or counterfeit rows add fewer with a larger epsilon (ipa, dp_histogram) or a smaller k (upa); the others release at most the source's rows"
                         ),
                         "{sql}"
                     ),

@@ -24,6 +24,7 @@ use crate::hierarchy::STAR;
 use crate::privacy::assessment::{Rows, SensitiveFigures};
 use crate::privacy::risk::{ClassRisk, PopulationRisk};
 use crate::sensitive::has_natural_order;
+use crate::session::reading_error;
 
 /// Schema of `anonymize_assess`.
 pub fn assess_schema() -> SchemaRef {
@@ -151,7 +152,15 @@ pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Res
     let mut group = vec![suppressed_flag(&request.qi).alias("__assess_suppressed")];
     group.extend(qi_text(&request.qi));
     group.extend(request.sensitive.iter().map(|(s, _)| column(s)));
-    let batches = grouped(ctx.read_table(request.source.clone())?, group).await?;
+    let batches = grouped(ctx.read_table(request.source.clone())?, group)
+        .await
+        .map_err(|e| {
+            reading_error(
+                "anonymize_assess",
+                &format!("table '{}'", request.source_name),
+                e,
+            )
+        })?;
     let Some(first) = batches.first() else {
         return exec_err!(
             "anonymize_assess(): table '{}' is empty",
@@ -165,6 +174,9 @@ pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Res
     let qi_arrays: Vec<ArrayRef> = (0..q)
         .map(|a| concat_column(&batches, 1 + a, &schema))
         .collect::<Result<_>>()?;
+    if let Some(a) = qi_arrays.iter().position(|array| array.null_count() > 0) {
+        return null_qi("anonymize_assess", &request.qi[a], &request.source_name);
+    }
     let (class_of, class_keys) = row_ids(&qi_arrays)?;
 
     let total: u64 = counts.iter().sum();
@@ -216,8 +228,11 @@ pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Res
             put("marketer_risk", None, pop.marketer_risk);
         }
         Population::Table(name, provider) => {
-            let pop_batches =
-                grouped(ctx.read_table(provider.clone())?, qi_text(&request.qi)).await?;
+            let pop_batches = grouped(ctx.read_table(provider.clone())?, qi_text(&request.qi))
+                .await
+                .map_err(|e| {
+                    reading_error("anonymize_assess", &format!("population table '{name}'"), e)
+                })?;
             let mut pop_size: HashMap<OwnedRow, u64> = HashMap::new();
             let mut pop_total = 0u64;
             if let Some(pfirst) = pop_batches.first() {
@@ -331,38 +346,75 @@ pub(crate) fn entries_batch(entries: &[Entry]) -> Result<RecordBatch> {
 }
 
 /// The class-size distribution as one DataFusion plan: sizes of the non-suppressed
-/// classes, then how many classes and records have each size.
+/// classes, then how many classes and records have each size. A class with a NULL
+/// quasi-identifier is an error, as in `anonymize_assess` and `anonymize` (the plan carries
+/// a NULL flag per quasi-identifier to tell, without a second pass).
 pub(crate) async fn class_sizes(
     request: &AssessRequest,
     state: &SessionState,
 ) -> Result<Vec<RecordBatch>> {
     let ctx = SessionContext::new_with_state(state.clone());
+    let flags: Vec<String> = (0..request.qi.len())
+        .map(|a| format!("__null_{a}"))
+        .collect();
+    let mut per_class = vec![column("size")];
+    per_class.extend(
+        request
+            .qi
+            .iter()
+            .zip(&flags)
+            .map(|(q, flag)| column(q).is_null().alias(flag)),
+    );
+    let mut by_size = vec![column("size")];
+    by_size.extend(flags.iter().map(|f| column(f)));
+    let mut out = vec![
+        cast_expr(column("size"), DataType::Int64).alias("size"),
+        cast_expr(column("classes"), DataType::Int64).alias("classes"),
+        cast_expr(column("records"), DataType::Int64).alias("records"),
+    ];
+    out.extend(flags.iter().map(|f| column(f)));
     let df = ctx
         .read_table(request.source.clone())?
         .filter(suppressed_flag(&request.qi).is_not_true())?
         .aggregate(qi_text(&request.qi), vec![count(lit(1)).alias("size")])?
+        .select(per_class)?
         .aggregate(
-            vec![column("size")],
+            by_size,
             vec![
                 count(lit(1)).alias("classes"),
                 sum(column("size")).alias("records"),
             ],
         )?
-        .select(vec![
-            cast_expr(column("size"), DataType::Int64).alias("size"),
-            cast_expr(column("classes"), DataType::Int64).alias("classes"),
-            cast_expr(column("records"), DataType::Int64).alias("records"),
-        ])?
+        .select(out)?
         .sort(vec![column("size").sort(true, false)])?;
-    let batches = df.collect().await?;
-    // Re-stamp with the declared (non-nullable) schema.
+    let batches = df.collect().await.map_err(|e| {
+        reading_error(
+            "anonymize_class_sizes",
+            &format!("table '{}'", request.source_name),
+            e,
+        )
+    })?;
+    // Refuse NULLs, then re-stamp with the declared (non-nullable) schema.
     batches
         .into_iter()
         .map(|b| {
+            for (a, q) in request.qi.iter().enumerate() {
+                if b.column(3 + a).as_boolean().true_count() > 0 {
+                    return null_qi("anonymize_class_sizes", q, &request.source_name);
+                }
+            }
             Ok(RecordBatch::try_new(
                 class_sizes_schema(),
-                b.columns().to_vec(),
+                b.columns()[..3].to_vec(),
             )?)
         })
         .collect()
+}
+
+/// The error for a NULL quasi-identifier value, as `anonymize` words it: a NULL is no
+/// value a class could be formed of.
+fn null_qi<T>(function: &str, qi: &str, table: &str) -> Result<T> {
+    exec_err!(
+        "{function}(): quasi-identifier '{qi}' of table '{table}' contains NULL values; filter or impute them first"
+    )
 }

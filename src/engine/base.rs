@@ -19,6 +19,7 @@ use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::quote::quote;
 use crate::sensitive::{has_natural_order, SensitiveColumn, SensitiveDomain, SensitiveHierarchy};
+use crate::session::reading_error;
 
 use super::AnonymizeRequest;
 
@@ -43,7 +44,17 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
     let local = SessionContext::new_with_state(crate::session::local_state(state));
     let mut hierarchies = Vec::with_capacity(request.qi.len());
     for q in &request.qi {
-        let batches = local.read_table(q.hierarchy.clone())?.collect().await?;
+        let batches = local
+            .read_table(q.hierarchy.clone())?
+            .collect()
+            .await
+            .map_err(|e| {
+                reading_error(
+                    "anonymize",
+                    &format!("hierarchy table '{}'", q.hierarchy_name),
+                    e,
+                )
+            })?;
         hierarchies.push(hierarchy_from_batches(
             &q.column,
             &q.hierarchy_name,
@@ -63,14 +74,27 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
         .read_table(request.source.clone())?
         .aggregate(group, vec![count(lit(1)).alias("__anonymize_count")])?
         .collect()
-        .await?;
+        .await
+        .map_err(|e| {
+            reading_error(
+                "anonymize",
+                &format!("source table '{}'", request.source_name),
+                e,
+            )
+        })?;
     if request.public {
         let mut sensitive = Vec::with_capacity(request.sensitive.len());
         for s in &request.sensitive {
             sensitive.push(match &s.hierarchy {
                 None => None,
                 Some((name, table)) => {
-                    let rows = local.read_table(table.clone())?.collect().await?;
+                    let rows = local
+                        .read_table(table.clone())?
+                        .collect()
+                        .await
+                        .map_err(|e| {
+                            reading_error("anonymize", &format!("hierarchy table '{name}'"), e)
+                        })?;
                     Some(hierarchy_from_batches(&s.column, name, &rows)?)
                 }
             });
@@ -153,8 +177,9 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
     })
 }
 
-/// When a value is missing from its hierarchy only because of whitespace or letter case,
-/// says which leaf it nearly matches (values are matched byte for byte).
+/// When a value is missing from its hierarchy only because of whitespace, letter case or
+/// Unicode normalization, says which leaf it nearly matches (values are matched byte for
+/// byte). Owner sessions only: a public release drops such records (`public::records`).
 fn near_miss_hint(hierarchy: &Hierarchy, value: &str) -> String {
     let wanted = value.trim();
     let leaves = hierarchy.level(0).labels();
@@ -166,9 +191,19 @@ fn near_miss_hint(hierarchy: &Hierarchy, value: &str) -> String {
                 .iter()
                 .find(|leaf| leaf.trim().eq_ignore_ascii_case(wanted))
         });
-    match near {
-        Some(leaf) => format!(
+    if let Some(leaf) = near {
+        return format!(
             "; the hierarchy has {}: values are matched byte for byte, spaces and letter case included (trim or fix the data or the hierarchy)",
+            quote(leaf)
+        );
+    }
+    // The same text in another Unicode normalization form (a precomposed 'é' against 'e'
+    // and a combining accent), or in a compatibility form (full-width letters, ligatures).
+    let nfkc = icu_normalizer::ComposingNormalizerBorrowed::new_nfkc();
+    let wanted = nfkc.normalize(value);
+    match leaves.iter().find(|leaf| nfkc.normalize(leaf) == wanted) {
+        Some(leaf) => format!(
+            "; the hierarchy has {}, which differs from it only in Unicode normalization (e.g. an accent written as a separate combining mark): values are matched byte for byte (normalize the data and the hierarchy alike, e.g. to NFC)",
             quote(leaf)
         ),
         None => String::new(),
@@ -198,7 +233,13 @@ async fn sensitive_codes(
         let hierarchy = match &spec.hierarchy {
             None => None,
             Some((name, table)) => {
-                let hierarchy_batches = ctx.read_table(table.clone())?.collect().await?;
+                let hierarchy_batches =
+                    ctx.read_table(table.clone())?
+                        .collect()
+                        .await
+                        .map_err(|e| {
+                            reading_error("anonymize", &format!("hierarchy table '{name}'"), e)
+                        })?;
                 let hierarchy = hierarchy_from_batches(&spec.column, name, &hierarchy_batches)?;
                 let text = cast(&values, &DataType::Utf8)?;
                 let mut leaf_of_value = Vec::with_capacity(values.len());
@@ -208,8 +249,10 @@ async fn sensitive_codes(
                         Some(code) => leaf_of_value.push(code),
                         None => {
                             return exec_err!(
-                                "anonymize(): value '{value}' of sensitive column '{}' is not in its hierarchy '{name}'",
-                                spec.column
+                                "anonymize(): value {} of sensitive column '{}' is not in its hierarchy '{name}'{}",
+                                quote(value),
+                                spec.column,
+                                near_miss_hint(&hierarchy, value)
                             )
                         }
                     }

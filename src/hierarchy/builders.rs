@@ -6,8 +6,14 @@ use datafusion::common::DataFusionError;
 
 use super::STAR;
 
-/// Largest number of leaves an interval domain may enumerate.
-pub const MAX_INTERVAL_DOMAIN: usize = 10_000_000;
+/// Largest number of values (rows) a built hierarchy may have: an interval domain's
+/// integers, a mask's distinct codes. A million values take a few seconds and a few hundred
+/// MB to build and check.
+pub const MAX_HIERARCHY_VALUES: usize = 1_000_000;
+
+/// Largest number of cells (values × columns, the columns being the value, one per level
+/// and the final `*`) a built hierarchy may have: the levels multiply the work.
+pub const MAX_HIERARCHY_CELLS: usize = 5_000_000;
 
 /// Why a domain, an interval level or a mask could not build hierarchy rows.
 ///
@@ -24,12 +30,12 @@ pub enum BuildError {
         /// Its upper end.
         hi: i64,
     },
-    /// A range with more than [`MAX_INTERVAL_DOMAIN`] values.
+    /// A range with more than [`MAX_HIERARCHY_VALUES`] values.
     RangeTooLarge {
         /// The range as written.
         item: String,
     },
-    /// A domain with more than [`MAX_INTERVAL_DOMAIN`] values.
+    /// A domain with more than [`MAX_HIERARCHY_VALUES`] values.
     DomainTooLarge {
         /// The domain as written.
         spec: String,
@@ -74,6 +80,17 @@ pub enum BuildError {
     },
     /// A masking hierarchy asked for without values.
     NoMaskValues,
+    /// A masking hierarchy over more than [`MAX_HIERARCHY_VALUES`] distinct values.
+    TooManyMaskValues,
+    /// A hierarchy of more than [`MAX_HIERARCHY_CELLS`] cells.
+    TooManyCells {
+        /// Its values (rows).
+        values: usize,
+        /// Its columns: the value, the levels and `*`.
+        columns: usize,
+        /// What to give less of, in the user's words.
+        fewer: &'static str,
+    },
     /// Mask lengths that do not decrease strictly.
     MaskNotDecreasing {
         /// The lengths.
@@ -89,11 +106,12 @@ impl fmt::Display for BuildError {
             }
             BuildError::RangeTooLarge { item } => write!(
                 f,
-                "domain range '{item}' has more than {MAX_INTERVAL_DOMAIN} values"
+                "domain range '{item}' has more than {MAX_HIERARCHY_VALUES} values, the most a built hierarchy may have"
             ),
-            BuildError::DomainTooLarge { spec } => {
-                write!(f, "domain '{spec}' has more than {MAX_INTERVAL_DOMAIN} values")
-            }
+            BuildError::DomainTooLarge { spec } => write!(
+                f,
+                "domain '{spec}' has more than {MAX_HIERARCHY_VALUES} values, the most a built hierarchy may have"
+            ),
             BuildError::EmptyDomain { spec } => write!(
                 f,
                 "domain '{spec}' is empty; write e.g. '1..100' or '11, 21..26'"
@@ -132,6 +150,19 @@ impl fmt::Display for BuildError {
                 f,
                 "cannot build a masking hierarchy from an empty set of values"
             ),
+            BuildError::TooManyMaskValues => write!(
+                f,
+                "the column has more than {MAX_HIERARCHY_VALUES} distinct values, the most a built hierarchy may have"
+            ),
+            BuildError::TooManyCells {
+                values,
+                columns,
+                fewer,
+            } => write!(
+                f,
+                "the hierarchy would have {values} values × {columns} columns = {} cells, more than {MAX_HIERARCHY_CELLS}, the most a built hierarchy may have; give {fewer}",
+                values.saturating_mul(*columns)
+            ),
             BuildError::MaskNotDecreasing { keep } => {
                 write!(f, "mask lengths must be strictly decreasing, got {keep:?}")
             }
@@ -162,7 +193,7 @@ pub fn parse_integer_domain(spec: &str) -> Result<Vec<i64>, BuildError> {
                     hi,
                 });
             }
-            if hi.abs_diff(lo) >= MAX_INTERVAL_DOMAIN as u64 {
+            if hi.abs_diff(lo) >= MAX_HIERARCHY_VALUES as u64 {
                 return Err(BuildError::RangeTooLarge {
                     item: item.to_string(),
                 });
@@ -171,7 +202,7 @@ pub fn parse_integer_domain(spec: &str) -> Result<Vec<i64>, BuildError> {
         } else {
             values.push(parse_int(item, "domain")?);
         }
-        if values.len() > MAX_INTERVAL_DOMAIN {
+        if values.len() > MAX_HIERARCHY_VALUES {
             return Err(BuildError::DomainTooLarge {
                 spec: spec.to_string(),
             });
@@ -293,6 +324,11 @@ pub fn interval_hierarchy_rows(
     domain: &[i64],
     levels: &[IntervalLevel],
 ) -> Result<Vec<Vec<String>>, BuildError> {
+    check_cells(
+        domain.len(),
+        levels.len(),
+        "fewer levels or a smaller domain",
+    )?;
     let domain_max = domain.iter().copied().max().unwrap_or_default();
     let mut rows = Vec::with_capacity(domain.len());
     for &value in domain {
@@ -317,6 +353,9 @@ pub fn mask_hierarchy_rows(
     if values.is_empty() {
         return Err(BuildError::NoMaskValues);
     }
+    if values.len() > MAX_HIERARCHY_VALUES {
+        return Err(BuildError::TooManyMaskValues);
+    }
     let longest = values.iter().map(|v| v.chars().count()).max().unwrap_or(0);
     let keep: Vec<usize> = if keep.is_empty() {
         (1..longest).rev().collect()
@@ -328,6 +367,7 @@ pub fn mask_hierarchy_rows(
         }
         keep.to_vec()
     };
+    check_cells(values.len(), keep.len(), "fewer keep lengths")?;
     let mut rows = Vec::with_capacity(values.len());
     for value in values {
         let mut row = Vec::with_capacity(keep.len() + 2);
@@ -340,6 +380,20 @@ pub fn mask_hierarchy_rows(
     }
     append_star_level(&mut rows);
     Ok(rows)
+}
+
+/// Refuses a hierarchy of `values` rows and `levels` levels (plus the value and `*`) above
+/// [`MAX_HIERARCHY_CELLS`] cells, before anything is built.
+fn check_cells(values: usize, levels: usize, fewer: &'static str) -> Result<(), BuildError> {
+    let columns = levels.saturating_add(2);
+    if values.saturating_mul(columns) > MAX_HIERARCHY_CELLS {
+        return Err(BuildError::TooManyCells {
+            values,
+            columns,
+            fewer,
+        });
+    }
+    Ok(())
 }
 
 /// Appends a `*` column unless the last column already holds one value for every row.
@@ -436,6 +490,13 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("two parents"));
+        // Built by interval_hierarchy(), the error names no column: the levels are at fault.
+        assert_eq!(
+            Hierarchy::from_rows("interval_hierarchy", &rows)
+                .unwrap_err()
+                .built_by("interval_hierarchy"),
+            "interval_hierarchy(): the intervals of level 1 are not nested in those of level 2: '[0-4)' lies in both '[0-3)' and '[3-11)'; every interval of a level must lie within one interval of the next level"
+        );
     }
 
     /// Values and breakpoints at the ends of the 64-bit range label exactly, without
@@ -453,9 +514,40 @@ mod tests {
         assert_eq!(rows[0][1], "[-9223372036854775808-9223372036854775807)");
         let err = parse_integer_domain("-9223372036854775808..9223372036854775807").unwrap_err();
         assert!(
-            err.to_string().contains("has more than 10000000 values"),
+            err.to_string().contains("has more than 1000000 values"),
             "{err}"
         );
+    }
+
+    /// One argument cannot make a builder work without bound: at most a million values,
+    /// at most five million cells.
+    #[test]
+    fn built_hierarchies_are_bounded() {
+        let err = parse_integer_domain("0..9999999").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "domain range '0..9999999' has more than 1000000 values, the most a built hierarchy may have"
+        );
+        let err = parse_integer_domain("0..600000, 700000..1200000")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("has more than 1000000 values"), "{err}");
+        let domain = parse_integer_domain("0..999999").unwrap();
+        assert_eq!(domain.len(), MAX_HIERARCHY_VALUES);
+        let levels: Vec<IntervalLevel> = (1..=4)
+            .map(|l| IntervalLevel::Width(10i64.pow(l)))
+            .collect();
+        let err = interval_hierarchy_rows(&domain, &levels)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "the hierarchy would have 1000000 values × 6 columns = 6000000 cells, more than 5000000, the most a built hierarchy may have; give fewer levels or a smaller domain"
+        );
+        let codes: Vec<String> = (0..2000).map(|i| format!("{i:0>4}")).collect();
+        let keep: Vec<usize> = (1..=3000).rev().collect();
+        let err = mask_hierarchy_rows(&codes, &keep).unwrap_err().to_string();
+        assert!(err.contains("give fewer keep lengths"), "{err}");
     }
 
     #[test]

@@ -41,6 +41,12 @@ pub fn hierarchy_from_batches(
             .map(array_to_strings)
             .collect::<Result<Vec<_>>>()?;
         for row in 0..batch.num_rows() {
+            if columns[0][row].is_none() {
+                return exec_err!(
+                    "hierarchy table '{source}' for column '{attribute}': row {} has NULL as its raw value (level 0, the table's first column); every row needs the data value it generalizes",
+                    rows.len() + 1
+                );
+            }
             let mut cells = Vec::with_capacity(columns.len());
             for column in &columns {
                 match &column[row] {

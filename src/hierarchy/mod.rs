@@ -133,87 +133,82 @@ pub enum HierarchyError {
     },
 }
 
-impl fmt::Display for HierarchyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl HierarchyError {
+    /// The message, with `subject` naming the hierarchy (as "hierarchy for column 'age'").
+    fn message(&self, subject: &str) -> String {
         match self {
-            HierarchyError::Empty { attribute } => {
-                write!(f, "hierarchy for column '{attribute}' is empty")
+            HierarchyError::Empty { attribute: _ } => {
+                format!("{subject} is empty")
             }
-            HierarchyError::RowsWithoutValues { attribute } => {
-                write!(f, "hierarchy for column '{attribute}' has rows without values")
+            HierarchyError::RowsWithoutValues { attribute: _ } => {
+                format!("{subject} has rows without values")
             }
             HierarchyError::DifferentHeights {
-                attribute,
+                attribute: _,
                 first_value,
                 first_levels,
                 row,
                 value,
                 levels,
-            } => write!(
-                f,
-                "hierarchy for column '{attribute}' has rows of different heights: row 1 ({}) has {first_levels} levels, row {row} ({}) has {levels}",
+            } => format!(
+                "{subject} has rows of different heights: row 1 ({}) has {first_levels} levels, row {row} ({}) has {levels}",
                 quote(first_value),
                 quote(value)
             ),
             HierarchyError::EmptyCell {
-                attribute,
+                attribute: _,
                 row,
                 level,
-            } => write!(
-                f,
-                "hierarchy for column '{attribute}' has an empty cell at row {row}, level {level}; every row needs a value at every level"
+            } => format!(
+                "{subject} has an empty cell at row {row}, level {level}; every row needs a value at every level"
             ),
-            HierarchyError::ValueListedTwice { attribute, value } => write!(
-                f,
-                "hierarchy for column '{attribute}' lists value {} twice with different generalizations",
+            HierarchyError::ValueListedTwice { attribute: _, value } => format!(
+                "{subject} lists value {} twice with different generalizations",
                 quote(value)
             ),
-            HierarchyError::TooManyValues { attribute } => {
-                write!(f, "hierarchy for column '{attribute}' has too many values")
+            HierarchyError::TooManyValues { attribute: _ } => {
+                format!("{subject} has too many values")
             }
             HierarchyError::TwoParents {
-                attribute,
+                attribute: _,
                 value,
                 level,
                 first,
                 second,
-            } => write!(
-                f,
-                "hierarchy for column '{attribute}': value {} at level {level} has two parents at level {}: {} and {}",
+            } => format!(
+                "{subject}: value {} at level {level} has two parents at level {}: {} and {}",
                 quote(value),
                 level + 1,
                 quote(first),
                 quote(second)
             ),
             HierarchyError::InnerStar {
-                attribute,
+                attribute: _,
                 star_level,
                 value,
                 label,
                 level,
-            } => write!(
-                f,
-                "hierarchy for column '{attribute}': '{STAR}' at level {star_level} (row of value {}) is an inner label: it generalizes to {} at level {level}; '{STAR}' stands for the fully generalized value, so every level above a '{STAR}' must be '{STAR}' too",
+            } => format!(
+                "{subject}: '{STAR}' at level {star_level} (row of value {}) is an inner label: it generalizes to {} at level {level}; '{STAR}' stands for the fully generalized value, so every level above a '{STAR}' must be '{STAR}' too",
                 quote(value),
                 quote(label)
             ),
             HierarchyError::LabelTwoParents {
-                attribute,
+                attribute: _,
                 label,
                 first,
                 first_level,
                 second,
                 second_level,
-            } => write!(
-                f,
-                "hierarchy for column '{attribute}': label {} has two parents: {} (level {first_level} to {}) and {} (level {second_level} to {}); a label must stand for the same group on every level (are labels swapped between levels?)",
+            } => format!(
+                "{subject}: label {} has two parents: {} (level {first_level} to {}) and {} (level {second_level} to {}); a label must stand for the same group on every level (are labels swapped between levels?)",
                 quote(label),
                 quote(first),
                 first_level + 1,
                 quote(second),
                 second_level + 1
             ),
-            HierarchyError::Cycle { attribute, path } => {
+            HierarchyError::Cycle { attribute: _, path } => {
                 let shown: Vec<String> = path
                     .iter()
                     .map(|(label, level)| match level {
@@ -221,14 +216,13 @@ impl fmt::Display for HierarchyError {
                         None => quote(label),
                     })
                     .collect();
-                write!(
-                    f,
-                    "hierarchy for column '{attribute}': labels form a cycle: {}; every generalization must lead to a coarser label, never back to a finer one",
+                format!(
+                    "{subject}: labels form a cycle: {}; every generalization must lead to a coarser label, never back to a finer one",
                     shown.join(" -> ")
                 )
             }
             HierarchyError::NoSingleRoot {
-                attribute,
+                attribute: _,
                 top_level,
                 label_count,
                 first_labels,
@@ -239,13 +233,58 @@ impl fmt::Display for HierarchyError {
                 } else {
                     ""
                 };
-                write!(
-                    f,
-                    "hierarchy for column '{attribute}' has no single root: its top level {top_level} has {label_count} labels ({}{more}); add a last level that generalizes every value to one label, e.g. '{STAR}'",
+                format!(
+                    "{subject} has no single root: its top level {top_level} has {label_count} labels ({}{more}); add a last level that generalizes every value to one label, e.g. '{STAR}'",
                     shown.join(", ")
                 )
             }
         }
+    }
+
+    /// The column the hierarchy serves.
+    fn attribute(&self) -> &str {
+        match self {
+            HierarchyError::Empty { attribute }
+            | HierarchyError::RowsWithoutValues { attribute }
+            | HierarchyError::DifferentHeights { attribute, .. }
+            | HierarchyError::EmptyCell { attribute, .. }
+            | HierarchyError::ValueListedTwice { attribute, .. }
+            | HierarchyError::TooManyValues { attribute }
+            | HierarchyError::TwoParents { attribute, .. }
+            | HierarchyError::InnerStar { attribute, .. }
+            | HierarchyError::LabelTwoParents { attribute, .. }
+            | HierarchyError::Cycle { attribute, .. }
+            | HierarchyError::NoSingleRoot { attribute, .. } => attribute,
+        }
+    }
+
+    /// The message for a hierarchy the builder function `function` made from its arguments
+    /// (no column is involved yet): intervals that are not nested said as such, anything
+    /// else about "the hierarchy built from these arguments".
+    pub fn built_by(&self, function: &str) -> String {
+        match self {
+            HierarchyError::TwoParents {
+                value,
+                level,
+                first,
+                second,
+                ..
+            } if function == "interval_hierarchy" => format!(
+                "{function}(): the intervals of level {} are not nested in those of level {}: {} lies in both {} and {}; every interval of a level must lie within one interval of the next level",
+                level,
+                level + 1,
+                quote(value),
+                quote(first),
+                quote(second)
+            ),
+            other => other.message(&format!("{function}(): the hierarchy built from these arguments")),
+        }
+    }
+}
+
+impl fmt::Display for HierarchyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message(&format!("hierarchy for column '{}'", self.attribute())))
     }
 }
 

@@ -27,6 +27,7 @@ use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::lattice::{parse_level_list, Lattice, LevelBounds, Node, NO_LEVEL_BOUNDS};
 use crate::mechanism::rng::AnonRng;
+use crate::names::PairsError;
 use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
 use crate::progress::Progress;
 use crate::release::IntervalMeans;
@@ -302,30 +303,41 @@ pub fn level_bounds(values: &ParamValues) -> Result<LevelBounds> {
     })
 }
 
-/// Parses `qi_weights => 'age=3, los=2'` into `(column, weight)` pairs as written:
+/// Parses `qi_weights => 'age=3, los=2'` into `(column, weight)` pairs as written (names
+/// as in `qi`, a name containing `,` or `=` in double quotes: [`crate::names::parse_pairs`]):
 /// non-negative finite weights, no column twice, at least one pair.
 pub fn parse_qi_weights(text: &str) -> Result<Vec<(String, f64)>> {
+    let pairs = crate::names::parse_pairs("qi_weights", text).or_else(|e| match e {
+        PairsError::Syntax(message) => plan_err!("{message}"),
+        PairsError::NoEquals(item) => plan_err!(
+            "qi_weights: '{item}' is not 'column=weight'; write e.g. qi_weights => 'age=3, los=2'"
+        ),
+    })?;
     let mut out: Vec<(String, f64)> = Vec::new();
-    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let Some((name, weight)) = item.split_once('=') else {
-            return plan_err!(
-                "qi_weights: '{item}' is not 'column=weight'; write e.g. qi_weights => 'age=3, los=2'"
-            );
-        };
-        let name = name.trim().to_string();
-        let weight = match weight.trim().parse::<f64>() {
+    let mut quoted: Vec<bool> = Vec::new();
+    for pair in pairs {
+        let name = pair.name.text;
+        let weight = match pair.value.parse::<f64>() {
             Ok(w) if w.is_finite() && w >= 0.0 => w,
             _ => {
                 return plan_err!(
                     "qi_weights: weight of '{name}' must be a non-negative number, got '{}'",
-                    weight.trim()
+                    pair.value
                 )
             }
         };
-        if out.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+        let twice = out.iter().zip(&quoted).any(|((n, _), &q)| {
+            if q || pair.name.quoted {
+                *n == name
+            } else {
+                n.eq_ignore_ascii_case(&name)
+            }
+        });
+        if twice {
             return plan_err!("qi_weights: column '{name}' is listed twice");
         }
         out.push((name, weight));
+        quoted.push(pair.name.quoted);
     }
     if out.is_empty() {
         return plan_err!("qi_weights: no 'column=weight' pairs in '{text}'");

@@ -9,7 +9,7 @@
 //! same histogram from any predecessor.
 //!
 //! Memory: a level's histograms are kept for the next level only up to
-//! [`KEPT_BYTES_PER_LEVEL`], and only while the session's memory pool grants them with room
+//! [`KEPT_BYTES_PER_LEVEL`] (and a quarter of a limited pool), and only while the session's memory pool grants them with room
 //! left for one more histogram per thread; the others are dropped as soon as their node is
 //! evaluated, and their successors roll up from another predecessor or from the base. So at
 //! most two levels' kept histograms and one histogram per thread are alive at once, whatever
@@ -22,7 +22,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use datafusion::common::{internal_err, DataFusionError, Result};
-use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
+use datafusion::execution::memory_pool::{
+    MemoryConsumer, MemoryLimit, MemoryPool, MemoryReservation,
+};
 
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
@@ -166,6 +168,16 @@ impl Sweep<'_> {
 }
 
 impl Sweep<'_> {
+    /// Bytes of one level's histograms kept for the next: [`KEPT_BYTES_PER_LEVEL`], and at
+    /// most a quarter of a limited pool, so that the two levels alive at once hold at most
+    /// half of it and the rest stays for in-flight histograms and the process around them.
+    fn kept_bytes_per_level(&self) -> usize {
+        match self.memory.memory_limit() {
+            MemoryLimit::Finite(limit) => KEPT_BYTES_PER_LEVEL.min(limit / 4),
+            _ => KEPT_BYTES_PER_LEVEL,
+        }
+    }
+
     /// Whether a histogram of `bytes` (already reserved as in flight) may stay for the next
     /// level: within this level's share, and with room left in the pool for one more
     /// histogram of its size per thread.
@@ -177,7 +189,7 @@ impl Sweep<'_> {
         threads: usize,
     ) -> Result<bool> {
         let before = kept_bytes.fetch_add(bytes, Ordering::Relaxed);
-        if before + bytes > KEPT_BYTES_PER_LEVEL {
+        if before + bytes > self.kept_bytes_per_level() {
             return Ok(false);
         }
         let headroom = bytes.saturating_mul(threads);
@@ -334,5 +346,66 @@ mod tests {
         let err = sizes(&tiny).unwrap_err().to_string();
         assert!(err.contains("Resources exhausted"), "{err}");
         assert_eq!(tiny.reserved(), 0);
+
+        // Under a limit, the kept histograms of the two levels alive hold at most half of
+        // it: the peak reservation is that plus, per thread, one histogram in flight and
+        // the room checked for another.
+        let limit = 40 * largest;
+        let peak = Arc::new(PeakPool {
+            inner: GreedyMemoryPool::new(limit),
+            peak: AtomicUsize::new(0),
+        });
+        let pool: Arc<dyn MemoryPool> = peak.clone();
+        assert_eq!(sizes(&pool).unwrap(), expected);
+        let peak = peak.peak.load(Ordering::Relaxed);
+        assert!(peak > 0);
+        assert!(
+            peak <= limit / 2 + 4 * largest,
+            "{peak} > {limit} / 2 + 4 × {largest}"
+        );
+    }
+
+    /// A pool that remembers its largest reservation.
+    #[derive(Debug)]
+    struct PeakPool {
+        inner: datafusion::execution::memory_pool::GreedyMemoryPool,
+        peak: AtomicUsize,
+    }
+
+    impl std::fmt::Display for PeakPool {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "peak-tracking {}", self.inner)
+        }
+    }
+
+    impl MemoryPool for PeakPool {
+        fn name(&self) -> &str {
+            "peak"
+        }
+
+        fn grow(&self, reservation: &MemoryReservation, additional: usize) {
+            self.inner.grow(reservation, additional);
+            self.peak
+                .fetch_max(self.inner.reserved(), Ordering::Relaxed);
+        }
+
+        fn shrink(&self, reservation: &MemoryReservation, shrink: usize) {
+            self.inner.shrink(reservation, shrink);
+        }
+
+        fn try_grow(&self, reservation: &MemoryReservation, additional: usize) -> Result<()> {
+            self.inner.try_grow(reservation, additional)?;
+            self.peak
+                .fetch_max(self.inner.reserved(), Ordering::Relaxed);
+            Ok(())
+        }
+
+        fn reserved(&self) -> usize {
+            self.inner.reserved()
+        }
+
+        fn memory_limit(&self) -> MemoryLimit {
+            self.inner.memory_limit()
+        }
     }
 }

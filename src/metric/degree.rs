@@ -133,6 +133,27 @@ impl Degrees {
         }
     }
 
+    /// `D(r)` of the records of every class of a node at `levels` whose classes have the
+    /// codes `class_codes[a][c]`: the same values as [`Degrees::record_degree`] class by
+    /// class (the same sums in the same order), computed attribute by attribute.
+    pub fn class_degrees(&self, levels: &[usize], class_codes: &[Vec<u32>]) -> Vec<f64> {
+        let n = self.attributes.len();
+        let classes = class_codes.first().map_or(0, Vec::len);
+        let mut sums = vec![0.0f64; classes];
+        if n == 0 {
+            return sums;
+        }
+        for (a, d) in self.attributes.iter().enumerate() {
+            for (sum, &code) in sums.iter_mut().zip(&class_codes[a]) {
+                *sum += d.degree(levels[a], code);
+            }
+        }
+        for sum in &mut sums {
+            *sum /= n as f64;
+        }
+        sums
+    }
+
     /// `D(r)` of a record whose class has `codes` at `levels`: the mean over attributes.
     pub fn record_degree(&self, levels: &[usize], codes: impl Fn(usize) -> u32) -> f64 {
         let n = self.attributes.len();
@@ -216,6 +237,27 @@ mod tests {
         assert_eq!(d.attributes[0].degree(0, 1), 0.0);
         assert_eq!(d.attributes[0].degree(2, 0), 1.0);
         assert_eq!(d.attributes[0].degree(1, SUPPRESSED), 1.0);
+
+        // Column by column, every class gets exactly its record degree; and the volumes.
+        let codes = vec![
+            vec![1, 0, 2, SUPPRESSED],
+            vec![0, 0, 0, 0],
+            vec![1, 2, 0, 1],
+        ];
+        let levels = [1, 1, 1];
+        let by_class: Vec<f64> = (0..4)
+            .map(|c| d.record_degree(&levels, |a| codes[a][c]))
+            .collect();
+        assert_eq!(d.class_degrees(&levels, &codes), by_class);
+        let hs = [&age, &sex, &zip];
+        let volumes: Vec<f64> = (0..4)
+            .map(|c| crate::metric::rce::class_volume(&hs, &levels, |a| codes[a][c]))
+            .collect();
+        assert_eq!(
+            crate::metric::rce::class_volumes(&hs, &levels, &codes),
+            volumes
+        );
+        assert_eq!(volumes[0], 2.0 * 2.0 * 2.0);
     }
 
     /// Consecutive integers: the numeric and the categorical readings agree.

@@ -50,6 +50,28 @@ pub fn class_volume(
         .product()
 }
 
+/// [`class_volume`] of every class of a node at `levels` whose classes have the codes
+/// `class_codes[a][c]`: the same products in the same order, attribute by attribute.
+pub fn class_volumes(
+    hierarchies: &[&Hierarchy],
+    levels: &[usize],
+    class_codes: &[Vec<u32>],
+) -> Vec<f64> {
+    let classes = class_codes.first().map_or(0, Vec::len);
+    let mut volumes = vec![1.0f64; classes];
+    for (a, h) in hierarchies.iter().enumerate() {
+        let all = h.leaf_count() as f64;
+        let counts = h.level(levels[a]).leaf_counts();
+        for (volume, &code) in volumes.iter_mut().zip(&class_codes[a]) {
+            *volume *= match code {
+                SUPPRESSED => all,
+                code => counts.get(code as usize).map_or(all, |&c| f64::from(c)),
+            };
+        }
+    }
+    volumes
+}
+
 /// RCE of one (class, value) cell: `released` rows of which `real` are real records, each
 /// row of weight `weight`, in a box of `volume` cells.
 pub fn cell_rce(real: u64, released: u64, weight: f64, volume: f64) -> f64 {

@@ -41,6 +41,7 @@ pub fn bind(
         );
     }
     for (name, value) in positional_names.iter().zip(args.positional) {
+        refuse_null(function, params, name, &value)?;
         values.insert(name.to_string(), value);
     }
     for (name, value) in args.named {
@@ -55,14 +56,40 @@ pub fn bind(
                 valid.join(", ")
             );
         }
-        if values.insert(name.clone(), value).is_some() {
+        if values.contains_key(&name) {
             return plan_err!("{function}(): argument '{name}' is given twice");
         }
+        refuse_null(function, params, &name, &value)?;
+        values.insert(name, value);
     }
     Ok(BoundArgs {
         function: function.to_string(),
         values,
     })
+}
+
+/// The one rule for NULL arguments, of every function: no parameter takes NULL (it would
+/// otherwise be read as the text 'NULL', a table name, or a number's absence); leaving the
+/// argument out gives its default.
+fn refuse_null(
+    function: &str,
+    params: &[ParamSpec],
+    name: &str,
+    value: &ScalarValue,
+) -> Result<()> {
+    if !value.is_null() {
+        return Ok(());
+    }
+    match params
+        .iter()
+        .find(|p| p.name == name)
+        .and_then(|p| p.default.describe())
+    {
+        Some(default) => plan_err!(
+            "{function}(): argument '{name}' must not be NULL; leave it out for its default ({default})"
+        ),
+        None => plan_err!("{function}(): argument '{name}' must not be NULL"),
+    }
 }
 
 fn closest<'a>(name: &str, valid: &[&'a str]) -> Option<&'a str> {
@@ -259,5 +286,27 @@ mod tests {
         )
         .unwrap();
         assert!(b.u64("seed").is_err());
+    }
+
+    /// NULL is refused for every parameter, named or positional, naming it and its default.
+    #[test]
+    fn null_arguments_are_refused() {
+        let err = |positional: Vec<ScalarValue>, named: Vec<(String, ScalarValue)>| {
+            bind("f", PARAMS, &["source"], CallArgs { positional, named })
+                .unwrap_err()
+                .strip_backtrace()
+        };
+        assert_eq!(
+            err(vec![], vec![("seed".into(), ScalarValue::Utf8(None))]),
+            "Error during planning: f(): argument 'seed' must not be NULL; leave it out for its default (none)"
+        );
+        assert_eq!(
+            err(vec![], vec![("epsilon".into(), ScalarValue::Null)]),
+            "Error during planning: f(): argument 'epsilon' must not be NULL; leave it out for its default (1.0)"
+        );
+        assert_eq!(
+            err(vec![ScalarValue::Null], vec![]),
+            "Error during planning: f(): argument 'source' must not be NULL"
+        );
     }
 }

@@ -10,6 +10,8 @@ use datafusion::sql::sqlparser::dialect::dialect_from_str;
 /// (so a script may create a table and then read it), and returns the last statement's
 /// rows. The script is parsed with the session's SQL dialect, so comments and `;` inside
 /// string literals are read as SQL reads them; a parse error in any statement runs none.
+/// `RESET anonymize.<setting>` is an error saying to `SET` the value instead
+/// ([`crate::budget_reset_error`]).
 pub async fn run_script(ctx: &SessionContext, script: &str) -> Result<Vec<RecordBatch>> {
     let state = ctx.state();
     let options = state.config().options();
@@ -23,6 +25,11 @@ pub async fn run_script(ctx: &SessionContext, script: &str) -> Result<Vec<Record
         .parse_statements()?;
     let mut last = Vec::new();
     for statement in statements {
+        // DataFusion cannot reset an extension's settings ("Could not find config
+        // namespace"): say what to do instead.
+        if let Some(e) = crate::budget::config::reset_error(&statement.to_string()) {
+            return Err(e);
+        }
         let plan = ctx.state().statement_to_plan(statement).await?;
         last = ctx.execute_logical_plan(plan).await?.collect().await?;
     }
@@ -50,6 +57,27 @@ mod tests {
         assert_eq!(batch.column(0).as_primitive::<Int64Type>().value(0), 43);
         assert_eq!(batch.column(1).as_primitive::<Int64Type>().value(0), 3);
         Ok(())
+    }
+
+    /// RESET of an anonymize.* setting gets the crate's error, not DataFusion's "Could not
+    /// find config namespace"; the statements before it ran.
+    #[tokio::test]
+    async fn reset_of_a_budget_setting_says_what_to_do() {
+        let ctx = SessionContext::new();
+        crate::register_with(&ctx, crate::RegisterOptions::owner()).unwrap();
+        let err = run_script(
+            &ctx,
+            "CREATE TABLE t AS SELECT 1 AS a; RESET anonymize.epsilon_budget;",
+        )
+        .await
+        .err()
+        .map(|e| e.strip_backtrace())
+        .unwrap_or_default();
+        assert_eq!(
+            err,
+            "Invalid or Unsupported Configuration: RESET is not supported for anonymize.* settings; set the value instead, e.g. SET anonymize.epsilon_budget = 'unlimited' (the default)"
+        );
+        assert!(ctx.table("t").await.is_ok());
     }
 
     #[tokio::test]

@@ -151,7 +151,8 @@ impl KanonParams {
         }
     }
 
-    /// Checks `k >= 1`, `0 <= suppression_limit <= 1` and the weights.
+    /// Checks `k >= 1`, `0 <= suppression_limit <= 1` and the weights (finite,
+    /// non-negative, a positive sum).
     pub fn validate(&self) -> Result<()> {
         if self.k == 0 {
             return plan_err!("k must be at least 1, got 0");
@@ -164,6 +165,11 @@ impl KanonParams {
         }
         if let Some(w) = self.weights.iter().find(|w| !(w.is_finite() && **w >= 0.0)) {
             return plan_err!("qi_weights: weights must be finite and non-negative, got {w}");
+        }
+        // As IPA: all-zero weights make every node's metric alike (and cell suppression's
+        // order arbitrary).
+        if !self.weights.is_empty() && self.weights.iter().sum::<f64>() <= 0.0 {
+            return plan_err!("qi_weights: the weights must have a positive sum");
         }
         self.models.validate()
     }

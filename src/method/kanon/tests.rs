@@ -209,6 +209,12 @@ fn validates_parameters() {
         .unwrap_err()
         .to_string()
         .contains("qi_weights"));
+    // All-zero weights are refused as IPA refuses them: every node would score alike.
+    weighted.weights = vec![0.0, 0.0];
+    assert_eq!(
+        weighted.validate().unwrap_err().strip_backtrace(),
+        "Error during planning: qi_weights: the weights must have a positive sum"
+    );
     assert_eq!(KanonParams::default().max_suppressed(1_361_000), 68_050);
 }
 

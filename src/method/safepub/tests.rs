@@ -869,6 +869,51 @@ fn rejects_bad_parameters() {
     assert!(FinalSelection::parse("first").is_err());
 }
 
+/// The search's work is bounded before anything is drawn: `steps` may not make it draw
+/// from more than `MAX_SEARCH_CANDIDATES` candidates in all (the review's case: 100000
+/// steps over 531,441 nodes ran for minutes). Small lattices keep every step count up to
+/// `MAX_STEPS`; the default 300 steps pass on large ones.
+#[test]
+fn search_work_is_bounded_by_the_steps_and_the_lattice() {
+    let wide = Lattice::new(vec![2; 12], usize::MAX).unwrap();
+    assert_eq!(wide.len(), 531_441);
+    let err = check_search_work(100_000, &wide)
+        .unwrap_err()
+        .strip_backtrace();
+    assert_eq!(
+        err,
+        "Execution error: safepub: steps = 100000 would let the search draw its pivots from up to 40306656140 candidates in all on this lattice (531441 nodes, 12 quasi-identifier(s) to generalize), more than 200000000, the most one search may draw from; use steps => 6029 or fewer, or a smaller lattice (fewer quasi-identifiers, min_levels / max_levels)"
+    );
+    assert!(check_search_work(6029, &wide).is_ok());
+    assert!(check_search_work(6030, &wide).is_err());
+    assert!(check_search_work(DEFAULT_STEPS, &wide).is_ok());
+    let small = Lattice::new(vec![3, 2, 4, 1], usize::MAX).unwrap();
+    assert!(check_search_work(MAX_STEPS, &small).is_ok());
+    // Attributes fixed by min_levels = max_levels add no candidates.
+    let fixed = Lattice::bounded(
+        vec![2; 12],
+        vec![0; 12],
+        [vec![2], vec![0; 11]].concat(),
+        usize::MAX,
+    )
+    .unwrap();
+    assert!(check_search_work(MAX_STEPS, &fixed).is_ok());
+    // The parameter's documentation states the bounds enforced.
+    let steps = params::PARAMS.iter().find(|p| p.name == "steps").unwrap();
+    assert!(
+        steps.doc.contains(&format!("at most {MAX_STEPS}")),
+        "{}",
+        steps.doc
+    );
+    assert!(
+        steps
+            .doc
+            .contains(&format!("under {MAX_SEARCH_CANDIDATES}")),
+        "{}",
+        steps.doc
+    );
+}
+
 /// DP audit of the operator SafePub's guarantee rests on (sampling with β, then
 /// suppression of every class below k), on one class of n vs n + 1 records: the released
 /// size of the class (0 when it is suppressed) is histogrammed over 100,000 runs each and

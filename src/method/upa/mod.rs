@@ -29,7 +29,7 @@ use crate::method::sweep::Sweep;
 use crate::method::MethodInput;
 use crate::method::{Method, MethodOutput, MethodSpec};
 use crate::metric::degree::{loss_metric, Degrees, DEGREE_TOLERANCE};
-use crate::metric::rce::{cell_rce, class_volume};
+use crate::metric::rce::{cell_rce, class_volume, class_volumes};
 use crate::privacy::models::{ClassModels, ModelScratch};
 use crate::release::ReleaseSize;
 use crate::release::ReleasedHistogram;
@@ -139,15 +139,86 @@ pub struct UpaResult {
     pub h: f64,
 }
 
+/// The record degree of each class of `hist`.
+fn class_degrees(hist: &GroupedHistogram, degrees: &Degrees) -> Vec<f64> {
+    degrees.class_degrees(&hist.levels, &hist.class_codes)
+}
+
 /// The node feasibility check that precedes counterfeits: every class's record degree is
-/// within the ceiling. Returns the node's largest degree and whether it passes. Further
-/// per-class predicates of a node (e.g. diversity of the sensitive values) belong here.
-pub fn node_feasibility(hist: &GroupedHistogram, degrees: &Degrees, h: Option<f64>) -> (f64, bool) {
-    let max_degree = (0..hist.class_count())
-        .map(|c| degrees.record_degree(&hist.levels, |a| hist.class_codes[a][c]))
-        .fold(0.0, f64::max);
+/// within the ceiling. Returns the node's largest degree and whether it passes.
+fn feasibility(class_degrees: &[f64], h: Option<f64>) -> (f64, bool) {
+    let max_degree = class_degrees.iter().copied().fold(0.0, f64::max);
     let within = h.is_none_or(|h| max_degree <= h + DEGREE_TOLERANCE);
     (max_degree, within)
+}
+
+/// The released entries of class `c`: `(value, real count, released count)` for each value
+/// of its real records or its counterfeits, ascending by value, as the node's release
+/// would hold them (without building it).
+fn released_entries<'a>(
+    hist: &'a GroupedHistogram,
+    fakes: &'a counterfeits::Counterfeits,
+    c: usize,
+) -> impl Iterator<Item = (u32, u64, u64)> + 'a {
+    let mut real = hist.pairs(c).peekable();
+    let mut fake = fakes.class(c).peekable();
+    std::iter::from_fn(move || match (real.peek().copied(), fake.peek().copied()) {
+        (Some((v, n)), Some((w, f))) if v == w => {
+            real.next();
+            fake.next();
+            Some((v, n, n + f))
+        }
+        (Some((v, n)), Some((w, _))) if v < w => {
+            real.next();
+            Some((v, n, n))
+        }
+        (_, Some((w, f))) => {
+            fake.next();
+            Some((w, 0, f))
+        }
+        (Some((v, n)), None) => {
+            real.next();
+            Some((v, n, n))
+        }
+        (None, None) => None,
+    })
+}
+
+/// LM and exact RCE of a node's release, from its classes and counterfeits without building
+/// the release: the same sums, in the same order, as [`loss_metric`] and [`node_rce`] over
+/// the built release (the chosen node's replay checks that they agree).
+fn node_scores(
+    hist: &GroupedHistogram,
+    hierarchies: &[&Hierarchy],
+    class_degrees: &[f64],
+    fakes: &counterfeits::Counterfeits,
+    catalog: &CounterfeitCatalog,
+) -> (f64, f64) {
+    let classes = hist.class_count();
+    let (mut weighted, mut rows) = (0.0, 0u64);
+    for (c, &degree) in class_degrees.iter().enumerate() {
+        let size = hist.class_size(c) + fakes.class(c).map(|(_, n)| n).sum::<u64>();
+        if size > 0 {
+            weighted += degree * size as f64;
+            rows += size;
+        }
+    }
+    let lm = if rows == 0 {
+        0.0
+    } else {
+        weighted / rows as f64
+    };
+    let weights = CatalogWeights::from_classes(classes, Some(catalog), |c| {
+        released_entries(hist, fakes, c).map(|(v, _, released)| (v, released))
+    });
+    let volumes = class_volumes(hierarchies, &hist.levels, &hist.class_codes);
+    let mut rce = 0.0;
+    for (c, &volume) in volumes.iter().enumerate() {
+        for (v, real, released) in released_entries(hist, fakes, c) {
+            rce += cell_rce(real, released, weights.weight(c, v), volume);
+        }
+    }
+    (lm, rce)
 }
 
 /// A node's release, catalog and outcome, from its histogram and its random stream.
@@ -156,6 +227,9 @@ struct NodeRelease {
     release: Option<(ReleasedHistogram, CounterfeitCatalog)>,
 }
 
+/// Evaluates one node on its random stream; with `build`, also builds its release and
+/// catalog (the chosen node's replay).
+#[allow(clippy::too_many_arguments)]
 fn evaluate_node(
     hist: &GroupedHistogram,
     hierarchies: &[&Hierarchy],
@@ -164,6 +238,7 @@ fn evaluate_node(
     models: &ClassModels,
     totals: &[u64],
     rng: &mut AnonRng,
+    build: bool,
 ) -> Result<NodeRelease> {
     let mut outcome = NodeOutcome {
         node: hist.levels.clone(),
@@ -175,7 +250,8 @@ fn evaluate_node(
         lm: None,
         rce: None,
     };
-    let (max_degree, within) = node_feasibility(hist, degrees, params.h);
+    let class_degrees = class_degrees(hist, degrees);
+    let (max_degree, within) = feasibility(&class_degrees, params.h);
     outcome.max_degree = Some(max_degree);
     if !within {
         return Ok(NodeRelease {
@@ -222,27 +298,46 @@ fn evaluate_node(
         });
     };
     check_lemma1(hist, &fakes, &catalog)?;
-
-    let attrs = hierarchies.len();
-    let mut release = ReleasedHistogram::new(hist.levels.clone(), attrs);
-    let mut extra: Vec<u32> = Vec::new();
-    for c in 0..hist.class_count() {
-        let codes: Vec<u32> = (0..attrs).map(|a| hist.class_codes[a][c]).collect();
-        let real: Vec<(u32, u64)> = hist.pairs(c).collect();
-        extra.clear();
-        for (v, n) in fakes.class(c) {
-            extra.extend(std::iter::repeat_n(v, n as usize));
-        }
-        release.push_class(&codes, &real, &extra);
-    }
+    let (lm, rce) = node_scores(hist, hierarchies, &class_degrees, &fakes, &catalog);
     outcome.status = NodeStatus::Feasible;
     outcome.groups = catalog.groups.len();
-    outcome.lm = Some(loss_metric(degrees, &release));
-    outcome.rce = Some(node_rce(hist, hierarchies, &release, &catalog));
-    Ok(NodeRelease {
-        outcome,
-        release: Some((release, catalog)),
-    })
+    outcome.lm = Some(lm);
+    outcome.rce = Some(rce);
+    let release = match build {
+        false => None,
+        true => {
+            let release = node_release(hist, hierarchies.len(), &fakes);
+            // The scores the search compared are those of the release built.
+            if loss_metric(degrees, &release) != lm
+                || node_rce(hist, hierarchies, &release, &catalog) != rce
+            {
+                return internal_err!(
+                    "UPA scores of node {:?} differ from those of its release",
+                    hist.levels
+                );
+            }
+            Some((release, catalog))
+        }
+    };
+    Ok(NodeRelease { outcome, release })
+}
+
+/// The release of a node: each class's real records plus its counterfeits.
+fn node_release(
+    hist: &GroupedHistogram,
+    attrs: usize,
+    fakes: &counterfeits::Counterfeits,
+) -> ReleasedHistogram {
+    let mut release = ReleasedHistogram::new(hist.levels.clone(), attrs);
+    let mut codes: Vec<u32> = Vec::with_capacity(attrs);
+    for c in 0..hist.class_count() {
+        codes.clear();
+        codes.extend((0..attrs).map(|a| hist.class_codes[a][c]));
+        let real: Vec<(u32, u64)> = hist.pairs(c).collect();
+        let extra: Vec<(u32, u64)> = fakes.class(c).collect();
+        release.push_class_pairs(&codes, &real, &extra);
+    }
+    release
 }
 
 /// Exact RCE of a node's release: its classes are the node's classes in the same order,
@@ -427,7 +522,7 @@ pub fn run(input: &MethodInput<'_>, params: &UpaParams, rng: &mut AnonRng) -> Re
         })
     };
     // Node `i` evaluated on its own stream (replayable: the stream is cloned).
-    let evaluate_at = |i: usize, hist: &GroupedHistogram| {
+    let evaluate_at = |i: usize, hist: &GroupedHistogram, build: bool| {
         evaluate_node(
             hist,
             hierarchies,
@@ -436,9 +531,10 @@ pub fn run(input: &MethodInput<'_>, params: &UpaParams, rng: &mut AnonRng) -> Re
             &models,
             &totals,
             &mut streams[i].clone(),
+            build,
         )
     };
-    let evaluate = |i: usize, hist: &GroupedHistogram| Ok(evaluate_at(i, hist)?.outcome);
+    let evaluate = |i: usize, hist: &GroupedHistogram| Ok(evaluate_at(i, hist, false)?.outcome);
     let outcomes = sweep.run(skip, evaluate, |o| o.status != NodeStatus::OverCeiling)?;
 
     let chosen = outcomes
@@ -466,7 +562,7 @@ pub fn run(input: &MethodInput<'_>, params: &UpaParams, rng: &mut AnonRng) -> Re
     // Replay the chosen node's stream: the release is exactly the evaluated candidate.
     let node = &nodes[chosen];
     let hist = base.roll_up(hierarchies, node, value_domain)?;
-    let replay = evaluate_at(chosen, &hist)?;
+    let replay = evaluate_at(chosen, &hist, true)?;
     if replay.outcome != outcomes[chosen] {
         return internal_err!("UPA replay of node {node:?} differs from the evaluated candidate");
     }

@@ -439,7 +439,7 @@ fn pruning_follows_the_ceiling() {
     let degrees = Degrees::new(&hs);
     for o in &result.outcomes {
         let hist = base.roll_up(&hs, &o.node, 3).unwrap();
-        let (max, within) = node_feasibility(&hist, &degrees, Some(0.3));
+        let (max, within) = feasibility(&class_degrees(&hist, &degrees), Some(0.3));
         let parent_over = lattice.predecessors(&o.node).iter().any(|p| {
             matches!(
                 result.outcomes[lattice.index_of(p)].status,

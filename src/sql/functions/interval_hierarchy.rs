@@ -6,11 +6,13 @@ use std::sync::Arc;
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
-use datafusion::common::{plan_err, Result, ScalarValue};
+use datafusion::common::{plan_err, DataFusionError, Result, ScalarValue};
 use datafusion::datasource::MemTable;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
-use crate::hierarchy::builders::{interval_hierarchy_rows, parse_integer_domain, IntervalLevel};
+use crate::hierarchy::builders::{
+    interval_hierarchy_rows, parse_integer_domain, BuildError, IntervalLevel,
+};
 use crate::hierarchy::Hierarchy;
 use crate::params::{ParamDefault, ParamKind};
 use crate::sql::args::{bind, CallArgs, ParamSpec};
@@ -38,7 +40,7 @@ pub fn rows_to_batch(rows: &[Vec<String>]) -> Result<RecordBatch> {
 }
 
 const INTERVAL_PARAMS: &[ParamSpec] = &[
-    ParamSpec::new("domain", ParamKind::Text, ParamDefault::Required, "integer leaves, e.g. '1..100' or '11, 21..26, 31..39'"),
+    ParamSpec::new("domain", ParamKind::Text, ParamDefault::Required, "integer leaves, e.g. '1..100' or '11, 21..26, 31..39'; at most 1000000 values"),
     ParamSpec::new(
         "levels",
         ParamKind::Text,
@@ -59,7 +61,7 @@ impl SqlTableFunction for IntervalHierarchyFunction {
         INTERVAL_PARAMS
     }
     fn about(&self) -> &'static str {
-        "Builds a numeric interval hierarchy (ARX layout: value, level_1, ..., '*') from an integer domain and one width or breakpoint list per level."
+        "Builds a numeric interval hierarchy (ARX layout: value, level_1, ..., '*') from an integer domain and one width or breakpoint list per level; each level's intervals must be unions of the previous level's. At most 1000000 values and 5000000 cells (values × columns: the value, one per level and '*')."
     }
     fn create(
         &self,
@@ -71,7 +73,8 @@ impl SqlTableFunction for IntervalHierarchyFunction {
             extra_levels = args.positional.split_off(1);
         }
         let bound = bind(self.name(), INTERVAL_PARAMS, &["domain"], args)?;
-        let domain = parse_integer_domain(&bound.required_string("domain")?)?;
+        let built = |e: BuildError| DataFusionError::Plan(format!("interval_hierarchy(): {e}"));
+        let domain = parse_integer_domain(&bound.required_string("domain")?).map_err(built)?;
         let mut specs: Vec<String> = Vec::new();
         if let Some(levels) = bound.string("levels")? {
             specs.extend(levels.split('|').map(|s| s.trim().to_string()));
@@ -89,13 +92,36 @@ impl SqlTableFunction for IntervalHierarchyFunction {
         let levels = specs
             .iter()
             .map(|s| IntervalLevel::parse(s))
-            .collect::<Result<Vec<_>, _>>()?;
-        let rows = interval_hierarchy_rows(&domain, &levels)?;
-        Hierarchy::from_rows("interval_hierarchy", &rows)?;
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(built)?;
+        let rows = interval_hierarchy_rows(&domain, &levels).map_err(built)?;
+        Hierarchy::from_rows("interval_hierarchy", &rows)
+            .map_err(|e| DataFusionError::Plan(e.built_by("interval_hierarchy")))?;
         let batch = rows_to_batch(&rows)?;
         Ok(Arc::new(MemTable::try_new(
             batch.schema(),
             vec![vec![batch]],
         )?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hierarchy::builders::{MAX_HIERARCHY_CELLS, MAX_HIERARCHY_VALUES};
+
+    /// The documented limits are the enforced ones.
+    #[test]
+    fn docs_state_the_limits() {
+        let about = IntervalHierarchyFunction.about();
+        assert!(
+            about.contains(&format!(
+                "At most {MAX_HIERARCHY_VALUES} values and {MAX_HIERARCHY_CELLS} cells"
+            )),
+            "{about}"
+        );
+        assert!(INTERVAL_PARAMS[0]
+            .doc
+            .contains(&format!("at most {MAX_HIERARCHY_VALUES} values")));
     }
 }

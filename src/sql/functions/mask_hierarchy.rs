@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::catalog::TableProvider;
-use datafusion::common::{plan_err, Column, Result};
+use datafusion::common::{plan_err, Column, DataFusionError, Result};
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 use datafusion::logical_expr::Expr;
@@ -14,7 +14,7 @@ use datafusion::prelude::SessionContext;
 use tokio::sync::OnceCell;
 
 use super::interval_hierarchy::{hierarchy_schema, rows_to_batch};
-use crate::hierarchy::builders::mask_hierarchy_rows;
+use crate::hierarchy::builders::{mask_hierarchy_rows, MAX_HIERARCHY_VALUES};
 use crate::hierarchy::load::array_to_strings;
 use crate::params::{ParamDefault, ParamKind};
 use crate::sql::args::{bind, CallArgs, ParamSpec};
@@ -54,7 +54,7 @@ impl SqlTableFunction for MaskHierarchyFunction {
         MASK_PARAMS
     }
     fn about(&self) -> &'static str {
-        "Builds a prefix-masking hierarchy (I634 -> I63* -> I6* -> *) over the distinct values of a column."
+        "Builds a prefix-masking hierarchy (I634 -> I63* -> I6* -> *) over the distinct values of a column. At most 1000000 values and 5000000 cells (values × columns: the value, one per keep length and '*')."
     }
     fn create(
         &self,
@@ -123,6 +123,8 @@ impl BatchProducer for MaskProducer {
                     .read_table(self.source.clone())?
                     .select(vec![Expr::Column(Column::new_unqualified(&self.column))])?
                     .distinct()?
+                    // One value beyond the limit tells that it is exceeded.
+                    .limit(0, Some(MAX_HIERARCHY_VALUES + 1))?
                     .collect()
                     .await?;
                 let mut values = BTreeSet::new();
@@ -143,7 +145,12 @@ impl BatchProducer for MaskProducer {
                     }
                 }
                 let values: Vec<String> = values.into_iter().collect();
-                let mut rows = mask_hierarchy_rows(&values, &self.keep)?;
+                let mut rows = mask_hierarchy_rows(&values, &self.keep).map_err(|e| {
+                    DataFusionError::Execution(format!(
+                        "mask_hierarchy(): column '{}' of '{}': {e}",
+                        self.column, self.source_name
+                    ))
+                })?;
                 // Keep the declared width even when the mask levels already end in one value.
                 let width = self.keep.len() + 2;
                 for row in rows.iter_mut() {
@@ -155,5 +162,23 @@ impl BatchProducer for MaskProducer {
             })
             .await
             .map(|batches| batches.clone() as Arc<dyn BatchSource>)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hierarchy::builders::MAX_HIERARCHY_CELLS;
+
+    /// The documented limits are the enforced ones.
+    #[test]
+    fn docs_state_the_limits() {
+        let about = MaskHierarchyFunction.about();
+        assert!(
+            about.contains(&format!(
+                "At most {MAX_HIERARCHY_VALUES} values and {MAX_HIERARCHY_CELLS} cells"
+            )),
+            "{about}"
+        );
     }
 }

@@ -11,19 +11,22 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray, UInt64Array};
 use datafusion::arrow::compute::{cast, concat_batches, take};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
-use datafusion::common::{exec_err, plan_err, Column, Result};
+use datafusion::common::{exec_err, plan_err, Column, DataFusionError, Result};
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
-use datafusion::logical_expr::{cast as cast_expr, Expr};
+use datafusion::logical_expr::Expr;
 use datafusion::prelude::SessionContext;
 use tokio::sync::OnceCell;
 
-use crate::counterfeit_catalog::{COUNT_COLUMN, GROUP_COLUMN};
+use crate::counterfeit_catalog::{check_concealed, COUNT_COLUMN, GROUP_COLUMN};
 use crate::hierarchy::STAR;
 use crate::method::upa::truthful::{truthful_rows, CatalogRow, Names, ReleasedRows};
+use crate::names::{parse_list, written_name};
 use crate::params::{ParamDefault, ParamKind};
+use crate::quote::quote;
+use crate::session::reading_error;
 use crate::sql::args::{bind, CallArgs, ParamSpec};
 use crate::sql::lazy::{BatchProducer, LazyTable};
 use crate::sql::planner::SqlTableFunction;
@@ -45,7 +48,7 @@ const PARAMS: &[ParamSpec] = &[
         "qi",
         ParamKind::Text,
         ParamDefault::Required,
-        "the quasi-identifier columns, as 'col, ...' (':hierarchy' parts are ignored)",
+        "every quasi-identifier column of the release, as 'col, ...' (':hierarchy' parts are ignored; names as in anonymize's qi)",
     ),
     ParamSpec::new(
         "sensitive",
@@ -105,13 +108,13 @@ impl SqlTableFunction for UpaTruthfulFunction {
         let catalog_schema = catalog.schema();
 
         let mut qi: Vec<String> = Vec::new();
-        for item in bound
-            .required_string("qi")?
-            .split(',')
-            .map(|s| s.split(':').next().unwrap_or("").trim().to_string())
-            .filter(|s| !s.is_empty())
-        {
-            let column = column_of(&release_schema, &release_name, &item)?;
+        let qi_text = bound.required_string("qi")?;
+        let items = parse_list("qi", &qi_text, true).map_err(|e| match e {
+            DataFusionError::Plan(message) => DataFusionError::Plan(format!("{NAME}(): {message}")),
+            other => other,
+        })?;
+        for item in items.iter().filter(|i| !i.column.text.is_empty()) {
+            let column = column_of(&release_schema, &release_name, &item.column.text)?;
             if qi.contains(&column) {
                 return plan_err!("{NAME}(): column '{column}' is listed twice in 'qi'");
             }
@@ -132,6 +135,21 @@ impl SqlTableFunction for UpaTruthfulFunction {
         }
         catalog_columns.push(column_of(&catalog_schema, &catalog_name, &sensitive)?);
         catalog_columns.push(column_of(&catalog_schema, &catalog_name, COUNT_COLUMN)?);
+        // A catalog has exactly these columns: another one is a quasi-identifier left out
+        // of 'qi', whose classes would merge.
+        if let Some(extra) = catalog_schema
+            .fields()
+            .iter()
+            .find(|f| !catalog_columns.contains(f.name()))
+        {
+            let mut all = qi.clone();
+            all.push(extra.name().clone());
+            return plan_err!(
+                "{NAME}(): catalog '{catalog_name}' has column '{}', which is not in 'qi' nor the sensitive column: a catalog has the columns {GROUP_COLUMN}, the quasi-identifiers, the sensitive column and {COUNT_COLUMN}; give every quasi-identifier of the release, e.g. qi => '{}'",
+                extra.name(),
+                all.iter().map(|c| written_name(c)).collect::<Vec<_>>().join(", ")
+            );
+        }
 
         let sensitive_field = release_schema.field_with_name(&sensitive)?.clone();
         let mut fields: Vec<Field> = qi
@@ -220,6 +238,19 @@ fn texts(array: &ArrayRef, column: &str, table: &str) -> Result<Vec<String>> {
         .collect())
 }
 
+/// A whole number of at least 0 written as an integer (`3`) or a real number (`3.0`);
+/// `None` for a negative, fractional or non-numeric value.
+fn whole_number(text: &str) -> Option<u64> {
+    let text = text.trim();
+    if let Ok(n) = text.parse::<u64>() {
+        return Some(n);
+    }
+    let x = text.parse::<f64>().ok()?;
+    // Below 2^53 every whole f64 converts exactly.
+    (x.is_finite() && x >= 0.0 && x.fract() == 0.0 && x < 9_007_199_254_740_992.0)
+        .then_some(x as u64)
+}
+
 #[async_trait]
 impl BatchProducer for TruthfulProducer {
     async fn batches(
@@ -242,47 +273,59 @@ impl TruthfulProducer {
             .read_table(self.release.clone())?
             .select(select)?
             .collect()
-            .await?;
+            .await
+            .map_err(|e| {
+                reading_error(NAME, &format!("release table '{}'", self.release_name), e)
+            })?;
         let catalog = ctx
             .read_table(self.catalog.clone())?
             .select(
                 self.catalog_columns
                     .iter()
-                    .enumerate()
-                    .map(|(i, c)| {
-                        if i == 0 || i + 1 == self.catalog_columns.len() {
-                            cast_expr(col(c), DataType::UInt64).alias(c)
-                        } else {
-                            col(c)
-                        }
-                    })
+                    .map(|c| col(c))
                     .collect::<Vec<Expr>>(),
             )?
             .collect()
-            .await?;
+            .await
+            .map_err(|e| {
+                reading_error(NAME, &format!("catalog table '{}'", self.catalog_name), e)
+            })?;
         let attrs = self.qi.len();
 
-        // The catalog as text rows.
+        // The catalog as text rows; group ids and counts are whole numbers.
+        let group_column = &self.catalog_columns[0];
+        let count_column = &self.catalog_columns[attrs + 2];
         let mut rows: Vec<CatalogRow> = Vec::new();
         for batch in &catalog {
-            let groups = batch.column(0).as_primitive::<UInt64Type>();
-            let n = batch.column(attrs + 2).as_primitive::<UInt64Type>();
-            if groups.null_count() > 0 || n.null_count() > 0 {
-                return exec_err!(
-                    "{NAME}(): catalog '{}' has NULL group ids or counts",
-                    self.catalog_name
-                );
-            }
+            let groups = texts(batch.column(0), group_column, &self.catalog_name)?;
+            let counts = texts(batch.column(attrs + 2), count_column, &self.catalog_name)?;
             let labels: Vec<Vec<String>> = (0..attrs)
                 .map(|a| texts(batch.column(a + 1), &self.qi[a], &self.catalog_name))
                 .collect::<Result<_>>()?;
             let values = texts(batch.column(attrs + 1), &self.sensitive, &self.catalog_name)?;
             for (row, value) in values.into_iter().enumerate() {
+                let Some(group) = whole_number(&groups[row]) else {
+                    return exec_err!(
+                        "{NAME}(): catalog '{}' has {} in its column '{group_column}': group ids are whole numbers",
+                        self.catalog_name,
+                        quote(&groups[row])
+                    );
+                };
+                let count = match whole_number(&counts[row]) {
+                    Some(count) if count >= 1 => count,
+                    _ => {
+                        return exec_err!(
+                            "{NAME}(): catalog '{}' has {} in its column '{count_column}' (group {group}): a count is a whole number of counterfeit rows, at least 1 (anonymize_catalog() lists only groups holding counterfeits)",
+                            self.catalog_name,
+                            quote(&counts[row])
+                        )
+                    }
+                };
                 rows.push(CatalogRow {
-                    group: groups.value(row),
+                    group,
                     class: labels.iter().map(|l| l[row].clone()).collect(),
                     value,
-                    count: n.value(row),
+                    count,
                 });
             }
         }
@@ -324,6 +367,7 @@ impl TruthfulProducer {
             qi: &self.qi,
         };
         let kept = truthful_rows(&rows, &released, names)?;
+        check_concealed(&rows, &released, names)?;
         let labels = released.labels;
         let generalized = kept.generalized.len();
         let indices: Vec<u64> = kept

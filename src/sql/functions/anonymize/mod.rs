@@ -34,7 +34,6 @@ pub use request::ANONYMIZE_PARAMS;
 use version::TableVersion;
 use views::{information_loss_batch, information_loss_schema, metadata_batch, metadata_schema};
 
-mod names;
 mod request;
 mod version;
 pub mod views;
@@ -318,7 +317,7 @@ impl BatchProducer for ReleaseProducer {
                     (Ok(output), Some(rules)) => {
                         if output.rows.row_count() > rules.max_release_rows() {
                             return exec_err!(
-                                "anonymize(): this release has more rows than public users may receive in this session ({}); its budget was spent. Use a larger epsilon or fewer quasi-identifier levels",
+                                "anonymize(): this release has more rows than public users may receive in this session ({}); its budget was spent. Methods that add noise or counterfeit rows add fewer with a larger epsilon (ipa, dp_histogram) or a smaller k (upa); the others release at most the source's rows",
                                 rules.max_release_rows()
                             );
                         }

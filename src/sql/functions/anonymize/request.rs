@@ -10,10 +10,10 @@ use datafusion::catalog::TableProvider;
 use datafusion::common::{plan_err, DataFusionError, Result};
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
-use super::names::{parse_list, ListName};
 use crate::engine::{AnonymizeRequest, QiSpec};
 use crate::lattice::LatticeError;
 use crate::method::{find_method, Method, MethodArgs, MethodSpec, METHODS};
+use crate::names::{parse_list, written_name, ListName};
 use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
 use crate::public::PublicRules;
 use crate::sensitive::SensitiveSpec;
@@ -317,11 +317,13 @@ impl Tables<'_> {
 
 /// Finds a column: a quoted name by its exact spelling; a plain name by its exact spelling,
 /// else by a unique case-insensitive match.
+/// `list` is the argument holding the name (its name and text), for a quoting hint.
 fn resolve_column(
     function: &str,
     schema: &Schema,
     table: &str,
     wanted: &ListName,
+    list: (&str, &str),
 ) -> Result<String> {
     let name = wanted.text.as_str();
     if schema.field_with_name(name).is_ok() {
@@ -349,12 +351,44 @@ fn resolve_column(
             } else {
                 ""
             };
+            let hint = if wanted.quoted {
+                String::new()
+            } else {
+                quoting_hint(schema, list)
+            };
             plan_err!(
-                "{function}(): table '{table}' has no column '{name}'{how}; its columns are: {}",
+                "{function}(): table '{table}' has no column '{name}'{how}; its columns are: {}{hint}",
                 names.join(", ")
             )
         }
     }
+}
+
+/// When a column whose name holds `,` or `:` is written unquoted in the list argument
+/// `list` (its name and its text), how to write it: split at the `,` or `:`, its parts
+/// named no column.
+fn quoting_hint(schema: &Schema, list: (&str, &str)) -> String {
+    let (param, text) = list;
+    for field in schema.fields() {
+        let name = field.name();
+        if !name.contains([',', ':']) {
+            continue;
+        }
+        let Some(at) = text.find(name.as_str()) else {
+            continue;
+        };
+        // The rest of the item: a ':table' suffix (up to the next ',').
+        let rest = &text[at + name.len()..];
+        let suffix = match rest.trim_start().strip_prefix(':') {
+            Some(table) => format!(":{}", table.split(',').next().unwrap_or("").trim()),
+            None => String::new(),
+        };
+        return format!(
+            "; the column '{name}' has ',' or ':' in its name: write it in double quotes, e.g. {param} => '{}{suffix}'",
+            written_name(name)
+        );
+    }
+    String::new()
 }
 
 /// Resolves `qi => 'col[:hierarchy], ...'` (grammar: the `names` module) to columns and
@@ -376,7 +410,7 @@ fn resolve_qi(
                 item.written
             );
         }
-        let column = resolve_column(function, schema, source_name, &item.column)?;
+        let column = resolve_column(function, schema, source_name, &item.column, ("qi", qi_text))?;
         let hierarchy_name = match &item.table {
             Some(table) if table.text.is_empty() => {
                 return plan_err!(
@@ -446,7 +480,7 @@ fn resolve_sensitive(
                 item.written
             );
         }
-        let name = resolve_column(function, schema, source_name, &item.column)?;
+        let name = resolve_column(function, schema, source_name, &item.column, (param, text))?;
         let hierarchy_name = match item.table {
             Some(table) if table.text.is_empty() => {
                 return plan_err!(
