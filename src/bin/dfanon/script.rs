@@ -260,7 +260,7 @@ struct Export {
 }
 
 enum Format {
-    Delimited(csv::Writer<Out>),
+    Delimited(Box<csv::Writer<Out>>),
     Json(ArrayWriter<Out>),
     NdJson(LineDelimitedWriter<Out>),
 }
@@ -272,10 +272,10 @@ impl Export {
         let format = match format {
             PrintFormat::Json => Format::Json(ArrayWriter::new(out)),
             PrintFormat::NdJson => Format::NdJson(LineDelimitedWriter::new(out)),
-            PrintFormat::Tsv => {
-                Format::Delimited(csv::WriterBuilder::new().with_delimiter(b'\t').build(out))
-            }
-            _ => Format::Delimited(csv::WriterBuilder::new().build(out)),
+            PrintFormat::Tsv => Format::Delimited(Box::new(
+                csv::WriterBuilder::new().with_delimiter(b'\t').build(out),
+            )),
+            _ => Format::Delimited(Box::new(csv::WriterBuilder::new().build(out))),
         };
         Self { format, closed }
     }
