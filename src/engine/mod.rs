@@ -211,8 +211,13 @@ fn run_method(
     };
     if !request.public {
         let size = request.method.release_size(&input)?;
-        check_release_size(request.method.name(), &size, base.histogram.total(), limit)
-            .map_err(|e| with_size_advice(e, &*request.method, &size))?;
+        check_release_size(
+            request.method.name(),
+            &size,
+            base.histogram.total(),
+            limit,
+            &size_advice(&*request.method, &size),
+        )?;
     }
     let output = request.method.run(&input, &mut rng)?;
     let schema = request.release_schema();
@@ -246,10 +251,8 @@ fn run_method(
     })
 }
 
-/// The advice `check_release_size` ends its refusal with, for every method.
-const EPSILON_SIZE_ADVICE: &str = "Use a larger epsilon, or allow the size";
-
-/// What shrinks a release that is too large, for `method`: only `max_release_rows` when
+/// What shrinks a release that is too large, for `method` (the end of
+/// `check_release_size`'s refusal): only `max_release_rows` when
 /// nothing adds rows beyond the input's (kanon, safepub), a larger epsilon when noise
 /// rows add them (ipa, dp_histogram), a smaller `k` when counterfeits fill classes up to
 /// `k` (upa). Only the methods with an epsilon are told about it.
@@ -265,28 +268,11 @@ fn size_advice(method: &dyn Method, size: &ReleaseSize) -> String {
             .is_some_and(|spec| spec.params.iter().any(|p| p.name == param))
     };
     if takes("epsilon") && method.budget().epsilon > 0.0 {
-        EPSILON_SIZE_ADVICE.to_string()
+        "Use a larger epsilon, or allow the size".to_string()
     } else if takes("k") {
         "Use a smaller k (fewer counterfeit rows), or allow the size".to_string()
     } else {
         "Allow the size".to_string()
-    }
-}
-
-/// `check_release_size`'s refusal with the advice that fits `method` (its text, in
-/// `release::size`, names epsilon whatever the method).
-fn with_size_advice(
-    e: DataFusionError,
-    method: &dyn Method,
-    size: &ReleaseSize,
-) -> DataFusionError {
-    match e {
-        DataFusionError::Execution(message) if message.contains(EPSILON_SIZE_ADVICE) => {
-            DataFusionError::Execution(
-                message.replace(EPSILON_SIZE_ADVICE, &size_advice(method, size)),
-            )
-        }
-        other => other,
     }
 }
 

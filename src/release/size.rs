@@ -61,12 +61,15 @@ pub fn default_max_release_rows(input_rows: u64) -> u64 {
 }
 
 /// Refuses a release whose size bound exceeds `max_release_rows` (the given value, or the
-/// default for `input_rows`).
+/// default for `input_rows`); the refusal ends with `advice` (what shrinks this method's
+/// release, e.g. "Use a larger epsilon, or allow the size") and the `max_release_rows` that
+/// would admit it.
 pub fn check_release_size(
     method: &str,
     size: &ReleaseSize,
     input_rows: u64,
     limit: ReleaseRowLimit,
+    advice: &str,
 ) -> Result<()> {
     let (mut limit_rows, mut origin) = match limit.given {
         Some(rows) => (rows, "as given".to_string()),
@@ -91,7 +94,7 @@ pub fn check_release_size(
         format!(" ({})", size.cause)
     };
     exec_err!(
-        "anonymize(): method '{method}' would release about {} rows{cause}, up to {} with probability 1 − {SIZE_FAILURE:e}, from about {} input rows: more than max_release_rows = {limit} ({origin}). Nothing was drawn and no budget was spent. Use a larger epsilon, or allow the size with max_release_rows => {}",
+        "anonymize(): method '{method}' would release about {} rows{cause}, up to {} with probability 1 − {SIZE_FAILURE:e}, from about {} input rows: more than max_release_rows = {limit} ({origin}). Nothing was drawn and no budget was spent. {advice} with max_release_rows => {}",
         round2(size.expected),
         round2(size.upper),
         round2(input_rows as f64),
@@ -130,6 +133,8 @@ fn two_digits(x: f64, round: fn(f64) -> f64) -> String {
 mod tests {
     use super::*;
 
+    const ADVICE: &str = "Use a larger epsilon, or allow the size";
+
     #[test]
     fn rounds_to_two_significant_digits() {
         assert_eq!(round2(7.4), "7");
@@ -155,7 +160,7 @@ mod tests {
             given: Some(rows),
             ceiling: None,
         };
-        assert!(check_release_size("kanon", &small, 30_162, default).is_ok());
+        assert!(check_release_size("kanon", &small, 30_162, default, ADVICE).is_ok());
         let big = ReleaseSize {
             expected: 2.55e7,
             upper: 2.56e7,
@@ -163,7 +168,7 @@ mod tests {
                 "epsilon_ins = 1e-6 adds about 500000 counterfeit rows to each of up to 51 classes"
                     .into(),
         };
-        let err = check_release_size("ipa", &big, 30_162, default)
+        let err = check_release_size("ipa", &big, 30_162, default, ADVICE)
             .unwrap_err()
             .to_string();
         assert!(
@@ -174,9 +179,14 @@ mod tests {
             err.contains("max_release_rows = 301620 (the default"),
             "{err}"
         );
-        assert!(err.contains("max_release_rows => 26000000"), "{err}");
-        assert!(check_release_size("ipa", &big, 30_162, given(26_000_000)).is_ok());
-        let err = check_release_size("ipa", &big, 30_162, given(1000))
+        assert!(
+            err.contains(
+                "Use a larger epsilon, or allow the size with max_release_rows => 26000000"
+            ),
+            "{err}"
+        );
+        assert!(check_release_size("ipa", &big, 30_162, given(26_000_000), ADVICE).is_ok());
+        let err = check_release_size("ipa", &big, 30_162, given(1000), ADVICE)
             .unwrap_err()
             .to_string();
         assert!(err.contains("max_release_rows = 1000 (as given)"), "{err}");
@@ -185,7 +195,7 @@ mod tests {
             given: Some(26_000_000),
             ceiling: Some(500_000),
         };
-        let err = check_release_size("ipa", &big, 30_162, capped)
+        let err = check_release_size("ipa", &big, 30_162, capped, ADVICE)
             .unwrap_err()
             .to_string();
         assert!(
