@@ -74,12 +74,7 @@ fn exports_through_stdout_hold_only_the_rows() {
 /// long before the query could end, and dfanon then ends quietly.
 #[test]
 fn an_export_streams_and_ends_when_the_reader_goes() {
-    let mut child = dfanon()
-        .args(["--format", "csv", "-c", ENDLESS])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start dfanon");
+    let mut child = start(&["--format", "csv", "-c", ENDLESS], Stdio::piped());
     let mut stdout = child.stdout.take().expect("stdout");
     let mut first = [0u8; 8];
     std::io::Read::read_exact(&mut stdout, &mut first).expect("first bytes");
@@ -87,6 +82,16 @@ fn an_export_streams_and_ends_when_the_reader_goes() {
     drop(stdout);
     let status = wait_at_most(&mut child, Duration::from_secs(30));
     assert!(status.success(), "{status:?}");
+}
+
+/// Starts dfanon with `args`, its stdout to `stdout`.
+fn start(args: &[&str], stdout: Stdio) -> std::process::Child {
+    dfanon()
+        .args(args)
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start dfanon")
 }
 
 /// Rows that would take hours to write.
@@ -121,12 +126,7 @@ fn interrupt(child: &std::process::Child) {
 #[cfg(unix)]
 #[test]
 fn ctrl_c_stops_printing() {
-    let mut child = dfanon()
-        .args(["--format", "csv", "-c", ENDLESS])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start dfanon");
+    let mut child = start(&["--format", "csv", "-c", ENDLESS], Stdio::null());
     std::thread::sleep(Duration::from_millis(1500));
     interrupt(&child);
     let status = wait_at_most(&mut child, Duration::from_secs(20));
@@ -140,12 +140,7 @@ fn an_interrupted_copy_leaves_no_partial_file() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let target = dir.path().join("x.csv");
     let copy = format!("COPY ({ENDLESS}) TO '{}'", target.to_string_lossy());
-    let mut child = dfanon()
-        .args(["-c", &copy])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start dfanon");
+    let mut child = start(&["-c", &copy], Stdio::null());
     let listing = || -> Vec<String> {
         std::fs::read_dir(dir.path())
             .expect("list")
@@ -315,15 +310,13 @@ fn public_session_from_an_owner_setup() {
 #[cfg(unix)]
 #[test]
 fn ctrl_c_stops_a_running_statement() {
-    let mut child = dfanon()
-        .args([
+    let mut child = start(
+        &[
             "-c",
             "SELECT COUNT(*) FROM generate_series(1, 100000000000) a WHERE a.value % 7 = 3",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start dfanon");
+        ],
+        Stdio::null(),
+    );
     std::thread::sleep(Duration::from_millis(1500));
     interrupt(&child);
     let status = wait_at_most(&mut child, Duration::from_secs(20));

@@ -85,34 +85,40 @@ impl Columns {
     }
 }
 
+/// Two `(value, count)` sequences ascending by value, walked together: `(value, count in
+/// a, count in b)` for each value of either, ascending (0 where a value is missing).
+pub fn merge_pairs(
+    a: impl Iterator<Item = (u32, u64)>,
+    b: impl Iterator<Item = (u32, u64)>,
+) -> impl Iterator<Item = (u32, u64, u64)> {
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    std::iter::from_fn(move || match (a.peek().copied(), b.peek().copied()) {
+        (Some((v, x)), Some((w, y))) if v == w => {
+            a.next();
+            b.next();
+            Some((v, x, y))
+        }
+        (Some((v, x)), Some((w, _))) if v < w => {
+            a.next();
+            Some((v, x, 0))
+        }
+        (_, Some((w, y))) => {
+            b.next();
+            Some((w, 0, y))
+        }
+        (Some((v, x)), None) => {
+            a.next();
+            Some((v, x, 0))
+        }
+        (None, None) => None,
+    })
+}
+
 /// The sum of two `(value, count)` lists ascending by value, ascending by value.
 pub fn merge_counts(a: &[(u32, u64)], b: &[(u32, u64)]) -> Vec<(u32, u64)> {
-    let mut merged = Vec::with_capacity(a.len() + b.len());
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() || j < b.len() {
-        let next = match (a.get(i), b.get(j)) {
-            (Some(&(va, ca)), Some(&(vb, cb))) if va == vb => {
-                i += 1;
-                j += 1;
-                (va, ca + cb)
-            }
-            (Some(&x), Some(&(vb, _))) if x.0 < vb => {
-                i += 1;
-                x
-            }
-            (_, Some(&y)) => {
-                j += 1;
-                y
-            }
-            (Some(&x), None) => {
-                i += 1;
-                x
-            }
-            (None, None) => break,
-        };
-        merged.push(next);
-    }
-    merged
+    merge_pairs(a.iter().copied(), b.iter().copied())
+        .map(|(v, x, y)| (v, x + y))
+        .collect()
 }
 
 /// Generalized classes with the released count of each informative value.

@@ -32,7 +32,7 @@ use crate::metric::degree::{loss_metric, Degrees, DEGREE_TOLERANCE};
 use crate::metric::rce::{cell_rce, class_volume, class_volumes};
 use crate::privacy::models::{ClassModels, ModelScratch};
 use crate::release::ReleaseSize;
-use crate::release::ReleasedHistogram;
+use crate::release::{merge_pairs, ReleasedHistogram};
 use crate::sensitive::SensitiveSpec;
 use datafusion::arrow::datatypes::SchemaRef;
 
@@ -160,28 +160,7 @@ fn released_entries<'a>(
     fakes: &'a counterfeits::Counterfeits,
     c: usize,
 ) -> impl Iterator<Item = (u32, u64, u64)> + 'a {
-    let mut real = hist.pairs(c).peekable();
-    let mut fake = fakes.class(c).peekable();
-    std::iter::from_fn(move || match (real.peek().copied(), fake.peek().copied()) {
-        (Some((v, n)), Some((w, f))) if v == w => {
-            real.next();
-            fake.next();
-            Some((v, n, n + f))
-        }
-        (Some((v, n)), Some((w, _))) if v < w => {
-            real.next();
-            Some((v, n, n))
-        }
-        (_, Some((w, f))) => {
-            fake.next();
-            Some((w, 0, f))
-        }
-        (Some((v, n)), None) => {
-            real.next();
-            Some((v, n, n))
-        }
-        (None, None) => None,
-    })
+    merge_pairs(hist.pairs(c), fakes.class(c)).map(|(v, real, fake)| (v, real, real + fake))
 }
 
 /// LM and exact RCE of a node's release, from its classes and counterfeits without building
