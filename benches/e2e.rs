@@ -16,14 +16,21 @@
 //! measured from a reset peak, in a fresh session; `peak_rss_mb` is the larger).
 //! `--scale-rows 1361000,13610000` replaces the two sizes.
 //!
+//! The wide cases (`ipa_wide_12qi`, `upa_wide_12qi`, and the same with `_mem500m`: under a
+//! 500 MB memory pool) add `outcome=ok`, or `outcome=resources_exhausted` when the limit
+//! refused the release.
+//!
 //! `export_csv_5000000` runs the `dfanon` binary: a seeded IPA release of 5 M NPS-shaped rows
 //! written as CSV through stdout to a file, against `COPY … TO 'x.csv'` of the same release;
 //! it prints both medians, both peak memories and their ratio (`rss_ratio`).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use datafusion::error::Result;
-use datafusion::prelude::SessionContext;
+use datafusion::execution::memory_pool::GreedyMemoryPool;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_anonymize::run_script;
 
 const NPS_HIERARCHIES: &str = include_str!("../sql/nps_hierarchies.sql");
@@ -150,10 +157,15 @@ async fn upa_nps(parquet: &str, runs: usize) -> Result<(u64, usize, f64)> {
 const WIDE_QI: usize = 12;
 
 /// The wide table: `rows` rows, `q1`..`q12` spread over 0..99 by different multipliers
-/// (nearly every row its own class at the leaves) and `disease` over 20 values; and the
-/// hierarchy `wide_h` every column uses.
-async fn wide_session(rows: u64) -> Result<SessionContext> {
-    let ctx = SessionContext::new();
+/// modulo a prime above the row count (every row its own class at the leaves) and `disease`
+/// over 20 values; and the hierarchy `wide_h` every column uses. With `memory_limit`, the
+/// session's memory pool holds that many bytes (as `dfanon --memory-limit`).
+async fn wide_session(rows: u64, memory_limit: Option<usize>) -> Result<SessionContext> {
+    let mut runtime = RuntimeEnvBuilder::new();
+    if let Some(limit) = memory_limit {
+        runtime = runtime.with_memory_pool(Arc::new(GreedyMemoryPool::new(limit)));
+    }
+    let ctx = SessionContext::new_with_config_rt(SessionConfig::new(), runtime.build_arc()?);
     datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;
     let columns: Vec<String> = (1..=WIDE_QI)
         .map(|q| {
@@ -166,7 +178,7 @@ async fn wide_session(rows: u64) -> Result<SessionContext> {
                 2_147_483_647,
             ][q % 6]
                 + q as u64;
-            format!("CAST(((value * {multiplier} + {q}) % 10007) % 100 AS BIGINT) AS q{q}")
+            format!("CAST(((value * {multiplier} + {q}) % 1000003) % 100 AS BIGINT) AS q{q}")
         })
         .collect();
     ctx.sql(&format!(
@@ -186,9 +198,14 @@ async fn wide_session(rows: u64) -> Result<SessionContext> {
 }
 
 /// A method on the wide table (50,000 rows, 12 quasi-identifiers of 100 values, 4096
-/// nodes): the median of the counted release, each run in a fresh session, and the peak
-/// resident memory of the runs (from a reset peak).
-async fn wide_case(method_args: &str, runs: usize) -> Result<(u64, f64, f64)> {
+/// nodes), optionally under a memory limit: the median of the counted release, each run in
+/// a fresh session, the peak resident memory of the runs (from a reset peak), and how the
+/// runs ended ("ok", or "resources_exhausted" when the limit refused them).
+async fn wide_case(
+    method_args: &str,
+    memory_limit: Option<usize>,
+    runs: usize,
+) -> Result<(u64, f64, f64, &'static str)> {
     let qi: Vec<String> = (1..=WIDE_QI).map(|q| format!("q{q}:wide_h")).collect();
     let args = format!(
         "'wide', qi => '{}', sensitive => 'disease', {method_args}",
@@ -196,20 +213,28 @@ async fn wide_case(method_args: &str, runs: usize) -> Result<(u64, f64, f64)> {
     );
     let rows = 50_000;
     let mut times = Vec::with_capacity(runs);
+    let mut outcome = "ok";
     reset_peak_rss();
     for _ in 0..runs {
-        let ctx = wide_session(rows).await?;
+        let ctx = wide_session(rows, memory_limit).await?;
         let start = Instant::now();
         let released = ctx
             .sql(&format!("SELECT COUNT(*) FROM anonymize({args})"))
             .await?
             .collect()
-            .await?;
+            .await;
         times.push(start.elapsed().as_secs_f64());
-        println!("INFO released={}", first_i64(&released));
+        match released {
+            Ok(released) => println!("INFO released={}", first_i64(&released)),
+            Err(e) if memory_limit.is_some() && e.to_string().contains("Resources exhausted") => {
+                outcome = "resources_exhausted";
+                println!("INFO refused: {e}");
+            }
+            Err(e) => return Err(e),
+        }
     }
     times.sort_by(|a, b| a.total_cmp(b));
-    Ok((rows, times[times.len() / 2], peak_rss_mb()))
+    Ok((rows, times[times.len() / 2], peak_rss_mb(), outcome))
 }
 
 /// Adult's nine quasi-identifiers, in the CSV's column order.
@@ -860,14 +885,24 @@ async fn main() -> Result<()> {
             peak_rss_mb()
         );
     }
-    for (name, method_args) in [
-        ("ipa_wide_12qi", "method => 'ipa', epsilon => 1.0"),
-        ("upa_wide_12qi", "method => 'upa', k => 5"),
+    for (name, method_args, memory_limit) in [
+        ("ipa_wide_12qi", "method => 'ipa', epsilon => 1.0", None),
+        ("upa_wide_12qi", "method => 'upa', k => 5", None),
+        (
+            "ipa_wide_12qi_mem500m",
+            "method => 'ipa', epsilon => 1.0",
+            Some(500 << 20),
+        ),
+        (
+            "upa_wide_12qi_mem500m",
+            "method => 'upa', k => 5",
+            Some(500 << 20),
+        ),
     ] {
         if wanted(name) {
-            let (rows, median, peak) = wide_case(method_args, runs).await?;
+            let (rows, median, peak, outcome) = wide_case(method_args, memory_limit, runs).await?;
             println!(
-                "CASE name={name} rows={rows} nodes=4096 median_s={median:.3} peak_rss_mb={peak:.0}"
+                "CASE name={name} rows={rows} nodes=4096 median_s={median:.3} peak_rss_mb={peak:.0} outcome={outcome}"
             );
         }
     }

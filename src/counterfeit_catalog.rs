@@ -247,7 +247,12 @@ impl Iterator for CatalogBatches {
 #[derive(Debug, Clone, Default)]
 pub struct CatalogWeights {
     class_group: Vec<Option<usize>>,
-    stats: HashMap<(usize, u32), (u64, u64)>,
+    /// Group `g`'s catalogued values are `values[group_start[g]..group_start[g + 1]]`.
+    group_start: Vec<usize>,
+    /// The catalogued values of each group, ascending, each once.
+    values: Vec<u32>,
+    /// Per catalogued value: the group's released rows of it, and its counterfeits.
+    stats: Vec<(u64, u64)>,
 }
 
 impl CatalogWeights {
@@ -278,20 +283,52 @@ impl CatalogWeights {
                 }
             }
         }
-        let mut stats: HashMap<(usize, u32), (u64, u64)> = catalog
+        // Entries of a group that does not exist concern no class.
+        let groups = catalog.groups.len();
+        let mut catalogued: Vec<((usize, u32), u64)> = catalog
             .entries
             .iter()
-            .map(|e| ((e.group, e.value), (0, e.count)))
+            .filter(|e| e.group < groups)
+            .map(|e| ((e.group, e.value), e.count))
             .collect();
-        for (c, group) in class_group.iter().enumerate() {
-            let Some(g) = group else { continue };
+        // A repeated (group, value) keeps its last count, as one entry per pair would.
+        catalogued.sort_by_key(|&(key, _)| key);
+        catalogued.reverse();
+        catalogued.dedup_by_key(|&mut (key, _)| key);
+        catalogued.reverse();
+        let mut group_start = vec![0usize; groups + 1];
+        for &((g, _), _) in &catalogued {
+            group_start[g + 1] += 1;
+        }
+        for g in 1..group_start.len() {
+            group_start[g] += group_start[g - 1];
+        }
+        let values: Vec<u32> = catalogued.iter().map(|&((_, v), _)| v).collect();
+        let mut weights = Self {
+            class_group,
+            group_start,
+            values,
+            stats: catalogued.iter().map(|&(_, count)| (0, count)).collect(),
+        };
+        for (c, group) in weights.class_group.iter().enumerate() {
+            let Some(g) = *group else { continue };
             for (value, count) in entries(c) {
-                if let Some(s) = stats.get_mut(&(*g, value)) {
-                    s.0 += count;
+                if let Some(i) = weights.position(g, value) {
+                    weights.stats[i].0 += count;
                 }
             }
         }
-        Self { class_group, stats }
+        weights
+    }
+
+    /// Index of group `g`'s catalogued `value` in `values` and `stats`.
+    fn position(&self, g: usize, value: u32) -> Option<usize> {
+        let start = *self.group_start.get(g)?;
+        let end = *self.group_start.get(g + 1)?;
+        self.values[start..end]
+            .binary_search(&value)
+            .ok()
+            .map(|i| start + i)
     }
 
     /// Weight of a row of value `value` in released class `class`.
@@ -299,8 +336,8 @@ impl CatalogWeights {
         let Some(Some(g)) = self.class_group.get(class) else {
             return 1.0;
         };
-        match self.stats.get(&(*g, value)) {
-            Some(&(n, c)) if n > 0 => (n.saturating_sub(c)) as f64 / n as f64,
+        match self.position(*g, value).map(|i| self.stats[i]) {
+            Some((n, c)) if n > 0 => (n.saturating_sub(c)) as f64 / n as f64,
             _ => 1.0,
         }
     }

@@ -142,7 +142,26 @@ impl GroupedHistogram {
     }
 
     /// Rolls this histogram up to `target` levels (each `>=` this histogram's level).
+    ///
+    /// The source classes are sorted by their target code tuples (an LSD radix sort of
+    /// [`KeyPacking`] keys, or of [`Self::class_keys`] when the tuples need more than 64
+    /// bits); each run of equal keys is one target class, so the targets come out in the
+    /// histogram's order and each is summed from its source classes' pairs in one place.
     pub fn roll_up(
+        &self,
+        hierarchies: &[&Hierarchy],
+        target: &[usize],
+        value_domain: usize,
+    ) -> Result<Self> {
+        if value_domain <= 1 && self.pair_count() == self.class_count() {
+            // Class sizes only: the same histogram without per-value work.
+            return Ok(self.roll_up_sizes(hierarchies, target));
+        }
+        self.roll_up_pairs(hierarchies, target, value_domain)
+    }
+
+    /// [`Self::roll_up`] with every class's pairs summed by value.
+    fn roll_up_pairs(
         &self,
         hierarchies: &[&Hierarchy],
         target: &[usize],
@@ -155,132 +174,103 @@ impl GroupedHistogram {
         let cards: Vec<u64> = (0..attrs)
             .map(|a| hierarchies[a].level(target[a]).cardinality() as u64)
             .collect();
-        let (keys, key_space) = self.class_keys(&maps, &cards);
         let source_classes = self.class_count();
-
-        // The source classes as (target key, class), sorted: counting sort when the key
-        // space is small, comparison sort otherwise.
-        let sorted: Vec<(u64, u32)> = if key_space <= (4 * source_classes as u64).max(1 << 16) {
-            let mut starts = vec![0u32; key_space as usize + 1];
-            for &k in &keys {
-                starts[k as usize + 1] += 1;
-            }
-            for i in 1..starts.len() {
-                starts[i] += starts[i - 1];
-            }
-            let mut sorted = vec![(0u64, 0u32); source_classes];
-            for (c, &k) in keys.iter().enumerate() {
-                let slot = &mut starts[k as usize];
-                sorted[*slot as usize] = (k, c as u32);
-                *slot += 1;
-            }
-            sorted
-        } else {
-            let mut sorted: Vec<(u64, u32)> = keys
-                .iter()
-                .enumerate()
-                .map(|(c, &k)| (k, c as u32))
-                .collect();
-            sorted.sort_unstable();
-            sorted
+        let packing = KeyPacking::new(&cards);
+        let (keys, key_space) = match &packing {
+            Some(packing) => (packing.keys(self, &maps), packing.key_space()),
+            None => self.class_keys(&maps, &cards),
         };
-        drop(keys);
+        let order: Vec<u32> = (0..source_classes as u32).collect();
+        let (sorted, order) = radix_sort_pairs(keys, order, key_space);
 
-        // The target class of each source class (targets numbered in key order), then
-        // everything else in passes over the source classes in their own order, so that
-        // the source is read sequentially.
-        let mut target_of = vec![0u32; source_classes];
-        let mut targets = 0usize;
-        for (i, &(key, c)) in sorted.iter().enumerate() {
-            if i > 0 && sorted[i - 1].0 != key {
-                targets += 1;
-            }
-            target_of[c as usize] = targets as u32;
-        }
-        if source_classes > 0 {
-            targets += 1;
-        }
-        drop(sorted);
-        let mut codes: Vec<Vec<u32>> = vec![vec![0u32; targets]; attrs];
-        for a in 0..attrs {
-            let (map, out) = (&maps[a], &mut codes[a]);
-            for (&t, &code) in target_of.iter().zip(&self.class_codes[a]) {
-                out[t as usize] = map[code as usize];
-            }
-        }
-        // Each target's pairs gathered in a slot of its own (counting sort by target).
-        let mut slot_starts = vec![0usize; targets + 1];
-        for (c, &t) in target_of.iter().enumerate() {
-            slot_starts[t as usize + 1] += self.class_offsets[c + 1] - self.class_offsets[c];
-        }
-        for t in 1..slot_starts.len() {
-            slot_starts[t] += slot_starts[t - 1];
-        }
-        let mut cursor = slot_starts.clone();
-        let mut gathered = vec![(0u32, 0u64); self.pair_count()];
-        for (c, &t) in target_of.iter().enumerate() {
-            for p in self.class_range(c) {
-                gathered[cursor[t as usize]] = (self.pair_values[p], self.pair_counts[p]);
-                cursor[t as usize] += 1;
-            }
-        }
-        drop(cursor);
-        drop(target_of);
-
-        // Each target's pairs summed by value, ascending; a target without records is
-        // dropped.
-        let mut class_codes: Vec<Vec<u32>> = vec![Vec::with_capacity(targets); attrs];
-        let mut class_offsets = Vec::with_capacity(targets + 1);
+        // Each run of equal keys is one target class: its source classes' pairs summed by
+        // value, ascending. A target without records is dropped.
+        let mut target_keys: Vec<u64> = Vec::new();
+        let mut first_source: Vec<u32> = Vec::new();
+        let mut class_offsets = Vec::with_capacity(source_classes + 1);
         class_offsets.push(0usize);
         let mut pair_values = Vec::with_capacity(self.pair_count());
         let mut pair_counts = Vec::with_capacity(self.pair_count());
+        let mut gathered: Vec<(u32, u64)> = Vec::new();
         let mut scratch: Vec<u64> = Vec::new();
         let mut touched: Vec<u32> = Vec::new();
-        for t in 0..targets {
-            let slot = &mut gathered[slot_starts[t]..slot_starts[t + 1]];
-            if slot.len() <= DENSE_MERGE_ABOVE {
-                slot.sort_unstable_by_key(|&(v, _)| v);
-                let mut i = 0;
-                while i < slot.len() {
-                    let v = slot[i].0;
-                    let mut n = 0u64;
-                    while i < slot.len() && slot[i].0 == v {
-                        n += slot[i].1;
-                        i += 1;
-                    }
-                    if n > 0 {
-                        pair_values.push(v);
-                        pair_counts.push(n);
+        let mut i = 0;
+        while i < sorted.len() {
+            let (key, start) = (sorted[i], i);
+            while i < sorted.len() && sorted[i] == key {
+                i += 1;
+            }
+            let run = &order[start..i];
+            if let [c] = *run {
+                // One source class: its pairs are already distinct and ascending.
+                for p in self.class_range(c as usize) {
+                    if self.pair_counts[p] > 0 {
+                        pair_values.push(self.pair_values[p]);
+                        pair_counts.push(self.pair_counts[p]);
                     }
                 }
             } else {
-                // Many pairs (a coarse node): summed in a dense array over the domain.
-                if scratch.is_empty() {
-                    scratch = vec![0u64; value_domain];
+                gathered.clear();
+                for &c in run {
+                    gathered.extend(self.pairs(c as usize));
                 }
-                for &(v, n) in slot.iter() {
-                    if scratch[v as usize] == 0 {
-                        touched.push(v);
+                if gathered.len() <= DENSE_MERGE_ABOVE {
+                    gathered.sort_unstable_by_key(|&(v, _)| v);
+                    let mut j = 0;
+                    while j < gathered.len() {
+                        let v = gathered[j].0;
+                        let mut n = 0u64;
+                        while j < gathered.len() && gathered[j].0 == v {
+                            n += gathered[j].1;
+                            j += 1;
+                        }
+                        if n > 0 {
+                            pair_values.push(v);
+                            pair_counts.push(n);
+                        }
                     }
-                    scratch[v as usize] += n;
-                }
-                touched.sort_unstable();
-                for &v in &touched {
-                    let n = std::mem::take(&mut scratch[v as usize]);
-                    if n > 0 {
-                        pair_values.push(v);
-                        pair_counts.push(n);
+                } else {
+                    // Many pairs (a coarse node): summed in a dense array over the domain.
+                    if scratch.is_empty() {
+                        scratch = vec![0u64; value_domain];
                     }
+                    for &(v, n) in &gathered {
+                        if scratch[v as usize] == 0 {
+                            touched.push(v);
+                        }
+                        scratch[v as usize] += n;
+                    }
+                    touched.sort_unstable();
+                    for &v in &touched {
+                        let n = std::mem::take(&mut scratch[v as usize]);
+                        if n > 0 {
+                            pair_values.push(v);
+                            pair_counts.push(n);
+                        }
+                    }
+                    touched.clear();
                 }
-                touched.clear();
             }
             if pair_values.len() > *class_offsets.last().unwrap_or(&0) {
-                for a in 0..attrs {
-                    class_codes[a].push(codes[a][t]);
-                }
                 class_offsets.push(pair_values.len());
+                target_keys.push(key);
+                first_source.push(run[0]);
             }
         }
+        drop(sorted);
+        drop(order);
+        let class_codes: Vec<Vec<u32>> = match &packing {
+            Some(packing) => packing.decode(&target_keys),
+            None => (0..attrs)
+                .map(|a| {
+                    let (map, source) = (&maps[a], &self.class_codes[a]);
+                    first_source
+                        .iter()
+                        .map(|&c| map[source[c as usize] as usize])
+                        .collect()
+                })
+                .collect(),
+        };
 
         Ok(Self {
             levels: target.to_vec(),
@@ -306,40 +296,14 @@ impl GroupedHistogram {
         let cards: Vec<u64> = (0..attrs)
             .map(|a| hierarchies[a].level(target[a]).cardinality() as u64)
             .collect();
-        // Bits of each target code, and their sum: the packed key's width.
-        let widths: Vec<u32> = cards
-            .iter()
-            .map(|&c| u64::BITS - c.max(1).saturating_sub(1).leading_zeros())
-            .collect();
-        let key_bits: u32 = widths.iter().sum();
-        if key_bits > u64::BITS {
+        let Some(packing) = KeyPacking::new(&cards) else {
             return self.roll_up_sizes_ranked(&maps, &cards, target);
-        }
-        // Each class's target code tuple packed into one number, first attribute in the
-        // highest bits: the numbers sort like the tuples, and a tuple is read back from its
-        // number by shifts, so the sort moves (key, size) pairs and nothing is gathered
-        // from the source classes afterwards.
-        let mut shifts = vec![0u32; attrs];
-        let mut shift = key_bits;
-        for a in 0..attrs {
-            shift -= widths[a];
-            shifts[a] = shift;
-        }
-        let classes = self.class_count();
-        let mut keys = vec![0u64; classes];
-        for a in 0..attrs {
-            let (map, sh) = (&maps[a], shifts[a]);
-            for (key, &code) in keys.iter_mut().zip(&self.class_codes[a]) {
-                *key |= (map[code as usize] as u64) << sh;
-            }
-        }
-        let sizes = self.sizes().into_owned();
-        let key_space = if key_bits == u64::BITS {
-            u64::MAX
-        } else {
-            1u64 << key_bits
         };
-        let (sorted, sizes) = radix_sort_pairs(keys, sizes, key_space);
+        // The sort moves (key, size) pairs, and a tuple is read back from its key, so
+        // nothing is gathered from the source classes afterwards.
+        let keys = packing.keys(self, &maps);
+        let sizes = self.sizes().into_owned();
+        let (sorted, sizes) = radix_sort_pairs(keys, sizes, packing.key_space());
 
         let mut out_keys: Vec<u64> = Vec::new();
         let mut pair_counts: Vec<u64> = Vec::new();
@@ -356,15 +320,7 @@ impl GroupedHistogram {
                 pair_counts.push(size);
             }
         }
-        let class_codes: Vec<Vec<u32>> = (0..attrs)
-            .map(|a| {
-                let (sh, mask) = (shifts[a], (1u64 << widths[a]) - 1);
-                out_keys
-                    .iter()
-                    .map(|&k| ((k >> sh) & mask) as u32)
-                    .collect()
-            })
-            .collect();
+        let class_codes = packing.decode(&out_keys);
         let classes = pair_counts.len();
         Self {
             levels: target.to_vec(),
@@ -416,9 +372,89 @@ impl GroupedHistogram {
     }
 }
 
+/// A class's target code tuple packed into one number, first attribute in the highest
+/// bits, while the tuple fits 64 bits: the numbers sort like the tuples, and a tuple is
+/// read back from its number by shifts.
+struct KeyPacking {
+    /// Bits of each attribute's code.
+    widths: Vec<u32>,
+    /// Position of each attribute's lowest bit.
+    shifts: Vec<u32>,
+    /// Bits of the whole key.
+    bits: u32,
+}
+
+impl KeyPacking {
+    /// The packing for target cardinalities `cards`, or `None` when they need more than
+    /// 64 bits together.
+    fn new(cards: &[u64]) -> Option<Self> {
+        let widths: Vec<u32> = cards
+            .iter()
+            .map(|&c| u64::BITS - c.max(1).saturating_sub(1).leading_zeros())
+            .collect();
+        let bits: u32 = widths.iter().sum();
+        if bits > u64::BITS {
+            return None;
+        }
+        let mut shifts = vec![0u32; widths.len()];
+        let mut shift = bits;
+        for (s, &w) in shifts.iter_mut().zip(&widths) {
+            shift -= w;
+            *s = shift;
+        }
+        Some(Self {
+            widths,
+            shifts,
+            bits,
+        })
+    }
+
+    /// An upper bound on the keys.
+    fn key_space(&self) -> u64 {
+        if self.bits == u64::BITS {
+            u64::MAX
+        } else {
+            1u64 << self.bits
+        }
+    }
+
+    /// The key of every class of `hist`, its codes mapped by `maps`.
+    fn keys(&self, hist: &GroupedHistogram, maps: &[Vec<u32>]) -> Vec<u64> {
+        let mut keys = vec![0u64; hist.class_count()];
+        for (a, map) in maps.iter().enumerate() {
+            if self.widths[a] == 0 {
+                // One target value: code 0 adds nothing.
+                continue;
+            }
+            let shift = self.shifts[a];
+            for (key, &code) in keys.iter_mut().zip(&hist.class_codes[a]) {
+                *key |= (map[code as usize] as u64) << shift;
+            }
+        }
+        keys
+    }
+
+    /// The code tuples of `keys`, one column per attribute.
+    fn decode(&self, keys: &[u64]) -> Vec<Vec<u32>> {
+        self.widths
+            .iter()
+            .zip(&self.shifts)
+            .map(|(&width, &shift)| {
+                let mask = if width == 0 {
+                    0
+                } else {
+                    u64::MAX >> (u64::BITS - width)
+                };
+                keys.iter().map(|&k| ((k >> shift) & mask) as u32).collect()
+            })
+            .collect()
+    }
+}
+
 /// Sorts `keys` (each below `key_space`) ascending by a stable LSD radix sort on 11-bit
-/// digits, moving `payload` along; returns the sorted keys and their payloads. Digits above
-/// the key space are skipped, and so is every pass in which all keys share the digit.
+/// digits, moving `payload` along; returns the sorted keys and their payloads. Keys already
+/// in order are returned as they are; digits above the key space are skipped, and so is
+/// every pass in which all keys share the digit.
 fn radix_sort_pairs<T: Copy + Default>(
     mut keys: Vec<u64>,
     mut payload: Vec<T>,
@@ -427,7 +463,7 @@ fn radix_sort_pairs<T: Copy + Default>(
     const BITS: u32 = 11;
     const MASK: u64 = (1 << BITS) - 1;
     let n = keys.len();
-    if n < 2 {
+    if n < 2 || keys.windows(2).all(|w| w[0] <= w[1]) {
         return (keys, payload);
     }
     let bits = u64::BITS - key_space.saturating_sub(1).leading_zeros();
@@ -628,7 +664,9 @@ mod tests {
             let rows: Vec<(Vec<u32>, u32, u64)> = rows.into_iter().map(|(a, l, v, n)| (vec![a, l], v, n)).collect();
             let leaf = weighted_histogram(&hs, &rows, 5);
             let target = [node.0.min(3), node.1.min(2)];
-            let expected = leaf.class_sizes().roll_up(&hs, &target, 1).unwrap();
+            // The general path, which `roll_up` skips for class sizes.
+            let expected = leaf.class_sizes().roll_up_pairs(&hs, &target, 1).unwrap();
+            prop_assert_eq!(&leaf.class_sizes().roll_up(&hs, &target, 1).unwrap(), &expected);
             prop_assert_eq!(&leaf.roll_up_sizes(&hs, &target), &expected);
             prop_assert_eq!(&leaf.class_sizes().roll_up_sizes(&hs, &target), &expected);
             let mid = [via.0.min(target[0]), via.1.min(target[1])];

@@ -529,7 +529,9 @@ pub fn node_from_levels(
 
 /// The histogram at `node`: `base` itself at its own node, else rolled up from the computed
 /// predecessor in `computed` (keyed by lattice index) with the fewest pairs, or from `base`
-/// when none is computed.
+/// when none is computed. Among predecessors of equally many pairs, the one that differs in
+/// the latest attribute: its classes are more often in the node's order already, which
+/// saves the roll-up's sort.
 pub fn roll_up_from_nearest(
     base: &crate::histogram::GroupedHistogram,
     computed: &std::collections::HashMap<usize, crate::histogram::GroupedHistogram>,
@@ -544,9 +546,14 @@ pub fn roll_up_from_nearest(
     let source = lattice
         .predecessors(node)
         .into_iter()
-        .filter_map(|p| computed.get(&lattice.index_of(&p)))
-        .min_by_key(|h| h.pair_count())
-        .unwrap_or(base);
+        .filter_map(|p| {
+            let differs = p.iter().zip(node).rposition(|(a, b)| a != b);
+            computed
+                .get(&lattice.index_of(&p))
+                .map(|h| (h, std::cmp::Reverse(differs)))
+        })
+        .min_by_key(|(h, latest)| (h.pair_count(), *latest))
+        .map_or(base, |(h, _)| h);
     source.roll_up(hierarchies, node, value_domain)
 }
 

@@ -49,8 +49,8 @@ fn non_table_formats_write_every_row() {
     assert_eq!(run(&["--format", "json", "-c", empty]).1, "[]\n");
 }
 
-/// Without `-q`, the banner and the row count go to stderr: an export redirected to a file
-/// holds only the rows.
+/// Without `-q`, the banner, the row count and the statements between the queries print
+/// nothing to stdout: an export redirected to a file holds only the rows.
 #[test]
 fn exports_through_stdout_hold_only_the_rows() {
     let output = Command::new(env!("CARGO_BIN_EXE_dfanon"))
@@ -59,11 +59,12 @@ fn exports_through_stdout_hold_only_the_rows() {
             "--format",
             "csv",
             "-c",
-            "SELECT 1 AS a; SELECT 'x;y' AS b",
+            "SELECT 1 AS a; CREATE TABLE t AS SELECT 2 AS c; SELECT 'x;y' AS b",
         ])
         .output()
         .expect("run dfanon");
     assert!(output.status.success());
+    // Nothing of the CREATE between the queries: no "0 row(s) fetched" line.
     assert_eq!(String::from_utf8_lossy(&output.stdout), "a\n1\nb\nx;y\n");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.starts_with("dfanon "), "{stderr}");
@@ -284,7 +285,11 @@ fn public_session_from_an_owner_setup() {
         ),
         ("SELECT * FROM x", "table 'datafusion.public.x' not found"),
         ("CREATE TABLE y AS SELECT 1", "cannot create, replace or drop"),
-        (copy.as_str(), "COPY are not available in this session"),
+        (copy.as_str(), "COPY is not available in this session"),
+        (
+            "CREATE EXTERNAL TABLE z STORED AS CSV LOCATION 'z.csv'",
+            "CREATE EXTERNAL TABLE is not available in this session",
+        ),
         (
             "SELECT * FROM anonymize('x', method => 'kanon', qi => 'age, sex', k => 1)",
             "method 'kanon' is not enabled for public users",
@@ -297,6 +302,7 @@ fn public_session_from_an_owner_setup() {
         let (ok, _, stderr) = public(true, sql);
         assert!(!ok, "{sql} ran");
         assert!(stderr.contains(expected), "{sql}: {stderr}");
+        assert!(!stderr.contains("guard"), "an internal name in {stderr}");
     }
     assert!(!std::path::Path::new(&copy_target).exists());
     let (ok, _, stderr) = public(false, release);
@@ -381,6 +387,10 @@ fn memory_limit_bounds_the_anonymization() {
     let (ok, _, stderr) = run_with(Some("4k"), &[setup, query]);
     assert!(!ok);
     assert!(stderr.contains("Resources exhausted"), "{stderr}");
+    assert!(
+        stderr.contains("more memory than --memory-limit allows"),
+        "the option is named: {stderr}"
+    );
     let (ok, _, stderr) = run(&["--memory-limit", "lots", "-c", "SELECT 1"]);
     assert!(!ok);
     assert!(stderr.contains("memory limit 'lots'"), "{stderr}");
@@ -420,4 +430,35 @@ fn a_failing_script_statement_stops_the_script_and_exits_non_zero() {
         "{stderr}"
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// Statements piped in (`dfanon < script.sql`) run as a script: the first failing statement
+/// stops it and dfanon exits non-zero, as with `-f`.
+#[test]
+fn piped_statements_stop_at_the_first_failure() {
+    use std::io::Write;
+    let mut child = dfanon()
+        .args(["--format", "csv"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start dfanon");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(
+            b"SELECT 'ran' AS first;\nSELECT * FROM no_such_table;\nSELECT 'never' AS third;\n",
+        )
+        .expect("write statements");
+    let output = child.wait_with_output().expect("wait for dfanon");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("ran") && !stdout.contains("never"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("no_such_table"), "{stderr}");
 }

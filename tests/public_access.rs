@@ -155,6 +155,29 @@ async fn a_public_session_without_a_budget_releases_nothing() -> Result<()> {
     Ok(())
 }
 
+/// Enabling a syntactic method without the owner's k and quasi-identifiers is the owner's
+/// mistake: refused when the public session is built, not at each public call.
+#[tokio::test]
+async fn a_syntactic_method_without_its_settings_is_refused_at_registration() -> Result<()> {
+    for (min_k, qi) in [(None, Some(vec!["age".to_string()])), (Some(3), None)] {
+        let policy = PublicPolicy {
+            methods: vec!["dp_histogram".into(), "upa".into()],
+            min_k,
+            syntactic_qi: qi,
+            ..declared()
+        };
+        let err = session(policy, 1.0)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.strip_backtrace());
+        assert_eq!(
+            err,
+            Err("Invalid or Unsupported Configuration: public method 'upa' needs the minimum k and the quasi-identifiers every public call must use (dfanon --public-min-k and --public-qi, or PublicPolicy::min_k and syntactic_qi)".to_string())
+        );
+    }
+    Ok(())
+}
+
 #[tokio::test]
 async fn syntactic_methods_need_the_owners_minimum_k_and_quasi_identifiers() -> Result<()> {
     let policy = PublicPolicy {

@@ -82,7 +82,7 @@ pub fn reset_error(sql: &str) -> Option<datafusion::error::DataFusionError> {
         }
     };
     Some(datafusion::error::DataFusionError::Configuration(format!(
-        "RESET is not supported for {PREFIX}.* settings; set the value instead, e.g. SET {PREFIX}.{setting} = '{default}' (the default)"
+        "RESET is not supported for {PREFIX}.* settings; set the value instead, e.g. SET {PREFIX}.{setting} = '{default}' (the default). In a public session these settings are fixed by the data owner"
     )))
 }
 
@@ -219,7 +219,7 @@ mod tests {
         let err = reset_error("RESET anonymize.epsilon_budget;").map(|e| e.to_string());
         assert_eq!(
             err.as_deref(),
-            Some("Invalid or Unsupported Configuration: RESET is not supported for anonymize.* settings; set the value instead, e.g. SET anonymize.epsilon_budget = 'unlimited' (the default)")
+            Some("Invalid or Unsupported Configuration: RESET is not supported for anonymize.* settings; set the value instead, e.g. SET anonymize.epsilon_budget = 'unlimited' (the default). In a public session these settings are fixed by the data owner")
         );
         let err = reset_error("reset ANONYMIZE.budget").map(|e| e.to_string());
         assert!(

@@ -10,7 +10,7 @@
 //!
 //! * **Missing file**: an empty ledger; the file is created by the first charge.
 //! * **Anything else that does not parse exactly** (empty file, other format or version,
-//!   unknown fields, duplicate or empty table names, negative, NaN or infinite amounts):
+//!   unknown fields, duplicate, empty or not lower-case table names, negative, NaN or infinite amounts):
 //!   an error naming the file. A corrupt ledger is never reset or ignored, because that
 //!   would silently restore spent budget; a person has to repair or remove it.
 //! * **Updates** ([`update`]) hold an exclusive lock on `<file>.lock` (an advisory
@@ -95,6 +95,18 @@ pub fn parse(path: &Path, text: &str) -> Result<Accounts> {
                     format!("table '{}' has {name} = {value}", record.table),
                 );
             }
+        }
+        // Keys are written lower-cased (`ledger::table_key`): another spelling would be an
+        // account no release ever charges, so the same table could spend again.
+        if record.table.to_lowercase() != record.table {
+            return corrupt(
+                path,
+                format!(
+                    "table '{}' is not a key this program writes (keys are lower-case, e.g. '{}')",
+                    record.table,
+                    record.table.to_lowercase()
+                ),
+            );
         }
         let account = Account {
             releases: record.releases,
@@ -319,6 +331,12 @@ mod tests {
                     r#"{{"format":"{FORMAT}","version":1,"accounts":[{{"table":"","releases":1,"epsilon_spent":1,"delta_spent":0}}]}}"#
                 ),
                 "empty table name",
+            ),
+            (
+                &format!(
+                    r#"{{"format":"{FORMAT}","version":1,"accounts":[{{"table":"DATAFUSION.PUBLIC.T","releases":1,"epsilon_spent":1,"delta_spent":0}}]}}"#
+                ),
+                "table 'DATAFUSION.PUBLIC.T' is not a key this program writes (keys are lower-case, e.g. 'datafusion.public.t')",
             ),
             (
                 &format!(

@@ -22,6 +22,10 @@ use datafusion::prelude::{DataFrame, SessionContext};
 
 use crate::hierarchy::STAR;
 use crate::privacy::assessment::{Rows, SensitiveFigures};
+use crate::privacy::population::{
+    estimate_from_population_size_with, population_size_from_sampling_fraction, Estimate,
+    PopulationUniquenessModel, SolverConfig,
+};
 use crate::privacy::risk::{ClassRisk, PopulationRisk};
 use crate::sensitive::has_natural_order;
 use crate::session::reading_error;
@@ -31,7 +35,8 @@ pub fn assess_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("key", DataType::Utf8, false),
         Field::new("sensitive", DataType::Utf8, true),
-        Field::new("value", DataType::Float64, false),
+        Field::new("value", DataType::Float64, true),
+        Field::new("note", DataType::Utf8, true),
     ]))
 }
 
@@ -51,6 +56,8 @@ pub(crate) enum Population {
     None,
     /// A number of records the table was sampled from uniformly.
     Rows(u64),
+    /// The share of the population the table holds: `round(rows / f)` records.
+    Fraction(f64),
     /// A table (its name, its provider) holding the whole population.
     Table(String, Arc<dyn TableProvider>),
 }
@@ -144,7 +151,9 @@ fn concat_column(batches: &[RecordBatch], i: usize, schema: &SchemaRef) -> Resul
 }
 
 /// One output row of `anonymize_assess`.
-pub(crate) type Entry = (String, Option<String>, f64);
+/// One row of `anonymize_assess`: key, sensitive column, value (NULL when there is no
+/// number, e.g. an estimator that did not converge) and a note saying why, or naming a model.
+pub(crate) type Entry = (String, Option<String>, Option<f64>, Option<String>);
 
 pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Result<Vec<Entry>> {
     let ctx = SessionContext::new_with_state(state.clone());
@@ -199,7 +208,12 @@ pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Res
     let risk = ClassRisk::from_sizes(sizes.iter().map(|s| s.1), request.risk_threshold);
     let mut out: Vec<Entry> = Vec::new();
     let mut put = |key: &str, sensitive: Option<&str>, value: f64| {
-        out.push((key.to_string(), sensitive.map(str::to_string), value))
+        out.push((
+            key.to_string(),
+            sensitive.map(str::to_string),
+            Some(value),
+            None,
+        ))
     };
     put("rows", None, total as f64);
     put("suppressed", None, suppressed as f64);
@@ -211,8 +225,18 @@ pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Res
     put("prosecutor_risk_avg", None, risk.prosecutor_risk_avg);
     put("risk_threshold", None, request.risk_threshold);
     put("records_at_risk", None, risk.records_at_risk);
-    match &request.population {
-        Population::None => put("marketer_risk", None, risk.prosecutor_risk_avg),
+    let mut population_size: Option<u64> = None;
+    let population = match &request.population {
+        Population::Fraction(f) => match population_size_from_sampling_fraction(total, *f) {
+            Ok(rows) => Population::Rows(rows),
+            Err(e) => return exec_err!("anonymize_assess(): sampling_fraction = {f}: {e}"),
+        },
+        other => other.clone(),
+    };
+    match &population {
+        Population::None | Population::Fraction(_) => {
+            put("marketer_risk", None, risk.prosecutor_risk_avg)
+        }
         Population::Rows(rows) => {
             if *rows < total {
                 return exec_err!(
@@ -226,6 +250,7 @@ pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Res
             put("population", None, *rows as f64);
             put("journalist_risk_max", None, pop.journalist_risk_max);
             put("marketer_risk", None, pop.marketer_risk);
+            population_size = Some(*rows);
         }
         Population::Table(name, provider) => {
             let pop_batches = grouped(ctx.read_table(provider.clone())?, qi_text(&request.qi))
@@ -264,8 +289,13 @@ pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Res
             put("population", None, pop_total as f64);
             put("journalist_risk_max", None, pop.journalist_risk_max);
             put("marketer_risk", None, pop.marketer_risk);
+            population_size = Some(pop_total);
         }
     }
+    let uniqueness = match population_size {
+        Some(population) => uniqueness_entries(sizes.iter().map(|s| s.1), population)?,
+        None => Vec::new(),
+    };
 
     for (j, (name, data_type)) in request.sensitive.iter().enumerate() {
         let values = concat_column(&batches, 1 + q + j, &schema)?;
@@ -327,6 +357,65 @@ pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Res
             put("t_ordered_max", Some(name), t_ordered);
         }
     }
+    out.extend(uniqueness);
+    Ok(out)
+}
+
+/// Population uniqueness rows (docs/METHODS.md §7.6): for each of ARX's estimators and
+/// for the one Dankar et al.'s decision rule picks, the estimated number of records unique
+/// in a population of `population` records, and that number as a share of the population.
+/// An estimator without a number has a NULL value and a note saying why.
+fn uniqueness_entries(sizes: impl Iterator<Item = u64>, population: u64) -> Result<Vec<Entry>> {
+    let mut histogram: HashMap<u64, u64> = HashMap::new();
+    for size in sizes {
+        *histogram.entry(size).or_insert(0) += 1;
+    }
+    let histogram: Vec<(u64, u64)> = histogram.into_iter().collect();
+    // Without wall-clock limits, so that the figures do not depend on the machine.
+    let config = SolverConfig::arx_default().without_time_limits();
+    let estimates = match estimate_from_population_size_with(&histogram, population, &config) {
+        Ok(estimates) => estimates,
+        Err(e) => return exec_err!("anonymize_assess(): population uniqueness: {e}"),
+    };
+    let mut out: Vec<Entry> = Vec::new();
+    let mut put = |key: String, estimate: Estimate| {
+        let (number, share, note) = match estimate {
+            Estimate::Uniques(n) => (Some(n), estimates.share(estimate), None),
+            Estimate::NotConverged => (None, None, Some("did not converge")),
+            Estimate::NotApplicable => (
+                None,
+                None,
+                Some("not applicable: the table is the whole population"),
+            ),
+        };
+        let note = note.map(str::to_string);
+        out.push((key.clone(), None, number, note.clone()));
+        let share_key = key.replacen("population_uniques", "population_uniques_share", 1);
+        out.push((share_key, None, share, note));
+    };
+    put("population_uniques_zayatz".into(), estimates.zayatz);
+    put("population_uniques_pitman".into(), estimates.pitman);
+    put("population_uniques_snb".into(), estimates.snb);
+    put("population_uniques_dankar".into(), estimates.dankar);
+    put("population_uniques".into(), estimates.dankar);
+    let model = match estimates.dankar_model {
+        PopulationUniquenessModel::Pitman => "pitman",
+        PopulationUniquenessModel::Zayatz => "zayatz",
+        PopulationUniquenessModel::Snb => "snb",
+        PopulationUniquenessModel::NoSampleUniques => "none: the table has no sample uniques",
+    };
+    out.push((
+        "population_model".into(),
+        None,
+        None,
+        Some(model.to_string()),
+    ));
+    out.push((
+        "sampling_fraction".into(),
+        None,
+        Some(estimates.sampling_fraction),
+        None,
+    ));
     Ok(out)
 }
 
@@ -340,7 +429,10 @@ pub(crate) fn entries_batch(entries: &[Entry]) -> Result<RecordBatch> {
             Arc::new(StringArray::from_iter(
                 entries.iter().map(|e| e.1.as_deref()),
             )),
-            Arc::new(Float64Array::from_iter_values(entries.iter().map(|e| e.2))),
+            Arc::new(Float64Array::from_iter(entries.iter().map(|e| e.2))),
+            Arc::new(StringArray::from_iter(
+                entries.iter().map(|e| e.3.as_deref()),
+            )),
         ],
     )?)
 }

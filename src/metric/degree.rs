@@ -134,7 +134,8 @@ impl Degrees {
     }
 
     /// `D(r)` of the records of every class of a node at `levels` whose classes have the
-    /// codes `class_codes[a][c]`: the same values as [`Degrees::record_degree`] class by
+    /// codes `class_codes[a][c]` (codes of their levels, as a node's histogram holds): the
+    /// same values as [`Degrees::record_degree`] class by
     /// class (the same sums in the same order), computed attribute by attribute.
     pub fn class_degrees(&self, levels: &[usize], class_codes: &[Vec<u32>]) -> Vec<f64> {
         let n = self.attributes.len();
@@ -144,8 +145,24 @@ impl Degrees {
             return sums;
         }
         for (a, d) in self.attributes.iter().enumerate() {
-            for (sum, &code) in sums.iter_mut().zip(&class_codes[a]) {
-                *sum += d.degree(levels[a], code);
+            // A level whose values all have one degree (the leaves of a categorical
+            // hierarchy, a level of one value) adds it to every class without a lookup: a
+            // node's classes hold codes of their levels, never SUPPRESSED.
+            match d.per_level.get(levels[a]).map(Vec::as_slice) {
+                Some([first, rest @ ..]) if rest.iter().all(|x| x == first) => {
+                    // Adding 0 to a sum that started at +0 changes nothing.
+                    if *first != 0.0 {
+                        let first = *first;
+                        for sum in sums.iter_mut() {
+                            *sum += first;
+                        }
+                    }
+                }
+                _ => {
+                    for (sum, &code) in sums.iter_mut().zip(&class_codes[a]) {
+                        *sum += d.degree(levels[a], code);
+                    }
+                }
             }
         }
         for sum in &mut sums {

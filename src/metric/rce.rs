@@ -51,7 +51,8 @@ pub fn class_volume(
 }
 
 /// [`class_volume`] of every class of a node at `levels` whose classes have the codes
-/// `class_codes[a][c]`: the same products in the same order, attribute by attribute.
+/// `class_codes[a][c]` (codes of their levels, as a node's histogram holds): the same
+/// products in the same order, attribute by attribute.
 pub fn class_volumes(
     hierarchies: &[&Hierarchy],
     levels: &[usize],
@@ -62,6 +63,20 @@ pub fn class_volumes(
     for (a, h) in hierarchies.iter().enumerate() {
         let all = h.leaf_count() as f64;
         let counts = h.level(levels[a]).leaf_counts();
+        // A level whose values all cover the same number of leaves multiplies every class
+        // by it (by 1: nothing to do). A node's classes hold codes of their levels, never
+        // SUPPRESSED.
+        if let [first, rest @ ..] = counts {
+            if rest.iter().all(|c| c == first) {
+                if *first != 1 {
+                    let factor = f64::from(*first);
+                    for volume in volumes.iter_mut() {
+                        *volume *= factor;
+                    }
+                }
+                continue;
+            }
+        }
         for (volume, &code) in volumes.iter_mut().zip(&class_codes[a]) {
             *volume *= match code {
                 SUPPRESSED => all,

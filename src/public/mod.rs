@@ -5,7 +5,7 @@
 //! Three layers keep everything outside a release's proven mechanism away from them:
 //!
 //! * the session's catalog shows only the tables the owner declared public and refuses
-//!   every change ([`catalog`]); `CREATE EXTERNAL TABLE` finds no table factory, and
+//!   every change ([`catalog`]); `CREATE EXTERNAL TABLE` is refused by table factories that refuse, and
 //!   `COPY` and DML are refused before they run ([`guard`]). Sources are reached only
 //!   through `anonymize(...)`, which looks them up in the owner's catalog;
 //! * [`PublicRules`] checks each call against the owner's [`PublicPolicy`] at planning time,
@@ -21,7 +21,7 @@ pub mod records;
 use std::sync::Arc;
 
 use datafusion::catalog::{CatalogProviderList, TableProvider};
-use datafusion::common::{plan_err, DataFusionError, Result};
+use datafusion::common::{config_err, plan_err, DataFusionError, Result};
 use datafusion::prelude::SessionContext;
 
 use crate::access::{PublicPolicy, RegisterOptions};
@@ -176,9 +176,23 @@ fn quoted(names: &[String]) -> String {
 }
 
 /// Turns `ctx` into a public session: its catalog shows only the declared public tables
-/// and refuses changes, it has no table factories, writes are refused. Returns the rules
+/// and refuses changes, its table factories refuse, writes are refused. Returns the rules
 /// its `anonymize` functions check.
 pub fn install(ctx: &SessionContext, options: &RegisterOptions) -> Result<Arc<PublicRules>> {
+    // A syntactic method enabled without the k and quasi-identifiers every call must use
+    // would only fail the public users' calls: the owner hears it at registration.
+    let policy = &options.public;
+    if let Some(method) = policy
+        .methods
+        .iter()
+        .find(|m| SYNTACTIC_METHODS.contains(&m.as_str()))
+    {
+        if policy.min_k.is_none() || policy.syntactic_qi.is_none() {
+            return config_err!(
+                "public method '{method}' needs the minimum k and the quasi-identifiers every public call must use (dfanon --public-min-k and --public-qi, or PublicPolicy::min_k and syntactic_qi)"
+            );
+        }
+    }
     let policy = Arc::new(options.public.clone());
     let state = ctx.state();
     let owner_tables = state.catalog_list().clone();
@@ -194,7 +208,9 @@ pub fn install(ctx: &SessionContext, options: &RegisterOptions) -> Result<Arc<Pu
         owner_tables,
         policy,
     )));
-    ctx.state_ref().write().table_factories_mut().clear();
+    for factory in ctx.state_ref().write().table_factories_mut().values_mut() {
+        *factory = Arc::new(guard::RefusedFactory);
+    }
     ctx.add_analyzer_rule(Arc::new(guard::PublicGuard));
     Ok(rules)
 }

@@ -93,10 +93,18 @@ pub fn check_release_size(
     } else {
         format!(" ({})", size.cause)
     };
+    // An upper bound is rounded up, so it never reads as less than the limit it exceeds.
+    let amount = if size.expected >= size.upper {
+        format!("up to {} rows{cause}", ceil2(size.upper))
+    } else {
+        format!(
+            "about {} rows{cause}, up to {} with probability 1 − {SIZE_FAILURE:e}",
+            round2(size.expected),
+            ceil2(size.upper)
+        )
+    };
     exec_err!(
-        "anonymize(): method '{method}' would release about {} rows{cause}, up to {} with probability 1 − {SIZE_FAILURE:e}, from about {} input rows: more than max_release_rows = {limit} ({origin}). Nothing was drawn and no budget was spent. {advice} with max_release_rows => {}",
-        round2(size.expected),
-        round2(size.upper),
+        "anonymize(): method '{method}' would release {amount}, from about {} input rows: more than max_release_rows = {limit} ({origin}). Nothing was drawn and no budget was spent. {advice} with max_release_rows => {}",
         round2(input_rows as f64),
         ceil2(size.upper)
     )
@@ -161,6 +169,15 @@ mod tests {
             ceiling: None,
         };
         assert!(check_release_size("kanon", &small, 30_162, default, ADVICE).is_ok());
+        // A certain bound just above the limit reads as above it (rounded up, no
+        // probability).
+        let err = check_release_size("kanon", &small, 30_162, given(30_161), ADVICE)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("would release up to 31000 rows, from about 30000 input rows: more than max_release_rows = 30161 (as given)"),
+            "{err}"
+        );
         let big = ReleaseSize {
             expected: 2.55e7,
             upper: 2.56e7,
@@ -172,7 +189,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("would release about 26000000 rows (epsilon_ins = 1e-6"),
+            err.contains("would release about 26000000 rows (epsilon_ins = 1e-6 adds about 500000 counterfeit rows to each of up to 51 classes), up to 26000000 with probability 1 − 1e-9"),
             "{err}"
         );
         assert!(

@@ -75,7 +75,7 @@ mod tests {
         .unwrap_or_default();
         assert_eq!(
             err,
-            "Invalid or Unsupported Configuration: RESET is not supported for anonymize.* settings; set the value instead, e.g. SET anonymize.epsilon_budget = 'unlimited' (the default)"
+            "Invalid or Unsupported Configuration: RESET is not supported for anonymize.* settings; set the value instead, e.g. SET anonymize.epsilon_budget = 'unlimited' (the default). In a public session these settings are fixed by the data owner"
         );
         assert!(ctx.table("t").await.is_ok());
     }

@@ -280,6 +280,12 @@ async fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("Error: {e}");
+            // Only a limited pool refuses memory: say which option set it.
+            if matches!(e.find_root(), DataFusionError::ResourcesExhausted(_)) {
+                eprintln!(
+                    "The statement needs more memory than --memory-limit allows: raise the limit (e.g. --memory-limit 2g) or leave it out."
+                );
+            }
             ExitCode::FAILURE
         }
     }
@@ -488,7 +494,10 @@ async fn run() -> Result<()> {
     drop(options);
 
     let mut print_options = print_options;
-    if args.command.is_empty() && args.file.is_empty() {
+    // Statements piped in run as a script (the first failure stops them, with a non-zero
+    // exit); a terminal gets the interactive shell.
+    let piped = args.command.is_empty() && args.file.is_empty();
+    if piped && std::io::stdin().is_terminal() {
         return exec::exec_from_repl(&ctx, &mut print_options)
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)));
@@ -503,6 +512,16 @@ async fn run() -> Result<()> {
             watcher.interrupted();
         }
     });
+    if piped {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|e| {
+            DataFusionError::Execution(format!("reading statements from stdin: {e}"))
+        })?;
+        script
+            .run(&text)
+            .await
+            .map_err(|e| DataFusionError::Context("stdin".into(), Box::new(e)))?;
+    }
     for file in &args.file {
         run_file(&script, file).await?;
     }

@@ -117,7 +117,16 @@ impl Script {
         if let Ok(mut slot) = self.copy.lock() {
             *slot = copy;
         }
-        let result = exec::exec_from_commands(&self.ctx, vec![piece.text], &self.print).await;
+        // In an export format, stdout holds only rows: no "N row(s) fetched. Elapsed" line
+        // for the statements between the queries.
+        let print = match streams(self.print.format) {
+            true => PrintOptions {
+                quiet: true,
+                ..self.print.clone()
+            },
+            false => self.print.clone(),
+        };
+        let result = exec::exec_from_commands(&self.ctx, vec![piece.text], &print).await;
         if watched {
             let copy = self.copy.lock().ok().and_then(|mut slot| slot.take());
             if let (Err(_), Some(copy)) = (&result, copy) {

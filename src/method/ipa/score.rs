@@ -83,10 +83,14 @@ impl UtilityModel {
 
     /// Expected cost of one class of `n` records with weighted NCP `c` (module docs).
     pub fn class_cost(&self, n: u64, c: f64) -> f64 {
+        self.class_cost_at(n, c, self.suppression_probability(n))
+    }
+
+    /// [`Self::class_cost`] given the class's suppression probability `p`.
+    fn class_cost_at(&self, n: u64, c: f64, p: f64) -> f64 {
         if n == 0 {
             return 0.0;
         }
-        let p = self.suppression_probability(n);
         n as f64 * (c + (1.0 - c) * p) + self.counterfeit_mean * (1.0 - p) * (COUNTERFEIT_COST + c)
     }
 
@@ -171,15 +175,44 @@ pub fn node_utility(
         expected_counterfeits: 0.0,
         classes: sizes.class_count(),
     };
+    // The weighted NCP of every class, attribute by attribute (the same sums in the same
+    // order as per class), and the suppression probability of the small class sizes
+    // computed once.
+    let classes = sizes.class_count();
+    let mut class_ncp = vec![0.0f64; classes];
+    for (a, codes) in sizes.class_codes.iter().enumerate() {
+        let (w, table) = (weights[a], &ncp[a]);
+        match table.as_slice() {
+            // One NCP for every value of the level (its leaves, or a level of one value):
+            // added without a lookup, and adding 0 to a sum that started at +0 is skipped.
+            [first, rest @ ..] if rest.iter().all(|x| x == first) => {
+                let term = w * first;
+                if term != 0.0 {
+                    for sum in class_ncp.iter_mut() {
+                        *sum += term;
+                    }
+                }
+            }
+            _ => {
+                for (sum, &code) in class_ncp.iter_mut().zip(codes) {
+                    *sum += w * table[code as usize];
+                }
+            }
+        }
+    }
+    const SMALL: u64 = 64;
+    let small: Vec<f64> = (0..SMALL)
+        .map(|n| model.suppression_probability(n))
+        .collect();
+    let class_sizes = sizes.sizes();
     let mut cost = 0.0;
-    for c in 0..sizes.class_count() {
-        let n = sizes.class_size(c);
-        let class_ncp: f64 = (0..attrs)
-            .map(|a| weights[a] * ncp[a][sizes.class_codes[a][c] as usize])
-            .sum::<f64>()
-            .clamp(0.0, 1.0);
-        let p = model.suppression_probability(n);
-        cost += model.class_cost(n, class_ncp);
+    for (&n, &class_ncp) in class_sizes.iter().zip(&class_ncp) {
+        let class_ncp = class_ncp.clamp(0.0, 1.0);
+        let p = match small.get(n as usize) {
+            Some(&p) => p,
+            None => model.suppression_probability(n),
+        };
+        cost += model.class_cost_at(n, class_ncp, p);
         out.expected_ncp += n as f64 * (class_ncp + (1.0 - class_ncp) * p);
         out.expected_suppressed += n as f64 * p;
         out.expected_counterfeits += model.counterfeit_mean * (1.0 - p);

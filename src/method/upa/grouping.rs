@@ -22,9 +22,7 @@
 //! walked once, so the work is `O(pairs · log pairs)`, not quadratic in the number of
 //! classes.
 
-use std::collections::HashMap;
-
-use datafusion::common::{internal_err, Result};
+use datafusion::common::{internal_err, HashMap, Result};
 
 use super::counterfeits::{real_count, Counterfeits};
 use crate::counterfeit_catalog::{CatalogEntry, CounterfeitCatalog};
@@ -185,29 +183,33 @@ pub fn group_classes(
     }
 
     // Groups in order of their first class; members ascending.
-    let mut index_of_root: HashMap<usize, usize> = HashMap::new();
+    let mut index_of_root: Vec<usize> = vec![usize::MAX; classes];
     let mut members: Vec<Vec<usize>> = Vec::new();
     for c in 0..classes {
         if !groups.grouped[c] {
             continue;
         }
         let root = groups.find(c);
-        let g = *index_of_root.entry(root).or_insert_with(|| {
+        if index_of_root[root] == usize::MAX {
+            index_of_root[root] = members.len();
             members.push(Vec::new());
-            members.len() - 1
-        });
-        members[g].push(c);
+        }
+        members[index_of_root[root]].push(c);
     }
     let mut entries = Vec::new();
     for (g, classes_of_group) in members.iter().enumerate() {
-        let mut counts: HashMap<u32, u64> = HashMap::new();
-        for &c in classes_of_group {
-            for (v, n) in fakes.class(c) {
-                *counts.entry(v).or_insert(0) += n;
+        let mut values: Vec<(u32, u64)> = classes_of_group
+            .iter()
+            .flat_map(|&c| fakes.class(c))
+            .collect();
+        values.sort_unstable_by_key(|&(v, _)| v);
+        values.dedup_by(|next, kept| {
+            let same = next.0 == kept.0;
+            if same {
+                kept.1 += next.1;
             }
-        }
-        let mut values: Vec<(u32, u64)> = counts.into_iter().collect();
-        values.sort_unstable();
+            same
+        });
         entries.extend(values.into_iter().map(|(value, count)| CatalogEntry {
             group: g,
             value,

@@ -9,12 +9,17 @@
 //! other node each class under `k` gets `k − |E|` counterfeits ([`counterfeits`]), the
 //! classes are grouped into a catalog satisfying Lemma 1 ([`grouping`]) — a node without
 //! such a catalog is skipped — and the node's RCE is computed. The node with the lowest RCE
-//! is released (ties: fewer counterfeits, fewer generalization levels, lattice order). Without
-//! `h` every node is searched and `h` is the chosen node's largest degree.
+//! is released (ties: fewer counterfeits, fewer generalization levels, lattice order). A node
+//! whose RCE is bound to exceed the lowest of the levels already searched (every real record
+//! of a class of `V` cells costs at least `1 − 1/V`, [`rce_lower_bound`]) cannot be released
+//! and gets no counterfeits. Without `h` every node is searched and `h` is the chosen node's
+//! largest degree.
 //!
 //! Randomness: one ChaCha20 child stream per lattice node, drawn in lattice order; the
 //! chosen node's stream is replayed for the release, which is therefore exactly the
 //! evaluated candidate.
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use datafusion::common::{exec_err, internal_err, Result};
 
@@ -86,6 +91,9 @@ pub enum NodeStatus {
     NotRequested,
     /// Some class's real records fail ℓ-diversity or t-closeness.
     FailsModels,
+    /// Within the ceiling, but its RCE is bound to exceed that of a feasible node of a
+    /// lower level sum: not given counterfeits.
+    AboveBest,
 }
 
 impl NodeStatus {
@@ -99,6 +107,7 @@ impl NodeStatus {
             Self::TooManyCounterfeits => "too_many_counterfeits",
             Self::NotRequested => "not_requested",
             Self::FailsModels => "fails_l_or_t",
+            Self::AboveBest => "rce_above_best",
         }
     }
 }
@@ -168,8 +177,8 @@ fn released_entries<'a>(
 /// the built release (the chosen node's replay checks that they agree).
 fn node_scores(
     hist: &GroupedHistogram,
-    hierarchies: &[&Hierarchy],
     class_degrees: &[f64],
+    volumes: &[f64],
     fakes: &counterfeits::Counterfeits,
     catalog: &CounterfeitCatalog,
 ) -> (f64, f64) {
@@ -190,7 +199,6 @@ fn node_scores(
     let weights = CatalogWeights::from_classes(classes, Some(catalog), |c| {
         released_entries(hist, fakes, c).map(|(v, _, released)| (v, released))
     });
-    let volumes = class_volumes(hierarchies, &hist.levels, &hist.class_codes);
     let mut rce = 0.0;
     for (c, &volume) in volumes.iter().enumerate() {
         for (v, real, released) in released_entries(hist, fakes, c) {
@@ -206,6 +214,18 @@ struct NodeRelease {
     release: Option<(ReleasedHistogram, CounterfeitCatalog)>,
 }
 
+/// A lower bound on the RCE of any release of a node whose classes have `sizes` real records
+/// and generalized boxes of `volumes` cells: every cell costs at least `real · (1 − 1/V)`
+/// ([`cell_rce`] with `released ≥ real` and `2w − w² ≤ 1`), whatever the counterfeits and
+/// their catalog.
+fn rce_lower_bound(sizes: &[u64], volumes: &[f64]) -> f64 {
+    sizes
+        .iter()
+        .zip(volumes)
+        .map(|(&n, &v)| n as f64 * (1.0 - 1.0 / v.max(1.0)))
+        .sum()
+}
+
 /// Evaluates one node on its random stream; with `build`, also builds its release and
 /// catalog (the chosen node's replay).
 #[allow(clippy::too_many_arguments)]
@@ -218,6 +238,7 @@ fn evaluate_node(
     totals: &[u64],
     rng: &mut AnonRng,
     build: bool,
+    rce_above: f64,
 ) -> Result<NodeRelease> {
     let mut outcome = NodeOutcome {
         node: hist.levels.clone(),
@@ -257,6 +278,16 @@ fn evaluate_node(
             });
         }
     }
+    let volumes = class_volumes(hierarchies, &hist.levels, &hist.class_codes);
+    // A node that cannot beat the best RCE found is not given counterfeits (a relative
+    // margin keeps rounding in the two sums from bounding out a tie).
+    if rce_lower_bound(&hist.sizes(), &volumes) * (1.0 - 1e-9) > rce_above {
+        outcome.status = NodeStatus::AboveBest;
+        return Ok(NodeRelease {
+            outcome,
+            release: None,
+        });
+    }
     let fakes =
         match counterfeits::draw_counterfeits(hist, params.k, params.counterfeit_sa, totals, rng) {
             Ok(f) => f,
@@ -276,8 +307,7 @@ fn evaluate_node(
             release: None,
         });
     };
-    check_lemma1(hist, &fakes, &catalog)?;
-    let (lm, rce) = node_scores(hist, hierarchies, &class_degrees, &fakes, &catalog);
+    let (lm, rce) = node_scores(hist, &class_degrees, &volumes, &fakes, &catalog);
     outcome.status = NodeStatus::Feasible;
     outcome.groups = catalog.groups.len();
     outcome.lm = Some(lm);
@@ -285,6 +315,8 @@ fn evaluate_node(
     let release = match build {
         false => None,
         true => {
+            // The catalog that is released is checked against Lemma 1.
+            check_lemma1(hist, &fakes, &catalog)?;
             let release = node_release(hist, hierarchies.len(), &fakes);
             // The scores the search compared are those of the release built.
             if loss_metric(degrees, &release) != lm
@@ -476,9 +508,26 @@ pub fn run(input: &MethodInput<'_>, params: &UpaParams, rng: &mut AnonRng) -> Re
         progress: input.progress,
         memory: &input.memory,
     };
+    // The lowest RCE of a feasible node of the levels already searched (as f64 bits),
+    // updated when the sweep reaches a new level, before any node of it is evaluated: a
+    // node bound to exceed it cannot be chosen (`NodeStatus::AboveBest`). The bound uses
+    // finished levels only, so which nodes it skips does not depend on thread timing.
+    let best_before = AtomicU64::new(f64::INFINITY.to_bits());
+    let mut best_level: Option<usize> = None;
     // The ceiling's monotonicity: a node with a predecessor over the ceiling (or itself
     // pruned) is over it too, and is not rolled up.
     let skip = |i: usize, earlier: &[Option<NodeOutcome>]| -> Option<NodeOutcome> {
+        let level: usize = nodes[i].iter().sum();
+        if best_level != Some(level) {
+            best_level = Some(level);
+            let best = earlier
+                .iter()
+                .flatten()
+                .filter(|o| o.status == NodeStatus::Feasible)
+                .filter_map(|o| o.rce)
+                .fold(f64::INFINITY, f64::min);
+            best_before.store(best.to_bits(), Ordering::Relaxed);
+        }
         let blocked = lattice.predecessors(&nodes[i]).iter().any(|p| {
             earlier[lattice.index_of(p)]
                 .as_ref()
@@ -501,7 +550,7 @@ pub fn run(input: &MethodInput<'_>, params: &UpaParams, rng: &mut AnonRng) -> Re
         })
     };
     // Node `i` evaluated on its own stream (replayable: the stream is cloned).
-    let evaluate_at = |i: usize, hist: &GroupedHistogram, build: bool| {
+    let evaluate_at = |i: usize, hist: &GroupedHistogram, build: bool, rce_above: f64| {
         evaluate_node(
             hist,
             hierarchies,
@@ -511,9 +560,13 @@ pub fn run(input: &MethodInput<'_>, params: &UpaParams, rng: &mut AnonRng) -> Re
             &totals,
             &mut streams[i].clone(),
             build,
+            rce_above,
         )
     };
-    let evaluate = |i: usize, hist: &GroupedHistogram| Ok(evaluate_at(i, hist, false)?.outcome);
+    let evaluate = |i: usize, hist: &GroupedHistogram| {
+        let best = f64::from_bits(best_before.load(Ordering::Relaxed));
+        Ok(evaluate_at(i, hist, false, best)?.outcome)
+    };
     let outcomes = sweep.run(skip, evaluate, |o| o.status != NodeStatus::OverCeiling)?;
 
     let chosen = outcomes
@@ -541,7 +594,7 @@ pub fn run(input: &MethodInput<'_>, params: &UpaParams, rng: &mut AnonRng) -> Re
     // Replay the chosen node's stream: the release is exactly the evaluated candidate.
     let node = &nodes[chosen];
     let hist = base.roll_up(hierarchies, node, value_domain)?;
-    let replay = evaluate_at(chosen, &hist, true)?;
+    let replay = evaluate_at(chosen, &hist, true, f64::INFINITY)?;
     if replay.outcome != outcomes[chosen] {
         return internal_err!("UPA replay of node {node:?} differs from the evaluated candidate");
     }

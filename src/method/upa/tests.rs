@@ -460,3 +460,57 @@ fn pruning_follows_the_ceiling() {
     let hist = base.roll_up(&hs, &[0, 0], 3).unwrap();
     assert_eq!(real_count(&hist, 0, 0), hist.pair_counts[0]);
 }
+
+/// The RCE lower bound holds at every node whatever its counterfeits (checked on many
+/// draws), and every node the search bounded out has a bound above the chosen node's RCE:
+/// it could not have been released.
+#[test]
+fn nodes_bounded_out_could_not_have_won() {
+    let age = ladder("age", "0..19", &["5", "10"]);
+    let loc = ladder("loc", "0..7", &["4"]);
+    let hs = [&age, &loc];
+    let records: Vec<Record> = (0..60u32)
+        .map(|i| (vec![(i * 7) % 20, (i * 3) % 8], i % 3))
+        .collect();
+    let base = histogram(&hs, &records, 3);
+    let p = params(3, None, CounterfeitSa::Constrained, None);
+    let result = run(&hs, &base, 3, &p, 4).unwrap();
+    let chosen_rce = result.outcomes[result.chosen].rce.unwrap();
+    let degrees = Degrees::new(&hs);
+    let models = ClassModels::default();
+    let mut totals = vec![0u64; 3];
+    for (p, &v) in base.pair_values.iter().enumerate() {
+        totals[v as usize] += base.pair_counts[p];
+    }
+    let mut bounded = 0;
+    for o in &result.outcomes {
+        let hist = base.roll_up(&hs, &o.node, 3).unwrap();
+        let volumes = class_volumes(&hs, &hist.levels, &hist.class_codes);
+        let bound = rce_lower_bound(&hist.sizes(), &volumes);
+        if o.status == NodeStatus::AboveBest {
+            bounded += 1;
+            assert!(bound > chosen_rce, "{:?}: {bound} <= {chosen_rce}", o.node);
+        }
+        for seed in 0..20 {
+            let evaluated = evaluate_node(
+                &hist,
+                &hs,
+                &degrees,
+                &p,
+                &models,
+                &totals,
+                &mut rng_from_seed(seed),
+                false,
+                f64::INFINITY,
+            )
+            .unwrap();
+            if let Some(rce) = evaluated.outcome.rce {
+                assert!(rce >= bound - 1e-9, "{:?}: RCE {rce} below {bound}", o.node);
+            }
+        }
+    }
+    assert!(
+        bounded > 0,
+        "no node was bounded out: the test checks nothing"
+    );
+}

@@ -56,7 +56,13 @@ pub const ASSESS_PARAMS: &[ParamSpec] = &[
         "population",
         ParamKind::Text,
         ParamDefault::Optional("none: the table is its own population"),
-        "the population the table was drawn from: its number of records (an integer) or a table holding it (with the same quasi-identifier columns); adds journalist_risk_max",
+        "the population the table was drawn from: its number of records (an integer) or a table holding it (with the same quasi-identifier columns); adds journalist_risk_max and ARX's population-uniqueness estimates (docs/METHODS.md §7.5.1)",
+    ),
+    ParamSpec::new(
+        "sampling_fraction",
+        ParamKind::Number,
+        ParamDefault::Optional("none: see population"),
+        "instead of population: the share of the population the table holds, in (0, 1]; the population is round(rows / sampling_fraction) records, as ARX derives it",
     ),
     ParamSpec::new(
         "risk_threshold",
@@ -155,9 +161,20 @@ pub(super) fn build_request(
             Ok((name, data_type))
         })
         .collect::<Result<Vec<_>>>()?;
-    let population = match population_arg {
-        None => Population::None,
-        Some(value) => population(function, context, &value, &qi)?,
+    let population = match (population_arg, values.opt_f64("sampling_fraction")) {
+        (Some(_), Some(_)) => {
+            return plan_err!("{function}(): give population or sampling_fraction, not both")
+        }
+        (None, None) => Population::None,
+        (Some(value), None) => population(function, context, &value, &qi)?,
+        (None, Some(fraction)) => {
+            if !(fraction > 0.0 && fraction <= 1.0) {
+                return plan_err!(
+                    "{function}(): sampling_fraction must be in (0, 1] (the share of the population the table holds), got {fraction}"
+                );
+            }
+            Population::Fraction(fraction)
+        }
     };
     let risk_threshold = values
         .opt_f64("risk_threshold")
@@ -264,7 +281,7 @@ impl SqlTableFunction for AssessFunction {
     }
 
     fn about(&self) -> &'static str {
-        "Re-identification and attribute-disclosure risk of any table, without releasing anything: rows (key, sensitive, value) with rows, suppressed, classes, min_class_size, avg_class_size, sample_uniques, prosecutor_risk_max, prosecutor_risk_avg, records_at_risk (at risk_threshold), marketer_risk, journalist_risk_max (with a population), and per sensitive column l_distinct_min, l_entropy_min, t_equal_max and t_ordered_max (numeric or date columns). On a published release '*' is an ordinary label and rows whose every quasi-identifier is '*' count as suppressed. Owner-only: on a raw source the figures are exact facts about the data."
+        "Re-identification and attribute-disclosure risk of any table, without releasing anything: rows (key, sensitive, value, note) with rows, suppressed, classes, min_class_size, avg_class_size, sample_uniques, prosecutor_risk_max, prosecutor_risk_avg, records_at_risk (at risk_threshold), marketer_risk, journalist_risk_max and population uniqueness (with a population: population_uniques_zayatz, _pitman, _snb, _dankar and population_uniques with their shares, population_model, sampling_fraction; a NULL value's note says why), and per sensitive column l_distinct_min, l_entropy_min, t_equal_max and t_ordered_max (numeric or date columns). On a published release '*' is an ordinary label and rows whose every quasi-identifier is '*' count as suppressed. Owner-only: on a raw source the figures are exact facts about the data."
     }
 
     fn create(
