@@ -14,7 +14,13 @@ pub use crate::mechanism::rng::rng_from_seed;
 pub use crate::method::ipa::{run as run_ipa, IpaParams, IpaResult, IpaVariant};
 pub use crate::method::{MethodInput, Standalone};
 pub use crate::params::ParamValues;
+pub use crate::privacy::individual_risk::{
+    class_risk, global_threshold, individual_risk, IndividualRisk, IndividualRiskError, RiskMethod,
+};
 pub use crate::privacy::models::ordered_distance::{OrderedDistance, OrderedScratch};
+pub use crate::privacy::suda::{
+    suda2, suda2_with, DisUniques, SudaConfig, SudaResult, SudaScoring,
+};
 pub use crate::progress::Progress;
 pub use crate::release::SUPPRESSED;
 pub use crate::sql::args::{bind, CallArgs};

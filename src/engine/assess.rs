@@ -73,7 +73,7 @@ pub(crate) struct AssessRequest {
     pub(crate) risk_threshold: f64,
 }
 
-fn column(name: &str) -> Expr {
+pub(crate) fn column(name: &str) -> Expr {
     Expr::Column(Column::new_unqualified(name))
 }
 
@@ -118,7 +118,7 @@ fn counts_of(batches: &[RecordBatch], column: usize) -> Result<Vec<u64>> {
 }
 
 /// Dense ids of the rows of `arrays` (equal rows, equal ids) and the number of ids.
-fn row_ids(arrays: &[ArrayRef]) -> Result<(Vec<u32>, Vec<OwnedRow>)> {
+pub(crate) fn row_ids(arrays: &[ArrayRef]) -> Result<(Vec<u32>, Vec<OwnedRow>)> {
     let converter = RowConverter::new(
         arrays
             .iter()
@@ -140,7 +140,11 @@ fn row_ids(arrays: &[ArrayRef]) -> Result<(Vec<u32>, Vec<OwnedRow>)> {
     Ok((ids, keys))
 }
 
-fn concat_column(batches: &[RecordBatch], i: usize, schema: &SchemaRef) -> Result<ArrayRef> {
+pub(crate) fn concat_column(
+    batches: &[RecordBatch],
+    i: usize,
+    schema: &SchemaRef,
+) -> Result<ArrayRef> {
     if batches.is_empty() {
         return Ok(datafusion::arrow::array::new_empty_array(
             schema.field(i).data_type(),
@@ -505,7 +509,7 @@ pub(crate) async fn class_sizes(
 
 /// The error for a NULL quasi-identifier value, as `anonymize` words it: a NULL is no
 /// value a class could be formed of.
-fn null_qi<T>(function: &str, qi: &str, table: &str) -> Result<T> {
+pub(crate) fn null_qi<T>(function: &str, qi: &str, table: &str) -> Result<T> {
     exec_err!(
         "{function}(): quasi-identifier '{qi}' of table '{table}' contains NULL values; filter or impute them first"
     )

@@ -29,13 +29,13 @@ use crate::sql::planner::SqlTableFunction;
 /// Default `risk_threshold` of `records_at_risk`.
 pub const DEFAULT_RISK_THRESHOLD: f64 = 0.2;
 
-const SOURCE: ParamSpec = ParamSpec::new(
+pub(super) const SOURCE: ParamSpec = ParamSpec::new(
     "source",
     ParamKind::Text,
     ParamDefault::Required,
     "table to assess: a raw source (owner-only) or a published release (first positional argument)",
 );
-const QI: ParamSpec = ParamSpec::new(
+pub(super) const QI: ParamSpec = ParamSpec::new(
     "qi",
     ParamKind::Text,
     ParamDefault::Required,
@@ -77,7 +77,7 @@ pub(super) const CLASS_SIZES_PARAMS: &[ParamSpec] = &[SOURCE, QI];
 
 /// Column names of `text` ('a, b:h' → a, b), resolved against `schema` (exact name, else a
 /// unique case-insensitive match).
-fn columns(
+pub(super) fn columns(
     function: &str,
     param: &str,
     text: &str,
@@ -119,7 +119,7 @@ fn columns(
     Ok(out)
 }
 
-fn table(
+pub(super) fn table(
     function: &str,
     context: &mut dyn RelationPlannerContext,
     name: &str,

@@ -9,6 +9,7 @@ pub mod anonymize;
 mod anonymize_assess;
 mod anonymize_class_sizes;
 mod anonymize_help;
+mod anonymize_suda;
 mod generalized;
 mod interval_hierarchy;
 mod mask_hierarchy;
@@ -28,6 +29,7 @@ use anonymize::{AnonymizeFunction, ReleaseCache, ReleaseView};
 use anonymize_assess::AssessFunction;
 use anonymize_class_sizes::ClassSizesFunction;
 use anonymize_help::HelpFunction;
+use anonymize_suda::SudaFunction;
 use generalized::generalized_udfs;
 use interval_hierarchy::IntervalHierarchyFunction;
 use mask_hierarchy::MaskHierarchyFunction;
@@ -81,6 +83,7 @@ impl FunctionCatalog {
         table_functions.extend([
             Arc::new(AssessFunction) as Arc<dyn SqlTableFunction>,
             Arc::new(ClassSizesFunction),
+            Arc::new(SudaFunction),
             Arc::new(UpaTruthfulFunction),
             Arc::new(PrivacyBudgetFunction::new(ledger)),
             Arc::new(IntervalHierarchyFunction),
