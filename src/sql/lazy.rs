@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{Session, TableProvider};
-use datafusion::common::{internal_err, Result};
+use datafusion::common::{internal_err, DataFusionError, Result};
 use datafusion::execution::SessionState;
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Expr, TableType};
@@ -21,6 +21,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
 use futures::{StreamExt, TryStreamExt};
+use tokio::sync::OnceCell;
 
 use super::shipped::Shipped;
 
@@ -29,6 +30,44 @@ use super::shipped::Shipped;
 pub trait BatchProducer: Debug + Send + Sync {
     /// The rows (computed on the first call, cached afterwards).
     async fn batches(&self, state: &SessionState) -> Result<Arc<dyn BatchSource>>;
+}
+
+/// How a table's rows are computed, for [`Cached`].
+#[async_trait]
+pub trait Compute: Debug + Send + Sync {
+    /// The rows, computed in `state`.
+    async fn compute(&self, state: &SessionState) -> Result<Vec<RecordBatch>>;
+}
+
+/// A [`BatchProducer`] that computes its rows with a [`Compute`] on the first call and
+/// serves them from memory afterwards.
+#[derive(Debug)]
+pub struct Cached<T> {
+    compute: T,
+    cell: OnceCell<Arc<Vec<RecordBatch>>>,
+}
+
+impl<T> Cached<T> {
+    /// Rows computed by `compute`, not yet computed.
+    pub fn new(compute: T) -> Self {
+        Self {
+            compute,
+            cell: OnceCell::new(),
+        }
+    }
+}
+
+#[async_trait]
+impl<T: Compute> BatchProducer for Cached<T> {
+    async fn batches(&self, state: &SessionState) -> Result<Arc<dyn BatchSource>> {
+        let batches = self
+            .cell
+            .get_or_try_init(|| async {
+                Ok::<_, DataFusionError>(Arc::new(self.compute.compute(state).await?))
+            })
+            .await?;
+        Ok(batches.clone() as Arc<dyn BatchSource>)
+    }
 }
 
 /// Rows a [`BatchProducer`] has computed, read batch by batch: every call of

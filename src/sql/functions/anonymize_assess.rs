@@ -16,14 +16,13 @@ use datafusion::catalog::TableProvider;
 use datafusion::common::{plan_err, Result, ScalarValue};
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
-use tokio::sync::OnceCell;
 
 use crate::engine::assess::{
     assess, assess_schema, class_sizes, entries_batch, AssessRequest, Population,
 };
 use crate::params::{ParamDefault, ParamKind, ParamValues};
 use crate::sql::args::{bind, CallArgs, ParamSpec};
-use crate::sql::lazy::{BatchProducer, LazyTable};
+use crate::sql::lazy::{Cached, Compute, LazyTable};
 use crate::sql::planner::SqlTableFunction;
 
 /// Default `risk_threshold` of `records_at_risk`.
@@ -235,30 +234,20 @@ pub(super) enum Kind {
     ClassSizes,
 }
 
+/// The rows of `anonymize_assess` or `anonymize_class_sizes` for one request.
 #[derive(Debug)]
-pub(super) struct AssessProducer {
+pub(super) struct AssessRows {
     pub(super) kind: Kind,
     pub(super) request: AssessRequest,
-    pub(super) cell: OnceCell<Arc<Vec<RecordBatch>>>,
 }
 
 #[async_trait]
-impl BatchProducer for AssessProducer {
-    async fn batches(
-        &self,
-        state: &SessionState,
-    ) -> Result<Arc<dyn crate::sql::lazy::BatchSource>> {
-        let batches = self
-            .cell
-            .get_or_try_init(|| async {
-                let batches = match self.kind {
-                    Kind::Assess => vec![entries_batch(&assess(&self.request, state).await?)?],
-                    Kind::ClassSizes => class_sizes(&self.request, state).await?,
-                };
-                Ok::<_, datafusion::error::DataFusionError>(Arc::new(batches))
-            })
-            .await?;
-        Ok(batches.clone() as Arc<dyn crate::sql::lazy::BatchSource>)
+impl Compute for AssessRows {
+    async fn compute(&self, state: &SessionState) -> Result<Vec<RecordBatch>> {
+        Ok(match self.kind {
+            Kind::Assess => vec![entries_batch(&assess(&self.request, state).await?)?],
+            Kind::ClassSizes => class_sizes(&self.request, state).await?,
+        })
     }
 }
 
@@ -292,11 +281,10 @@ impl SqlTableFunction for AssessFunction {
         let request = build_request(self.name(), ASSESS_PARAMS, args, context)?;
         Ok(Arc::new(LazyTable::new(
             assess_schema(),
-            Arc::new(AssessProducer {
+            Arc::new(Cached::new(AssessRows {
                 kind: Kind::Assess,
                 request,
-                cell: OnceCell::new(),
-            }),
+            })),
         )))
     }
 }

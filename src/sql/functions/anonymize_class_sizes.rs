@@ -7,12 +7,11 @@ use std::sync::Arc;
 use datafusion::catalog::TableProvider;
 use datafusion::common::Result;
 use datafusion::logical_expr::planner::RelationPlannerContext;
-use tokio::sync::OnceCell;
 
-use super::anonymize_assess::{build_request, AssessProducer, Kind, CLASS_SIZES_PARAMS};
+use super::anonymize_assess::{build_request, AssessRows, Kind, CLASS_SIZES_PARAMS};
 use crate::engine::assess::class_sizes_schema;
 use crate::sql::args::{CallArgs, ParamSpec};
-use crate::sql::lazy::LazyTable;
+use crate::sql::lazy::{Cached, LazyTable};
 use crate::sql::planner::SqlTableFunction;
 
 /// `anonymize_class_sizes(...)`.
@@ -45,11 +44,10 @@ impl SqlTableFunction for ClassSizesFunction {
         let request = build_request(self.name(), CLASS_SIZES_PARAMS, args, context)?;
         Ok(Arc::new(LazyTable::new(
             class_sizes_schema(),
-            Arc::new(AssessProducer {
+            Arc::new(Cached::new(AssessRows {
                 kind: Kind::ClassSizes,
                 request,
-                cell: OnceCell::new(),
-            }),
+            })),
         )))
     }
 }

@@ -9,14 +9,13 @@ use datafusion::catalog::TableProvider;
 use datafusion::common::{plan_err, Result};
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
-use tokio::sync::OnceCell;
 
 use super::anonymize_assess::{columns, table, QI, SOURCE};
 use crate::engine::suda::{suda, suda_schema, SudaRequest, SUDA_COLUMNS};
 use crate::params::{ParamDefault, ParamKind, ParamValues};
 use crate::privacy::suda::{SudaConfig, SudaScoring};
 use crate::sql::args::{bind, CallArgs, ParamSpec};
-use crate::sql::lazy::{BatchProducer, LazyTable};
+use crate::sql::lazy::{Cached, Compute, LazyTable};
 use crate::sql::planner::SqlTableFunction;
 
 /// sdcMicro's default DIS fraction (`suda2(..., DisFraction = 0.01)`).
@@ -110,27 +109,10 @@ fn build_request(
     })
 }
 
-#[derive(Debug)]
-struct SudaProducer {
-    request: SudaRequest,
-    cell: OnceCell<Arc<Vec<RecordBatch>>>,
-}
-
 #[async_trait]
-impl BatchProducer for SudaProducer {
-    async fn batches(
-        &self,
-        state: &SessionState,
-    ) -> Result<Arc<dyn crate::sql::lazy::BatchSource>> {
-        let batches = self
-            .cell
-            .get_or_try_init(|| async {
-                Ok::<_, datafusion::error::DataFusionError>(Arc::new(
-                    suda(&self.request, state).await?,
-                ))
-            })
-            .await?;
-        Ok(batches.clone() as Arc<dyn crate::sql::lazy::BatchSource>)
+impl Compute for SudaRequest {
+    async fn compute(&self, state: &SessionState) -> Result<Vec<RecordBatch>> {
+        suda(self, state).await
     }
 }
 
@@ -164,10 +146,7 @@ impl SqlTableFunction for SudaFunction {
         let request = build_request(self.name(), args, context)?;
         Ok(Arc::new(LazyTable::new(
             suda_schema(&request.key),
-            Arc::new(SudaProducer {
-                request,
-                cell: OnceCell::new(),
-            }),
+            Arc::new(Cached::new(request)),
         )))
     }
 }

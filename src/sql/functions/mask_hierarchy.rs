@@ -11,14 +11,13 @@ use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 use datafusion::logical_expr::Expr;
 use datafusion::prelude::SessionContext;
-use tokio::sync::OnceCell;
 
 use super::interval_hierarchy::{hierarchy_schema, rows_to_batch};
 use crate::hierarchy::builders::{mask_hierarchy_rows, MAX_HIERARCHY_VALUES};
 use crate::hierarchy::load::array_to_strings;
 use crate::params::{ParamDefault, ParamKind};
 use crate::sql::args::{bind, CallArgs, ParamSpec};
-use crate::sql::lazy::{BatchProducer, BatchSource, LazyTable};
+use crate::sql::lazy::{Cached, Compute, LazyTable};
 use crate::sql::planner::SqlTableFunction;
 
 const MASK_PARAMS: &[ParamSpec] = &[
@@ -95,11 +94,10 @@ impl SqlTableFunction for MaskHierarchyFunction {
             source_name,
             column,
             keep: keep.clone(),
-            cell: OnceCell::new(),
         };
         Ok(Arc::new(LazyTable::new(
             hierarchy_schema(keep.len() + 1),
-            Arc::new(producer),
+            Arc::new(Cached::new(producer)),
         )))
     }
 }
@@ -110,58 +108,52 @@ struct MaskProducer {
     source_name: String,
     column: String,
     keep: Vec<usize>,
-    cell: OnceCell<Arc<Vec<RecordBatch>>>,
 }
 
 #[async_trait]
-impl BatchProducer for MaskProducer {
-    async fn batches(&self, state: &SessionState) -> Result<Arc<dyn BatchSource>> {
-        self.cell
-            .get_or_try_init(|| async {
-                let ctx = SessionContext::new_with_state(state.clone());
-                let batches = ctx
-                    .read_table(self.source.clone())?
-                    .select(vec![Expr::Column(Column::new_unqualified(&self.column))])?
-                    .distinct()?
-                    // One value beyond the limit tells that it is exceeded.
-                    .limit(0, Some(MAX_HIERARCHY_VALUES + 1))?
-                    .collect()
-                    .await?;
-                let mut values = BTreeSet::new();
-                for batch in &batches {
-                    for v in array_to_strings(batch.column(0))? {
-                        match v {
-                            Some(v) => {
-                                values.insert(v);
-                            }
-                            None => {
-                                return plan_err!(
-                                    "mask_hierarchy(): column '{}' of '{}' contains NULL values",
-                                    self.column,
-                                    self.source_name
-                                )
-                            }
-                        }
+impl Compute for MaskProducer {
+    async fn compute(&self, state: &SessionState) -> Result<Vec<RecordBatch>> {
+        let ctx = SessionContext::new_with_state(state.clone());
+        let batches = ctx
+            .read_table(self.source.clone())?
+            .select(vec![Expr::Column(Column::new_unqualified(&self.column))])?
+            .distinct()?
+            // One value beyond the limit tells that it is exceeded.
+            .limit(0, Some(MAX_HIERARCHY_VALUES + 1))?
+            .collect()
+            .await?;
+        let mut values = BTreeSet::new();
+        for batch in &batches {
+            for v in array_to_strings(batch.column(0))? {
+                match v {
+                    Some(v) => {
+                        values.insert(v);
+                    }
+                    None => {
+                        return plan_err!(
+                            "mask_hierarchy(): column '{}' of '{}' contains NULL values",
+                            self.column,
+                            self.source_name
+                        )
                     }
                 }
-                let values: Vec<String> = values.into_iter().collect();
-                let mut rows = mask_hierarchy_rows(&values, &self.keep).map_err(|e| {
-                    DataFusionError::Execution(format!(
-                        "mask_hierarchy(): column '{}' of '{}': {e}",
-                        self.column, self.source_name
-                    ))
-                })?;
-                // Keep the declared width even when the mask levels already end in one value.
-                let width = self.keep.len() + 2;
-                for row in rows.iter_mut() {
-                    while row.len() < width {
-                        row.push(crate::hierarchy::STAR.to_string());
-                    }
-                }
-                Ok(Arc::new(vec![rows_to_batch(&rows)?]))
-            })
-            .await
-            .map(|batches| batches.clone() as Arc<dyn BatchSource>)
+            }
+        }
+        let values: Vec<String> = values.into_iter().collect();
+        let mut rows = mask_hierarchy_rows(&values, &self.keep).map_err(|e| {
+            DataFusionError::Execution(format!(
+                "mask_hierarchy(): column '{}' of '{}': {e}",
+                self.column, self.source_name
+            ))
+        })?;
+        // Keep the declared width even when the mask levels already end in one value.
+        let width = self.keep.len() + 2;
+        for row in rows.iter_mut() {
+            while row.len() < width {
+                row.push(crate::hierarchy::STAR.to_string());
+            }
+        }
+        Ok(vec![rows_to_batch(&rows)?])
     }
 }
 
