@@ -462,3 +462,36 @@ fn piped_statements_stop_at_the_first_failure() {
     );
     assert!(stderr.contains("no_such_table"), "{stderr}");
 }
+
+/// On a terminal, the interactive shell answers `RESET anonymize.*` as `-c` and `-f` do, not
+/// with DataFusion's "Could not find config namespace". The terminal is a pseudo-terminal
+/// from util-linux's `script`, which forwards our stdin to it.
+#[test]
+fn the_interactive_shell_explains_reset() {
+    use std::io::Write;
+    let command = format!("{} -q --no-progress", env!("CARGO_BIN_EXE_dfanon"));
+    let mut child = Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start dfanon under script (util-linux)");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(b"RESET anonymize.epsilon_budget;\n")
+        .expect("write");
+    std::thread::sleep(Duration::from_millis(1500));
+    stdin.write_all(b"\\q\n").expect("write");
+    drop(stdin);
+    let status = wait_at_most(&mut child, Duration::from_secs(30));
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().expect("stdout"), &mut stdout)
+        .expect("read");
+    assert!(status.success(), "{stdout}");
+    assert!(
+        stdout.contains("RESET is not supported for anonymize.* settings")
+            && !stdout.contains("Could not find config namespace"),
+        "{stdout}"
+    );
+}

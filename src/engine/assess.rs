@@ -20,8 +20,10 @@ use datafusion::functions_aggregate::expr_fn::{count, sum};
 use datafusion::logical_expr::{cast as cast_expr, lit, Expr};
 use datafusion::prelude::{DataFrame, SessionContext};
 
+use super::individual_risk::{weight_aggregates, weight_sums};
 use crate::hierarchy::STAR;
 use crate::privacy::assessment::{Rows, SensitiveFigures};
+use crate::privacy::individual_risk::{global_threshold, individual_risk, RiskMethod};
 use crate::privacy::population::{
     estimate_from_population_size_with, population_size_from_sampling_fraction, Estimate,
     PopulationUniquenessModel, SolverConfig,
@@ -71,6 +73,11 @@ pub(crate) struct AssessRequest {
     pub(crate) sensitive: Vec<(String, DataType)>,
     pub(crate) population: Population,
     pub(crate) risk_threshold: f64,
+    /// The sampling-weight column (sdcMicro's `weightVar`): adds the individual and global
+    /// risk figures.
+    pub(crate) weights: Option<String>,
+    /// `max_global_risk` of the global risk threshold (sdcMicro's `measure_risk`).
+    pub(crate) max_global_risk: f64,
 }
 
 pub(crate) fn column(name: &str) -> Expr {
@@ -78,7 +85,7 @@ pub(crate) fn column(name: &str) -> Expr {
 }
 
 /// Whether every quasi-identifier of a row is `*` (never NULL).
-fn suppressed_flag(qi: &[String]) -> Expr {
+pub(crate) fn suppressed_flag(qi: &[String]) -> Expr {
     let mut flag: Option<Expr> = None;
     for q in qi {
         let is_star = cast_expr(column(q), DataType::Utf8).eq(lit(STAR));
@@ -91,16 +98,17 @@ fn suppressed_flag(qi: &[String]) -> Expr {
 }
 
 /// Quasi-identifiers as text (so that a release's labels and a source's values compare).
-fn qi_text(qi: &[String]) -> Vec<Expr> {
+pub(crate) fn qi_text(qi: &[String]) -> Vec<Expr> {
     qi.iter()
         .map(|q| cast_expr(column(q), DataType::Utf8).alias(q))
         .collect()
 }
 
-async fn grouped(df: DataFrame, group: Vec<Expr>) -> Result<Vec<RecordBatch>> {
-    df.aggregate(group, vec![count(lit(1)).alias("__assess_count")])?
-        .collect()
-        .await
+/// `df` grouped by `group`, with the number of rows of each group, then `more` aggregates.
+async fn grouped(df: DataFrame, group: Vec<Expr>, more: Vec<Expr>) -> Result<Vec<RecordBatch>> {
+    let mut aggregates = vec![count(lit(1)).alias("__assess_count")];
+    aggregates.extend(more);
+    df.aggregate(group, aggregates)?.collect().await
 }
 
 fn counts_of(batches: &[RecordBatch], column: usize) -> Result<Vec<u64>> {
@@ -165,7 +173,11 @@ pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Res
     let mut group = vec![suppressed_flag(&request.qi).alias("__assess_suppressed")];
     group.extend(qi_text(&request.qi));
     group.extend(request.sensitive.iter().map(|(s, _)| column(s)));
-    let batches = grouped(ctx.read_table(request.source.clone())?, group)
+    let weights = match &request.weights {
+        Some(w) => weight_aggregates(w),
+        None => Vec::new(),
+    };
+    let batches = grouped(ctx.read_table(request.source.clone())?, group, weights)
         .await
         .map_err(|e| {
             reading_error(
@@ -257,11 +269,15 @@ pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Res
             population_size = Some(*rows);
         }
         Population::Table(name, provider) => {
-            let pop_batches = grouped(ctx.read_table(provider.clone())?, qi_text(&request.qi))
-                .await
-                .map_err(|e| {
-                    reading_error("anonymize_assess", &format!("population table '{name}'"), e)
-                })?;
+            let pop_batches = grouped(
+                ctx.read_table(provider.clone())?,
+                qi_text(&request.qi),
+                Vec::new(),
+            )
+            .await
+            .map_err(|e| {
+                reading_error("anonymize_assess", &format!("population table '{name}'"), e)
+            })?;
             let mut pop_size: HashMap<OwnedRow, u64> = HashMap::new();
             let mut pop_total = 0u64;
             if let Some(pfirst) = pop_batches.first() {
@@ -295,6 +311,26 @@ pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Res
             put("marketer_risk", None, pop.marketer_risk);
             population_size = Some(pop_total);
         }
+    }
+    let mut weighted = Vec::new();
+    if let Some(w) = &request.weights {
+        let first = 1 + q + request.sensitive.len() + 1;
+        let sums = weight_sums(
+            &batches,
+            first,
+            &counts,
+            "anonymize_assess",
+            w,
+            &request.source_name,
+        )?;
+        let mut class_weight = vec![0.0f64; class_keys.len()];
+        for (r, &sum) in sums.iter().enumerate() {
+            if !flags.value(r) {
+                class_weight[class_of[r] as usize] += sum;
+            }
+        }
+        let classes: Vec<(u64, f64)> = sizes.iter().map(|&(c, f)| (f, class_weight[c])).collect();
+        weighted = weighted_entries(&classes, request.risk_threshold, request.max_global_risk)?;
     }
     let uniqueness = match population_size {
         Some(population) => uniqueness_entries(sizes.iter().map(|s| s.1), population)?,
@@ -361,11 +397,66 @@ pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Res
             put("t_ordered_max", Some(name), t_ordered);
         }
     }
+    out.extend(weighted);
     out.extend(uniqueness);
     Ok(out)
 }
 
-/// Population uniqueness rows (docs/METHODS.md §7.6): for each of ARX's estimators and
+/// The figures of sdcMicro's `measure_risk` with sampling weights (docs/METHODS.md §7.5.3),
+/// from each class's records and weight sum: the total weight, the largest individual
+/// risk, the expected number of re-identifications and its share of the records, the
+/// records whose individual risk exceeds `threshold`, and the global risk threshold for
+/// `max_global_risk`.
+fn weighted_entries(
+    classes: &[(u64, f64)],
+    threshold: f64,
+    max_global_risk: f64,
+) -> Result<Vec<Entry>> {
+    let function = "anonymize_assess";
+    let risk = match individual_risk(classes, RiskMethod::Approx, threshold) {
+        Ok(risk) => risk,
+        Err(e) => return exec_err!("{function}(): {e}"),
+    };
+    let pairs: Vec<(u64, f64)> = classes
+        .iter()
+        .zip(&risk.class_risks)
+        .map(|(&(f, _), &r)| (f, r))
+        .collect();
+    let global_threshold = match global_threshold(&pairs, max_global_risk) {
+        Ok(t) => t,
+        Err(e) => return exec_err!("{function}(): {e}"),
+    };
+    let max = risk.class_risks.iter().copied().fold(0.0, f64::max);
+    let number = |key: &str, value: f64| (key.to_string(), None, Some(value), None);
+    let mut out = vec![
+        number("weights_sum", classes.iter().map(|c| c.1).sum()),
+        number("individual_risk_max", max),
+        number("global_risk_expected", risk.expected_reidentifications),
+        number("global_risk", risk.global_risk),
+        number(
+            "records_above_risk_threshold",
+            risk.records_above_threshold as f64,
+        ),
+        number("max_global_risk", max_global_risk),
+    ];
+    out.push(match global_threshold {
+        Some(t) => number("global_threshold", t),
+        None => (
+            "global_threshold".to_string(),
+            None,
+            None,
+            Some(if risk.records == 0 {
+                "no records".to_string()
+            } else {
+                "none needed: the expected re-identifications are already below max_global_risk"
+                    .to_string()
+            }),
+        ),
+    });
+    Ok(out)
+}
+
+/// Population uniqueness rows (docs/METHODS.md §7.5.1): for each of ARX's estimators and
 /// for the one Dankar et al.'s decision rule picks, the estimated number of records unique
 /// in a population of `population` records, and that number as a share of the population.
 /// An estimator without a number has a NULL value and a note saying why.

@@ -24,6 +24,7 @@ use crate::sensitive::SensitiveSpec;
 
 pub(crate) mod assess;
 mod base;
+pub(crate) mod individual_risk;
 pub(crate) mod suda;
 
 pub use base::{load_base, BaseData};

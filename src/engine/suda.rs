@@ -6,7 +6,10 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch};
+use datafusion::arrow::array::{
+    ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch, UInt32Array,
+};
+use datafusion::arrow::compute::{cast, take};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::common::{exec_err, Result};
@@ -14,6 +17,7 @@ use datafusion::execution::SessionState;
 use datafusion::prelude::SessionContext;
 
 use super::assess::{column, concat_column, null_qi, row_ids};
+use crate::hierarchy::STAR;
 use crate::privacy::suda::{suda2_with, SudaConfig};
 use crate::session::reading_error;
 
@@ -42,6 +46,14 @@ pub(crate) fn suda_schema(key: &(String, DataType)) -> SchemaRef {
     ]))
 }
 
+/// The output columns of [`suda`], one entry per source row.
+struct SudaRows {
+    msu_count: Vec<u32>,
+    min_msu_size: Vec<Option<u32>>,
+    score: Vec<f64>,
+    dis_score: Vec<f64>,
+}
+
 /// One row per record of the source: its key, its number of minimal sample uniques of at
 /// most `max_size` quasi-identifiers, the size of its smallest (NULL without one), and its
 /// SUDA and DIS-SUDA scores.
@@ -65,19 +77,62 @@ pub(crate) async fn suda(request: &SudaRequest, state: &SessionState) -> Result<
     if keys.is_empty() {
         return Ok(vec![RecordBatch::new_empty(schema)]);
     }
-    let mut codes: Vec<Vec<u32>> = Vec::with_capacity(request.qi.len());
+    // A release's suppressed rows (every quasi-identifier '*') are no record an attacker can
+    // single out: they take no part in the search and get no special unique.
+    let mut suppressed = vec![true; keys.len()];
+    let mut values = Vec::with_capacity(request.qi.len());
     for (a, name) in request.qi.iter().enumerate() {
-        let values = concat_column(&batches, 1 + a, &read)?;
-        if values.null_count() > 0 {
+        let column = concat_column(&batches, 1 + a, &read)?;
+        if column.null_count() > 0 {
             return null_qi(function, name, &request.source_name);
         }
-        codes.push(row_ids(std::slice::from_ref(&values))?.0);
+        let text = cast(&column, &DataType::Utf8)?;
+        for (row, value) in text.as_string::<i32>().iter().enumerate() {
+            if value != Some(STAR) {
+                suppressed[row] = false;
+            }
+        }
+        values.push(column);
     }
     drop(batches);
-    let result = match suda2_with(&codes, &request.config) {
-        Ok(result) => result,
-        Err(e) => return exec_err!("{function}(): {e}"),
+    let kept: Vec<u32> = (0..keys.len() as u32)
+        .filter(|&r| !suppressed[r as usize])
+        .collect();
+    let mut codes: Vec<Vec<u32>> = Vec::with_capacity(request.qi.len());
+    for column in &values {
+        let column = if kept.len() == keys.len() {
+            column.clone()
+        } else {
+            take(column.as_ref(), &UInt32Array::from(kept.clone()), None)?
+        };
+        codes.push(row_ids(std::slice::from_ref(&column))?.0);
+    }
+    drop(values);
+    let found = if kept.is_empty() {
+        None
+    } else {
+        match suda2_with(&codes, &request.config) {
+            Ok(result) => Some(result),
+            Err(e) => return exec_err!("{function}(): {e}"),
+        }
     };
+    // Every source row in order: a kept row's figures, a suppressed row's zeros.
+    let n = keys.len();
+    let mut result = SudaRows {
+        msu_count: vec![0; n],
+        min_msu_size: vec![None; n],
+        score: vec![0.0; n],
+        dis_score: vec![0.0; n],
+    };
+    if let Some(found) = found {
+        for (i, &r) in kept.iter().enumerate() {
+            let r = r as usize;
+            result.msu_count[r] = found.msu_count[i];
+            result.min_msu_size[r] = found.min_msu_size[i];
+            result.score[r] = found.score[i];
+            result.dis_score[r] = found.dis_score[i];
+        }
+    }
     let columns: Vec<ArrayRef> = vec![
         keys,
         Arc::new(Int64Array::from_iter_values(

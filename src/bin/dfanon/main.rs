@@ -26,6 +26,51 @@ use indicatif::{ProgressBar, ProgressStyle};
 mod script;
 use script::Script;
 
+/// The session as the interactive shell sees it: statements run as in `-c` and `-f`, and
+/// a `RESET` of an `anonymize.*` setting gets the crate's answer instead of DataFusion's
+/// "Could not find config namespace".
+struct Repl(SessionContext);
+
+#[async_trait::async_trait]
+impl datafusion_cli::cli_context::CliSessionContext for Repl {
+    fn task_ctx(&self) -> Arc<datafusion::execution::TaskContext> {
+        self.0.task_ctx()
+    }
+
+    fn session_state(&self) -> datafusion::execution::SessionState {
+        self.0.state()
+    }
+
+    fn register_object_store(
+        &self,
+        url: &url::Url,
+        object_store: Arc<dyn datafusion::object_store::ObjectStore>,
+    ) -> Option<Arc<dyn datafusion::object_store::ObjectStore + 'static>> {
+        self.0.register_object_store(url, object_store)
+    }
+
+    fn register_table_options_extension_from_scheme(&self, scheme: &str) {
+        datafusion_cli::cli_context::CliSessionContext::register_table_options_extension_from_scheme(
+            &self.0, scheme,
+        )
+    }
+
+    async fn execute_logical_plan(
+        &self,
+        plan: datafusion::logical_expr::LogicalPlan,
+    ) -> Result<datafusion::dataframe::DataFrame> {
+        use datafusion::logical_expr::{LogicalPlan, ResetVariable, Statement};
+        if let LogicalPlan::Statement(Statement::ResetVariable(ResetVariable { variable })) = &plan
+        {
+            if let Some(e) = datafusion_anonymize::budget_reset_error(&format!("RESET {variable}"))
+            {
+                return Err(e);
+            }
+        }
+        self.0.execute_logical_plan(plan).await
+    }
+}
+
 /// Help text after the options: the generated list of functions, then an example.
 fn after_help() -> String {
     format!(
@@ -498,7 +543,7 @@ async fn run() -> Result<()> {
     // exit); a terminal gets the interactive shell.
     let piped = args.command.is_empty() && args.file.is_empty();
     if piped && std::io::stdin().is_terminal() {
-        return exec::exec_from_repl(&ctx, &mut print_options)
+        return exec::exec_from_repl(&Repl(ctx), &mut print_options)
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)));
     }

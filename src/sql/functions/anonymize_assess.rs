@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::Schema;
+use datafusion::arrow::datatypes::{DataType, Schema};
 use datafusion::catalog::TableProvider;
 use datafusion::common::{plan_err, Result, ScalarValue};
 use datafusion::execution::SessionState;
@@ -27,6 +27,16 @@ use crate::sql::planner::SqlTableFunction;
 
 /// Default `risk_threshold` of `records_at_risk`.
 pub const DEFAULT_RISK_THRESHOLD: f64 = 0.2;
+
+/// Default `max_global_risk` of the global risk threshold (sdcMicro's `measure_risk`).
+pub const DEFAULT_MAX_GLOBAL_RISK: f64 = 0.01;
+
+pub(super) const WEIGHTS: ParamSpec = ParamSpec::new(
+    "weights",
+    ParamKind::Text,
+    ParamDefault::Optional("none: every record stands for itself"),
+    "the column of sampling weights (sdcMicro's weightVar): how many population records each record stands for, positive",
+);
 
 pub(super) const SOURCE: ParamSpec = ParamSpec::new(
     "source",
@@ -67,7 +77,14 @@ pub const ASSESS_PARAMS: &[ParamSpec] = &[
         "risk_threshold",
         ParamKind::Number,
         ParamDefault::Number(DEFAULT_RISK_THRESHOLD),
-        "records_at_risk counts the records whose prosecutor risk 1/(class size) exceeds this, in (0, 1]",
+        "records_at_risk counts the records whose prosecutor risk 1/(class size) exceeds this, and records_above_risk_threshold those whose individual risk does, in (0, 1]",
+    ),
+    WEIGHTS,
+    ParamSpec::new(
+        "max_global_risk",
+        ParamKind::Number,
+        ParamDefault::Number(DEFAULT_MAX_GLOBAL_RISK),
+        "with weights: global_threshold is the individual-risk level that brings the expected re-identifications below this share of the records, in (0, 1) (sdcMicro's measure_risk)",
     ),
 ];
 
@@ -181,6 +198,23 @@ pub(super) fn build_request(
     if !(risk_threshold > 0.0 && risk_threshold <= 1.0) {
         return plan_err!("{function}(): risk_threshold must be in (0, 1], got {risk_threshold}");
     }
+    let weights = match values.opt_text("weights") {
+        None => None,
+        Some(text) => Some(weight_column(
+            function,
+            text,
+            &source_name,
+            &schema,
+            &qi,
+            &sensitive,
+        )?),
+    };
+    let max_global_risk = values
+        .opt_f64("max_global_risk")
+        .unwrap_or(DEFAULT_MAX_GLOBAL_RISK);
+    if !(max_global_risk > 0.0 && max_global_risk < 1.0) {
+        return plan_err!("{function}(): max_global_risk must be in (0, 1), got {max_global_risk}");
+    }
     Ok(AssessRequest {
         source_name,
         source,
@@ -188,7 +222,37 @@ pub(super) fn build_request(
         sensitive,
         population,
         risk_threshold,
+        weights,
+        max_global_risk,
     })
+}
+
+/// The sampling-weight column named by `text`: one numeric column of the table that is not
+/// a quasi-identifier or sensitive column.
+pub(super) fn weight_column(
+    function: &str,
+    text: &str,
+    table: &str,
+    schema: &Schema,
+    qi: &[String],
+    sensitive: &[(String, DataType)],
+) -> Result<String> {
+    let name = match columns(function, "weights", text, table, schema)?.as_slice() {
+        [one] => one.clone(),
+        _ => return plan_err!("{function}(): weights must name one column"),
+    };
+    if qi.contains(&name) || sensitive.iter().any(|(s, _)| *s == name) {
+        return plan_err!(
+            "{function}(): column '{name}' cannot be both the sampling weights and a quasi-identifier or sensitive column"
+        );
+    }
+    let data_type = schema.field_with_name(&name)?.data_type();
+    if !(data_type.is_numeric()) {
+        return plan_err!(
+            "{function}(): weights column '{name}' of table '{table}' holds {data_type} values, not numbers; sampling weights must be numbers"
+        );
+    }
+    Ok(name)
 }
 
 /// `population => 1000`, `population => '1000'` or `population => 'table'`.
@@ -270,7 +334,7 @@ impl SqlTableFunction for AssessFunction {
     }
 
     fn about(&self) -> &'static str {
-        "Re-identification and attribute-disclosure risk of any table, without releasing anything: rows (key, sensitive, value, note) with rows, suppressed, classes, min_class_size, avg_class_size, sample_uniques, prosecutor_risk_max, prosecutor_risk_avg, records_at_risk (at risk_threshold), marketer_risk, journalist_risk_max and population uniqueness (with a population: population_uniques_zayatz, _pitman, _snb, _dankar and population_uniques with their shares, population_model, sampling_fraction; a NULL value's note says why), and per sensitive column l_distinct_min, l_entropy_min, t_equal_max and t_ordered_max (numeric or date columns). On a published release '*' is an ordinary label and rows whose every quasi-identifier is '*' count as suppressed. Owner-only: on a raw source the figures are exact facts about the data."
+        "Re-identification and attribute-disclosure risk of any table, without releasing anything: rows (key, sensitive, value, note) with rows, suppressed, classes, min_class_size, avg_class_size, sample_uniques, prosecutor_risk_max, prosecutor_risk_avg, records_at_risk (at risk_threshold), marketer_risk, journalist_risk_max and population uniqueness (with a population: population_uniques_zayatz, _pitman, _snb, _dankar and population_uniques with their shares, population_model, sampling_fraction; a NULL value's note says why), and per sensitive column l_distinct_min, l_entropy_min, t_equal_max and t_ordered_max (numeric or date columns); with sampling weights (weights => 'column') sdcMicro's weights_sum, individual_risk_max, global_risk_expected, global_risk, records_above_risk_threshold and global_threshold (at max_global_risk). On a published release '*' is an ordinary label and rows whose every quasi-identifier is '*' count as suppressed. Owner-only: on a raw source the figures are exact facts about the data."
     }
 
     fn create(

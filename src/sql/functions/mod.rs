@@ -9,6 +9,7 @@ pub mod anonymize;
 mod anonymize_assess;
 mod anonymize_class_sizes;
 mod anonymize_help;
+mod anonymize_individual_risk;
 mod anonymize_suda;
 mod generalized;
 mod interval_hierarchy;
@@ -29,6 +30,7 @@ use anonymize::{AnonymizeFunction, ReleaseCache, ReleaseView};
 use anonymize_assess::AssessFunction;
 use anonymize_class_sizes::ClassSizesFunction;
 use anonymize_help::HelpFunction;
+use anonymize_individual_risk::IndividualRiskFunction;
 use anonymize_suda::SudaFunction;
 use generalized::generalized_udfs;
 use interval_hierarchy::IntervalHierarchyFunction;
@@ -84,6 +86,7 @@ impl FunctionCatalog {
             Arc::new(AssessFunction) as Arc<dyn SqlTableFunction>,
             Arc::new(ClassSizesFunction),
             Arc::new(SudaFunction),
+            Arc::new(IndividualRiskFunction),
             Arc::new(UpaTruthfulFunction),
             Arc::new(PrivacyBudgetFunction::new(ledger)),
             Arc::new(IntervalHierarchyFunction),
