@@ -339,6 +339,99 @@ async fn safepub_adult(runs: usize) -> Result<(u64, usize, f64)> {
     Ok((rows, nodes, times[times.len() / 2]))
 }
 
+/// Re-identification risk on Adult, all nine quasi-identifiers: `anonymize_assess` with a
+/// population of 100,000,000 (ARX's four population-uniqueness estimators and its decision
+/// rule), and SUDA2 with special uniques of at most three values. Returns the rows and the
+/// two medians (seconds).
+async fn risk_adult(runs: usize) -> Result<(u64, f64, f64)> {
+    let qi = ADULT_QI.join(", ");
+    let ctx = SessionContext::new();
+    datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;
+    adult_tables(&ctx).await?;
+    run_script(
+        &ctx,
+        "CREATE TABLE adult_numbered AS SELECT row_number() OVER () AS id, * FROM adult",
+    )
+    .await?;
+    let assess = format!(
+        "SELECT key, value, note FROM anonymize_assess('adult', qi => '{qi}', population => 100000000) \
+         WHERE key IN ('sample_uniques', 'population_uniques', 'population_model')"
+    );
+    let suda = format!(
+        "SELECT COUNT(*), SUM(msu_count), COUNT(min_msu_size) FROM anonymize_suda('adult_numbered', \
+         qi => '{qi}', key => 'id', max_size => 3)"
+    );
+    let mut assess_times = Vec::with_capacity(runs);
+    let mut suda_times = Vec::with_capacity(runs);
+    let mut rows = 0;
+    for run in 0..runs {
+        let start = Instant::now();
+        let figures = ctx.sql(&assess).await?.collect().await?;
+        assess_times.push(start.elapsed().as_secs_f64());
+        let start = Instant::now();
+        let special = ctx.sql(&suda).await?.collect().await?;
+        suda_times.push(start.elapsed().as_secs_f64());
+        rows = first_i64(&special) as u64;
+        if run == 0 {
+            let mut info = Vec::new();
+            for batch in &figures {
+                let keys = datafusion::arrow::array::AsArray::as_string::<i32>(batch.column(0));
+                let values = datafusion::arrow::array::AsArray::as_primitive::<
+                    datafusion::arrow::datatypes::Float64Type,
+                >(batch.column(1));
+                let notes = datafusion::arrow::array::AsArray::as_string::<i32>(batch.column(2));
+                for i in 0..batch.num_rows() {
+                    let value = if datafusion::arrow::array::Array::is_valid(notes, i) {
+                        notes.value(i).replace(' ', "_")
+                    } else {
+                        format!("{:.1}", values.value(i))
+                    };
+                    info.push(format!("{}={value}", keys.value(i)));
+                }
+            }
+            let totals = datafusion::arrow::array::AsArray::as_primitive::<
+                datafusion::arrow::datatypes::Int64Type,
+            >(special[0].column(1));
+            println!(
+                "INFO name=risk_adult_9qi {} msu_total={}",
+                info.join(" "),
+                totals.value(0)
+            );
+        }
+    }
+    assess_times.sort_by(|a, b| a.total_cmp(b));
+    suda_times.sort_by(|a, b| a.total_cmp(b));
+    Ok((rows, assess_times[runs / 2], suda_times[runs / 2]))
+}
+
+/// SUDA2 on the 1,361,000 NPS-shaped rows with five quasi-identifiers (age, sex, los,
+/// surgery, location) and special uniques of at most three values. Returns the rows, the
+/// records with a special unique and the median (seconds).
+async fn suda_nps(parquet: &str, runs: usize) -> Result<(u64, u64, f64)> {
+    let ctx = nps_session(parquet).await?;
+    run_script(
+        &ctx,
+        "CREATE TABLE nps_numbered AS SELECT row_number() OVER () AS id, * FROM nps",
+    )
+    .await?;
+    let query = "SELECT COUNT(*), COUNT(min_msu_size) FROM anonymize_suda('nps_numbered', \
+                 qi => 'age, sex, los, surgery, location', key => 'id', max_size => 3)";
+    let mut times = Vec::with_capacity(runs);
+    let (mut rows, mut special) = (0, 0);
+    for _ in 0..runs {
+        let start = Instant::now();
+        let batches = ctx.sql(query).await?.collect().await?;
+        times.push(start.elapsed().as_secs_f64());
+        rows = first_i64(&batches) as u64;
+        special = datafusion::arrow::array::AsArray::as_primitive::<
+            datafusion::arrow::datatypes::Int64Type,
+        >(batches[0].column(1))
+        .value(0) as u64;
+    }
+    times.sort_by(|a, b| a.total_cmp(b));
+    Ok((rows, special, times[runs / 2]))
+}
+
 /// k-anonymity on Adult: the whole process from registering the CSV tables to the counted
 /// release, with the pruned search and ARX's Loss metric. `extra` adds quasi-identifiers
 /// (copies of Adult columns with the same hierarchies: `copy:column`) to grow the lattice.
@@ -912,6 +1005,36 @@ async fn main() -> Result<()> {
         println!(
             "CASE name=export_csv_5000000 rows={rows} median_s={median:.3} peak_rss_mb={rss:.0} copy_median_s={copy_median:.3} copy_rss_mb={copy_rss:.0} rss_ratio={:.2}",
             rss / copy_rss
+        );
+    }
+    if wanted("risk_adult_9qi") {
+        let (rows, assess, suda) = risk_adult(runs).await?;
+        println!(
+            "CASE name=risk_adult_9qi rows={rows} median_s={assess:.3} suda_max3_median_s={suda:.3} peak_rss_mb={:.0}",
+            peak_rss_mb()
+        );
+    }
+    if wanted("suda_nps_1361000") {
+        let parquet = dir.path().join("nps_suda.parquet");
+        let parquet = parquet.to_string_lossy().to_string();
+        {
+            let ctx = SessionContext::new();
+            datafusion_anonymize::register_with(
+                &ctx,
+                datafusion_anonymize::RegisterOptions::owner(),
+            )?;
+            ctx.sql(&format!(
+                "COPY (SELECT * FROM nps_demo()) TO '{parquet}' STORED AS PARQUET"
+            ))
+            .await?
+            .collect()
+            .await?;
+        }
+        reset_peak_rss();
+        let (rows, special, median) = suda_nps(&parquet, runs).await?;
+        println!(
+            "CASE name=suda_nps_1361000 rows={rows} records_with_msu={special} median_s={median:.3} peak_rss_mb={:.0}",
+            peak_rss_mb()
         );
     }
     if wanted("safepub_adult_300") {

@@ -495,3 +495,31 @@ fn the_interactive_shell_explains_reset() {
         "{stdout}"
     );
 }
+
+/// A folder of the working directory named like a table does not shadow it: `CREATE TABLE
+/// big` and `SELECT * FROM big` mean the table, and the folder is read by its path.
+#[test]
+fn a_folder_named_like_a_table_does_not_shadow_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(dir.path().join("big")).expect("folder");
+    let output = dfanon()
+        .current_dir(dir.path())
+        .args([
+            "-c",
+            "COPY (SELECT 99 AS age, 'folder' AS dis) TO 'big/a.parquet' STORED AS PARQUET",
+            "CREATE TABLE big(age INT, dis VARCHAR) AS VALUES (1, 'memory')",
+            "SELECT dis FROM big",
+            "SELECT dis FROM 'big/'",
+        ])
+        .output()
+        .expect("run dfanon");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let memory = stdout.find("memory").expect("the table's row");
+    let folder = stdout.find("folder").expect("the folder's row");
+    assert!(memory < folder, "{stdout}");
+}

@@ -34,6 +34,13 @@ use crate::progress::Progress;
 /// Bytes of one level's histograms kept to roll the next level up from.
 pub const KEPT_BYTES_PER_LEVEL: usize = 256 << 20;
 
+/// The most work one sweep may take, in node × base-entry steps: every node rolls up at most
+/// the base's (class, value) entries, so `nodes × entries` bounds the sweep's work. About
+/// 25 ns a step per thread here: 2·10⁹ steps is under a minute on two cores. A larger lattice
+/// over as many distinct combinations is refused before the first node, not left to run
+/// for many minutes (docs/SCALING.md, "Bounds").
+pub const MAX_SWEEP_STEPS: u128 = 2_000_000_000;
+
 /// What a sweep walks: the base histogram, its hierarchies and lattice, and how.
 pub struct Sweep<'a> {
     /// The leaf-level (or class-size) histogram every node rolls up from.
@@ -66,6 +73,13 @@ impl Sweep<'_> {
     ) -> Result<Vec<T>> {
         let nodes = self.lattice.nodes();
         let total = nodes.len();
+        let steps = total as u128 * self.base.pair_count().max(1) as u128;
+        if steps > MAX_SWEEP_STEPS {
+            return Err(DataFusionError::Execution(format!(
+                "the lattice of {total} nodes over {} distinct combinations of the input would take up to {steps} roll-up steps, more than the {MAX_SWEEP_STEPS} one release may take (under a minute on two cores); narrow the lattice with min_levels or max_levels, or use fewer quasi-identifiers or shallower hierarchies",
+                self.base.pair_count()
+            )));
+        }
         let mut levels: Vec<Vec<usize>> = Vec::new();
         for (i, node) in nodes.iter().enumerate() {
             let sum: usize = node.iter().sum();
@@ -282,6 +296,53 @@ mod tests {
                 .collect();
             assert_eq!(visited, expected, "threads = {threads}");
         }
+    }
+
+    /// A lattice of 531,441 nodes (twelve ladders of height 2) over about 4,000 distinct
+    /// combinations would take over 2·10⁹ steps: refused before any node is rolled up.
+    #[test]
+    fn a_sweep_beyond_its_step_bound_is_refused_before_it_starts() {
+        let ladders: Vec<_> = (0..12)
+            .map(|q| ladder(&format!("q{q}"), "0..9", &["5"]))
+            .collect();
+        let hs: Vec<&crate::hierarchy::Hierarchy> = ladders.iter().collect();
+        let mut next = test_numbers(11);
+        let records: Vec<Record> = (0..4_000)
+            .map(|_| ((0..12).map(|_| next(10) as u32).collect(), 0))
+            .collect();
+        let base = histogram(&hs, &records, 1);
+        assert!(base.pair_count() as u128 * 531_441 > MAX_SWEEP_STEPS);
+        let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 600_000).unwrap();
+        assert_eq!(lattice.nodes().len(), 531_441);
+        let unbounded: Arc<dyn MemoryPool> =
+            Arc::new(datafusion::execution::memory_pool::UnboundedMemoryPool::default());
+        let sweep = Sweep {
+            base: &base,
+            hierarchies: &hs,
+            lattice: &lattice,
+            value_domain: 1,
+            threads: 2,
+            progress: &Progress::silent(),
+            memory: &unbounded,
+        };
+        let visited = AtomicUsize::new(0);
+        let err = sweep
+            .run(
+                |_, _| None,
+                |_, _| {
+                    visited.fetch_add(1, Ordering::Relaxed);
+                    Ok(())
+                },
+                |_| true,
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("the lattice of 531441 nodes over")
+                && err.contains("narrow the lattice with min_levels or max_levels"),
+            "{err}"
+        );
+        assert_eq!(visited.load(Ordering::Relaxed), 0);
     }
 
     /// A cancelled sweep stops with the cancellation error.

@@ -26,6 +26,47 @@ use indicatif::{ProgressBar, ProgressStyle};
 mod script;
 use script::Script;
 
+/// Files and folders read by path in `FROM` (`SELECT * FROM 'data/visits.parquet'`), as
+/// datafusion-cli allows, but only for names that look like a path (holding `/`, `\\` or
+/// `.`): a bare name such as `visits` is always a table, never a folder of the working
+/// directory that happens to share its name (which would make `CREATE TABLE visits ...`
+/// fail with "already exists", or read the folder's files).
+fn with_path_tables(ctx: SessionContext) -> SessionContext {
+    use datafusion::catalog::{DynamicFileCatalog, UrlTableFactory};
+    use datafusion::datasource::dynamic_file::DynamicListTableFactory;
+
+    #[derive(Debug)]
+    struct PathsOnly(Arc<DynamicListTableFactory>);
+
+    #[async_trait::async_trait]
+    impl UrlTableFactory for PathsOnly {
+        async fn try_new(
+            &self,
+            url: &str,
+        ) -> Result<Option<Arc<dyn datafusion::catalog::TableProvider>>> {
+            if !url.contains(['/', '\\', '.']) {
+                return Ok(None);
+            }
+            self.0.try_new(url).await
+        }
+    }
+
+    let files = Arc::new(DynamicListTableFactory::default());
+    let catalogs = Arc::new(DynamicFileCatalog::new(
+        Arc::clone(ctx.state().catalog_list()),
+        Arc::new(PathsOnly(Arc::clone(&files))) as Arc<dyn UrlTableFactory>,
+    ));
+    let session_id = ctx.session_id();
+    let ctx: SessionContext = ctx
+        .into_state_builder()
+        .with_session_id(session_id)
+        .with_catalog_list(catalogs)
+        .build()
+        .into();
+    files.session_store().with_state(ctx.state_weak_ref());
+    ctx
+}
+
 /// The session as the interactive shell sees it: statements run as in `-c` and `-f`, and
 /// a `RESET` of an `anonymize.*` setting gets the crate's answer instead of DataFusion's
 /// "Could not find config namespace".
@@ -451,7 +492,7 @@ async fn run() -> Result<()> {
         owner
     } else {
         owner.register_udtf("parquet_metadata", Arc::new(ParquetMetadataFunc {}));
-        owner.enable_url_table()
+        with_path_tables(owner)
     };
     let show_progress = !args.no_progress && !args.quiet && std::io::stderr().is_terminal();
     let mut budget = datafusion_anonymize::AnonymizeOptions::default();
