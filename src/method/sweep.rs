@@ -38,7 +38,7 @@ pub const KEPT_BYTES_PER_LEVEL: usize = 256 << 20;
 /// the base's (class, value) entries, so `nodes × entries` bounds the sweep's work. About
 /// 25 ns a step per thread here: 2·10⁹ steps is under a minute on two cores. A larger lattice
 /// over as many distinct combinations is refused before the first node, not left to run
-/// for many minutes (docs/SCALING.md, "Bounds").
+/// for many minutes (docs/BAD-INPUT.md, docs/SCALING.md).
 pub const MAX_SWEEP_STEPS: u128 = 2_000_000_000;
 
 /// What a sweep walks: the base histogram, its hierarchies and lattice, and how.
