@@ -93,9 +93,10 @@ pub fn check_release_size(
     } else {
         format!(" ({})", size.cause)
     };
-    // An upper bound is rounded up, so it never reads as less than the limit it exceeds.
+    // A certain bound is exact (only the owner reads this text); an estimate is rounded, its
+    // upper bound rounded up, so it never reads as less than the limit it exceeds.
     let amount = if size.expected >= size.upper {
-        format!("up to {} rows{cause}", ceil2(size.upper))
+        format!("up to {} rows{cause}", size.upper.ceil())
     } else {
         format!(
             "about {} rows{cause}, up to {} with probability 1 − {SIZE_FAILURE:e}",
@@ -104,8 +105,7 @@ pub fn check_release_size(
         )
     };
     exec_err!(
-        "anonymize(): method '{method}' would release {amount}, from about {} input rows: more than max_release_rows = {limit} ({origin}). Nothing was drawn and no budget was spent. {advice} with max_release_rows => {}",
-        round2(input_rows as f64),
+        "anonymize(): method '{method}' would release {amount}, from {input_rows} input rows: more than max_release_rows = {limit} ({origin}). Nothing was drawn and no budget was spent. {advice} with max_release_rows => {}",
         ceil2(size.upper)
     )
 }
@@ -175,7 +175,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("would release up to 31000 rows, from about 30000 input rows: more than max_release_rows = 30161 (as given)"),
+            err.contains("would release up to 30162 rows, from 30162 input rows: more than max_release_rows = 30161 (as given)"),
             "{err}"
         );
         let big = ReleaseSize {

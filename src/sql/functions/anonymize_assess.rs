@@ -68,6 +68,12 @@ pub const ASSESS_PARAMS: &[ParamSpec] = &[
         "the population the table was drawn from: its number of records (an integer) or a table holding it (with the same quasi-identifier columns); adds journalist_risk_max and ARX's population-uniqueness estimates (docs/METHODS.md §7.5.1)",
     ),
     ParamSpec::new(
+        "population_size",
+        ParamKind::Count,
+        ParamDefault::Optional("none: see population"),
+        "instead of population: the number of records of the population the table was drawn from (as ARX's population size)",
+    ),
+    ParamSpec::new(
         "sampling_fraction",
         ParamKind::Number,
         ParamDefault::Optional("none: see population"),
@@ -177,13 +183,22 @@ pub(super) fn build_request(
             Ok((name, data_type))
         })
         .collect::<Result<Vec<_>>>()?;
-    let population = match (population_arg, values.opt_f64("sampling_fraction")) {
-        (Some(_), Some(_)) => {
-            return plan_err!("{function}(): give population or sampling_fraction, not both")
+    let size = values.opt_u64("population_size");
+    let fraction = values.opt_f64("sampling_fraction");
+    let given = [population_arg.is_some(), size.is_some(), fraction.is_some()];
+    if given.iter().filter(|&&g| g).count() > 1 {
+        return plan_err!(
+            "{function}(): give one of population, population_size and sampling_fraction"
+        );
+    }
+    let population = match (population_arg, size, fraction) {
+        (Some(value), _, _) => population(function, context, &value, &qi)?,
+        (None, Some(0), _) => {
+            return plan_err!("{function}(): population_size must be at least 1 record")
         }
-        (None, None) => Population::None,
-        (Some(value), None) => population(function, context, &value, &qi)?,
-        (None, Some(fraction)) => {
+        (None, Some(rows), _) => Population::Rows(rows),
+        (None, None, None) => Population::None,
+        (None, None, Some(fraction)) => {
             if !(fraction > 0.0 && fraction <= 1.0) {
                 return plan_err!(
                     "{function}(): sampling_fraction must be in (0, 1] (the share of the population the table holds), got {fraction}"
