@@ -7,6 +7,7 @@
 
 pub mod builders;
 pub mod load;
+pub mod top_bottom;
 
 use std::collections::HashMap;
 use std::fmt;

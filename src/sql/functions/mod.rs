@@ -16,6 +16,7 @@ mod interval_hierarchy;
 mod mask_hierarchy;
 mod nps_demo;
 mod privacy_budget;
+mod top_bottom_hierarchy;
 mod upa_truthful;
 
 use std::sync::Arc;
@@ -37,6 +38,7 @@ use interval_hierarchy::IntervalHierarchyFunction;
 use mask_hierarchy::MaskHierarchyFunction;
 use nps_demo::NpsDemoFunction;
 use privacy_budget::PrivacyBudgetFunction;
+use top_bottom_hierarchy::TopBottomHierarchyFunction;
 use upa_truthful::UpaTruthfulFunction;
 
 /// Every view of a release, one `anonymize*` table function each.
@@ -91,6 +93,7 @@ impl FunctionCatalog {
             Arc::new(PrivacyBudgetFunction::new(ledger)),
             Arc::new(IntervalHierarchyFunction),
             Arc::new(MaskHierarchyFunction),
+            Arc::new(TopBottomHierarchyFunction),
             Arc::new(NpsDemoFunction::default()),
             help.clone(),
         ]);
