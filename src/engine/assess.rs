@@ -20,10 +20,9 @@ use datafusion::functions_aggregate::expr_fn::{count, sum};
 use datafusion::logical_expr::{cast as cast_expr, lit, Expr};
 use datafusion::prelude::{DataFrame, SessionContext};
 
-use super::individual_risk::{weight_aggregates, weight_sums};
+use super::individual_risk::{weight_aggregates, weight_sums, weighted_entries};
 use crate::hierarchy::STAR;
 use crate::privacy::assessment::{Rows, SensitiveFigures};
-use crate::privacy::individual_risk::{global_threshold, individual_risk, RiskMethod};
 use crate::privacy::population::{
     estimate_from_population_size_with, population_size_from_sampling_fraction, Estimate,
     PopulationUniquenessModel, SolverConfig,
@@ -399,60 +398,6 @@ pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Res
     }
     out.extend(weighted);
     out.extend(uniqueness);
-    Ok(out)
-}
-
-/// The figures of sdcMicro's `measure_risk` with sampling weights (docs/METHODS.md §7.5.3),
-/// from each class's records and weight sum: the total weight, the largest individual
-/// risk, the expected number of re-identifications and its share of the records, the
-/// records whose individual risk exceeds `threshold`, and the global risk threshold for
-/// `max_global_risk`.
-fn weighted_entries(
-    classes: &[(u64, f64)],
-    threshold: f64,
-    max_global_risk: f64,
-) -> Result<Vec<Entry>> {
-    let function = "anonymize_assess";
-    let risk = match individual_risk(classes, RiskMethod::Approx, threshold) {
-        Ok(risk) => risk,
-        Err(e) => return exec_err!("{function}(): {e}"),
-    };
-    let pairs: Vec<(u64, f64)> = classes
-        .iter()
-        .zip(&risk.class_risks)
-        .map(|(&(f, _), &r)| (f, r))
-        .collect();
-    let global_threshold = match global_threshold(&pairs, max_global_risk) {
-        Ok(t) => t,
-        Err(e) => return exec_err!("{function}(): {e}"),
-    };
-    let max = risk.class_risks.iter().copied().fold(0.0, f64::max);
-    let number = |key: &str, value: f64| (key.to_string(), None, Some(value), None);
-    let mut out = vec![
-        number("weights_sum", classes.iter().map(|c| c.1).sum()),
-        number("individual_risk_max", max),
-        number("global_risk_expected", risk.expected_reidentifications),
-        number("global_risk", risk.global_risk),
-        number(
-            "records_above_risk_threshold",
-            risk.records_above_threshold as f64,
-        ),
-        number("max_global_risk", max_global_risk),
-    ];
-    out.push(match global_threshold {
-        Some(t) => number("global_threshold", t),
-        None => (
-            "global_threshold".to_string(),
-            None,
-            None,
-            Some(if risk.records == 0 {
-                "no records".to_string()
-            } else {
-                "none needed: the expected re-identifications are already below max_global_risk"
-                    .to_string()
-            }),
-        ),
-    });
     Ok(out)
 }
 

@@ -18,8 +18,8 @@ use datafusion::functions_aggregate::expr_fn::{count, min, sum};
 use datafusion::logical_expr::{cast as cast_expr, lit, Expr};
 use datafusion::prelude::SessionContext;
 
-use super::assess::{column, concat_column, null_qi, qi_text, suppressed_flag};
-use crate::privacy::individual_risk::{individual_risk, RiskMethod};
+use super::assess::{column, concat_column, null_qi, qi_text, suppressed_flag, Entry};
+use crate::privacy::individual_risk::{global_threshold, individual_risk, RiskMethod};
 use crate::session::reading_error;
 
 /// The columns `anonymize_individual_risk` adds to the quasi-identifiers.
@@ -200,4 +200,58 @@ pub(crate) async fn individual_risks(
         .map(|c| Ok(take(c.as_ref(), &indices, None)?))
         .collect::<Result<Vec<ArrayRef>>>()?;
     Ok(vec![RecordBatch::try_new(schema, sorted)?])
+}
+
+/// The figures of sdcMicro's `measure_risk` with sampling weights (docs/METHODS.md §7.5.3),
+/// from each class's records and weight sum: the total weight, the largest individual
+/// risk, the expected number of re-identifications and its share of the records, the
+/// records whose individual risk exceeds `threshold`, and the global risk threshold for
+/// `max_global_risk`.
+pub(crate) fn weighted_entries(
+    classes: &[(u64, f64)],
+    threshold: f64,
+    max_global_risk: f64,
+) -> Result<Vec<Entry>> {
+    let function = "anonymize_assess";
+    let risk = match individual_risk(classes, RiskMethod::Approx, threshold) {
+        Ok(risk) => risk,
+        Err(e) => return exec_err!("{function}(): {e}"),
+    };
+    let pairs: Vec<(u64, f64)> = classes
+        .iter()
+        .zip(&risk.class_risks)
+        .map(|(&(f, _), &r)| (f, r))
+        .collect();
+    let global_threshold = match global_threshold(&pairs, max_global_risk) {
+        Ok(t) => t,
+        Err(e) => return exec_err!("{function}(): {e}"),
+    };
+    let max = risk.class_risks.iter().copied().fold(0.0, f64::max);
+    let number = |key: &str, value: f64| (key.to_string(), None, Some(value), None);
+    let mut out = vec![
+        number("weights_sum", classes.iter().map(|c| c.1).sum()),
+        number("individual_risk_max", max),
+        number("global_risk_expected", risk.expected_reidentifications),
+        number("global_risk", risk.global_risk),
+        number(
+            "records_above_risk_threshold",
+            risk.records_above_threshold as f64,
+        ),
+        number("max_global_risk", max_global_risk),
+    ];
+    out.push(match global_threshold {
+        Some(t) => number("global_threshold", t),
+        None => (
+            "global_threshold".to_string(),
+            None,
+            None,
+            Some(if risk.records == 0 {
+                "no records".to_string()
+            } else {
+                "none needed: the expected re-identifications are already below max_global_risk"
+                    .to_string()
+            }),
+        ),
+    });
+    Ok(out)
 }
