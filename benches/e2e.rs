@@ -901,6 +901,21 @@ async fn write_nps(parquet: &std::path::Path, rows: u64) -> Result<()> {
     Ok(())
 }
 
+/// The embedded 1,361,000-row NPS-shaped demo data written to Parquet under `dir`; returns
+/// its path.
+async fn demo_parquet(dir: &std::path::Path, name: &str) -> Result<String> {
+    let parquet = dir.join(name).to_string_lossy().to_string();
+    let ctx = SessionContext::new();
+    datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;
+    ctx.sql(&format!(
+        "COPY (SELECT * FROM nps_demo()) TO '{parquet}' STORED AS PARQUET"
+    ))
+    .await?
+    .collect()
+    .await?;
+    Ok(parquet)
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -935,21 +950,7 @@ async fn main() -> Result<()> {
 
     let dir = tempfile::tempdir().map_err(datafusion::error::DataFusionError::from)?;
     if wanted("ipa_nps_1361000") {
-        let parquet = dir.path().join("nps.parquet");
-        let parquet = parquet.to_string_lossy().to_string();
-        {
-            let ctx = SessionContext::new();
-            datafusion_anonymize::register_with(
-                &ctx,
-                datafusion_anonymize::RegisterOptions::owner(),
-            )?;
-            ctx.sql(&format!(
-                "COPY (SELECT * FROM nps_demo()) TO '{parquet}' STORED AS PARQUET"
-            ))
-            .await?
-            .collect()
-            .await?;
-        }
+        let parquet = demo_parquet(dir.path(), "nps.parquet").await?;
         let (rows, nodes, median) = ipa_nps(&parquet, runs).await?;
         println!(
             "CASE name=ipa_nps_1361000 rows={rows} nodes={nodes} median_s={median:.3} peak_rss_mb={:.0}",
@@ -957,21 +958,7 @@ async fn main() -> Result<()> {
         );
     }
     if wanted("upa_nps_1361000") {
-        let parquet = dir.path().join("nps_upa.parquet");
-        let parquet = parquet.to_string_lossy().to_string();
-        {
-            let ctx = SessionContext::new();
-            datafusion_anonymize::register_with(
-                &ctx,
-                datafusion_anonymize::RegisterOptions::owner(),
-            )?;
-            ctx.sql(&format!(
-                "COPY (SELECT * FROM nps_demo()) TO '{parquet}' STORED AS PARQUET"
-            ))
-            .await?
-            .collect()
-            .await?;
-        }
+        let parquet = demo_parquet(dir.path(), "nps_upa.parquet").await?;
         let (rows, nodes, median) = upa_nps(&parquet, runs).await?;
         println!(
             "CASE name=upa_nps_1361000 rows={rows} nodes={nodes} median_s={median:.3} peak_rss_mb={:.0}",
@@ -1015,21 +1002,7 @@ async fn main() -> Result<()> {
         );
     }
     if wanted("suda_nps_1361000") {
-        let parquet = dir.path().join("nps_suda.parquet");
-        let parquet = parquet.to_string_lossy().to_string();
-        {
-            let ctx = SessionContext::new();
-            datafusion_anonymize::register_with(
-                &ctx,
-                datafusion_anonymize::RegisterOptions::owner(),
-            )?;
-            ctx.sql(&format!(
-                "COPY (SELECT * FROM nps_demo()) TO '{parquet}' STORED AS PARQUET"
-            ))
-            .await?
-            .collect()
-            .await?;
-        }
+        let parquet = demo_parquet(dir.path(), "nps_suda.parquet").await?;
         reset_peak_rss();
         let (rows, special, median) = suda_nps(&parquet, runs).await?;
         println!(

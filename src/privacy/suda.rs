@@ -973,25 +973,28 @@ mod tests {
         assert_eq!(r.min_msu_size[7], Some(1));
     }
 
+    /// The SDC guidelines' ten records that sdcMicro's suda2 tests use (region, sex,
+    /// education, work).
+    const GUIDELINE: [&[&str]; 10] = [
+        &["Urban", "Female", "Secondary incomplete", "Employed"],
+        &["Urban", "Female", "Secondary incomplete", "Employed"],
+        &["Urban", "Female", "Primary incomplete", "Non-LF"],
+        &["Urban", "Male", "Secondary complete", "Employed"],
+        &["Rural", "Female", "Secondary complete", "Unemployed"],
+        &["Urban", "Male", "Secondary complete", "Employed"],
+        &["Urban", "Female", "Primary complete", "Non-LF"],
+        &["Urban", "Male", "Post-secondary", "Unemployed"],
+        &["Urban", "Female", "Secondary incomplete", "Non-LF"],
+        &["Urban", "Female", "Secondary incomplete", "Non-LF"],
+    ];
+
     #[test]
     fn sdcmicro_guideline_example() {
         // sdcMicro tests/testthat/test_suda2.R, "suda2 sdc guideline": scores
         // 0, 0, 6, 0, 12, 0, 6, 10, 0, 0. Record 5 (Rural, Female, Secondary complete,
         // Unemployed): {Rural} 6 + {Female, Unemployed} 2 + {Secondary complete, Unemployed}
         // 2 + {Female, Secondary complete} 2 = 12.
-        let rows: [&[&str]; 10] = [
-            &["Urban", "Female", "Secondary incomplete", "Employed"],
-            &["Urban", "Female", "Secondary incomplete", "Employed"],
-            &["Urban", "Female", "Primary incomplete", "Non-LF"],
-            &["Urban", "Male", "Secondary complete", "Employed"],
-            &["Rural", "Female", "Secondary complete", "Unemployed"],
-            &["Urban", "Male", "Secondary complete", "Employed"],
-            &["Urban", "Female", "Primary complete", "Non-LF"],
-            &["Urban", "Male", "Post-secondary", "Unemployed"],
-            &["Urban", "Female", "Secondary incomplete", "Non-LF"],
-            &["Urban", "Female", "Secondary incomplete", "Non-LF"],
-        ];
-        let columns = strings_to_codes(&rows);
+        let columns = strings_to_codes(&GUIDELINE);
         let r = suda2(&columns, 4, 0.01).unwrap();
         assert_eq!(
             r.score,
@@ -1007,19 +1010,7 @@ mod tests {
         // Guideline example, M = 4: Q = 1 + (8 − 4)/20 = 1.2, π = 0.01 (single precision).
         // Dis = 4π / (4π + 6(1 − π)); A = Σ s^{−Q} over s ∈ {6, 12, 6, 10};
         // dis(s) = 1 / (1 + (4/Dis − 4) / (s^Q · A)).
-        let rows: [&[&str]; 10] = [
-            &["U", "F", "SI", "E"],
-            &["U", "F", "SI", "E"],
-            &["U", "F", "PI", "N"],
-            &["U", "M", "SC", "E"],
-            &["R", "F", "SC", "X"],
-            &["U", "M", "SC", "E"],
-            &["U", "F", "PC", "N"],
-            &["U", "M", "PS", "X"],
-            &["U", "F", "SI", "N"],
-            &["U", "F", "SI", "N"],
-        ];
-        let columns = strings_to_codes(&rows);
+        let columns = strings_to_codes(&GUIDELINE);
         let r = suda2(&columns, 4, 0.01).unwrap();
         let f = 0.01f32;
         let dis = 4.0f32 * f / (4.0f32 * f + 6.0f32 * (1.0f32 - f));
