@@ -45,6 +45,13 @@ pub struct PublicPolicy {
     /// Smallest ε one release of a differentially private method may spend (default
     /// 0.01): a tiny ε makes noise and counterfeits grow without bound.
     pub min_epsilon: f64,
+    /// The column identifying a person in the sources public users release (default: none,
+    /// each row is one individual). When set, every public release is per person: its
+    /// guarantee and its ledger account count persons, and a public user may set
+    /// `max_rows_per_person` but not another `person`. Public users cannot choose the unit:
+    /// a person-level release of a table whose rows are its individuals would protect
+    /// each row only at twice its epsilon.
+    pub person: Option<String>,
     /// Most rows one release may have (default 10,000,000). The check reads only the
     /// released rows, after the draw, so the refusal is a function of the release; the
     /// charge stays.
@@ -71,6 +78,7 @@ impl Default for PublicPolicy {
             min_k: None,
             syntactic_qi: None,
             min_epsilon: DEFAULT_PUBLIC_MIN_EPSILON,
+            person: None,
             max_release_rows: DEFAULT_PUBLIC_MAX_RELEASE_ROWS,
         }
     }

@@ -33,6 +33,7 @@ mod metric;
 mod names;
 mod params;
 mod privacy;
+mod privacy_unit;
 mod progress;
 mod public;
 mod quote;

@@ -398,6 +398,12 @@ impl ParamValues {
         }
     }
 
+    /// Replaces the value of `name` (a parameter the table declares), e.g. a budget
+    /// rescaled for the privacy unit.
+    pub fn set(&mut self, name: &'static str, value: ParamValue) {
+        self.values.insert(name, value);
+    }
+
     /// Canonical text of every value, defaults included, sorted by name: two calls that
     /// mean the same thing render the same.
     pub fn canonical(&self) -> String {

@@ -14,6 +14,7 @@ use datafusion::common::{internal_err, plan_err, Result, TableReference};
 use super::account::{Account, Accounts, Cost, Limits};
 use super::config::format_limit;
 use super::store;
+use crate::privacy_unit::PERSON_ACCOUNT;
 
 /// Relative slack of the limit comparison, `spent + cost <= limit · (1 + SLACK)`.
 ///
@@ -69,9 +70,51 @@ fn remaining(spent: f64, limit: f64) -> f64 {
     }
 }
 
+/// The table of an account key and its person column (`None`: rows are the unit); see
+/// [`crate::privacy_unit::PrivacyUnit::account`].
+pub fn unit_of(account: &str) -> (&str, Option<&str>) {
+    match account.split_once(PERSON_ACCOUNT) {
+        Some((table, person)) => (table, Some(person)),
+        None => (account, None),
+    }
+}
+
+/// Refuses a charge of `cost` to `account` when its table has already spent budget in
+/// another privacy unit: budgets in different units do not add up (a release per person is
+/// per row only at up to twice its epsilon; one per row is unbounded per person). Releases
+/// that cost nothing (syntactic methods, seeded releases) never conflict.
+fn check_one_unit(accounts: &Accounts, account: &str, cost: Cost) -> Result<()> {
+    if cost.epsilon == 0.0 && cost.delta == 0.0 {
+        return Ok(());
+    }
+    let (table, unit) = unit_of(account);
+    let describe = |unit: Option<&str>| match unit {
+        None => "per row".to_string(),
+        Some(person) => format!("per person '{person}'"),
+    };
+    for (other, spent) in accounts {
+        let (other_table, other_unit) = unit_of(other);
+        let spent_any = spent.epsilon_spent > 0.0 || spent.delta_spent > 0.0;
+        if other_table == table && other_unit != unit && spent_any {
+            return plan_err!(
+                "table '{table}' has spent epsilon = {} accounted {}; this release is {}. A table's budget is kept in one privacy unit: release it {} too{}",
+                spent.epsilon_spent,
+                describe(other_unit),
+                describe(unit),
+                describe(other_unit),
+                match other_unit {
+                    Some(person) => format!(" (person => '{person}')"),
+                    None => " (without person)".to_string(),
+                }
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Adds `cost` to `table`'s account if it fits `limits`; otherwise leaves `accounts`
 /// unchanged and returns an error naming the table, the cost, the spent and the remaining
-/// budget.
+/// budget. A table whose releases are accounted in another privacy unit is refused.
 pub fn apply_charge(
     accounts: &mut Accounts,
     table: &str,
@@ -83,6 +126,7 @@ pub fn apply_charge(
             return internal_err!("a release reported an invalid {name} cost {value}");
         }
     }
+    check_one_unit(accounts, table, cost)?;
     let account = accounts.get(table).copied().unwrap_or_default();
     if !fits(account.epsilon_spent, cost.epsilon, limits.epsilon)
         || !fits(account.delta_spent, cost.delta, limits.delta)
@@ -142,6 +186,7 @@ impl Ledger {
         match file {
             Some(path) => {
                 let mut charged = None;
+                check_one_unit(&self.lock(), table, cost)?;
                 store::update(path, |accounts| {
                     self.raise_to_floor(accounts, table);
                     apply_charge(accounts, table, cost, limits)?;

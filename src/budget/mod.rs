@@ -24,6 +24,8 @@ pub use account::Cost;
 use account::Limits;
 use ledger::{table_key, Ledger};
 
+use crate::privacy_unit::PrivacyUnit;
+
 /// A charge made for a release that is being computed. If the computation fails, nothing is
 /// released and [`ReleaseCharge::refund`] takes the charge back.
 #[derive(Debug)]
@@ -35,19 +37,22 @@ pub struct ReleaseCharge<'a> {
 }
 
 /// Charges `cost` to the account of the source table named `source_name` (as written in
-/// the call), under the limits and ledger file set in `config`.
+/// the call) in the privacy unit `unit`, under the limits and ledger file set in `config`.
+/// A table has one unit: a charge in another unit than its earlier releases is refused
+/// (see [`ledger::apply_charge`]).
 pub fn charge_release<'a>(
     ledger: &'a Ledger,
     source_name: &str,
+    unit: &PrivacyUnit,
     cost: Cost,
     config: &ConfigOptions,
 ) -> Result<ReleaseCharge<'a>> {
     let options = config::options(config);
-    let table = table_key(
+    let table = unit.account(&table_key(
         source_name,
         &config.catalog.default_catalog,
         &config.catalog.default_schema,
-    );
+    ));
     let limits = Limits {
         epsilon: options.epsilon_budget,
         delta: options.delta_budget,

@@ -13,6 +13,7 @@ use datafusion::execution::SessionState;
 use datafusion::functions_aggregate::expr_fn::count;
 use datafusion::logical_expr::{lit, Expr};
 use datafusion::prelude::SessionContext;
+use rand::RngCore;
 
 use crate::hierarchy::load::hierarchy_from_batches;
 use crate::hierarchy::Hierarchy;
@@ -21,7 +22,10 @@ use crate::quote::quote;
 use crate::sensitive::{has_natural_order, SensitiveColumn, SensitiveDomain, SensitiveHierarchy};
 use crate::session::reading_error;
 
+use super::person::{bound_rows, person_classes, person_ends, PersonClasses};
 use super::AnonymizeRequest;
+use crate::method::is_differentially_private;
+use crate::privacy_unit::PrivacyUnit;
 
 /// The leaf-level histogram of a source plus the decoded sensitive values.
 pub struct BaseData {
@@ -31,13 +35,24 @@ pub struct BaseData {
     pub histogram: GroupedHistogram,
     /// The sensitive columns' values and how tuple codes decode into them.
     pub sensitive: SensitiveDomain,
+    /// Per person, for a syntactic method: the classes with their persons.
+    pub persons: Option<PersonClasses>,
 }
 
 /// Phase 1: loads the hierarchies and builds the base histogram with one aggregate query.
 ///
 /// Problems found in the data (an empty source, NULLs, a value missing from its hierarchy,
 /// a malformed hierarchy table) are execution errors: the arguments were valid.
-pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Result<BaseData> {
+///
+/// Per person (METHODS.md §9), the aggregate also groups by the person and is sorted by
+/// it; a differentially private method then sees at most `max_rows_per_person` rows of
+/// each person, chosen with `rng` before anything else is drawn, and a syntactic method
+/// also gets the classes' persons ([`PersonClasses`]).
+pub async fn load_base<R: RngCore + Send + ?Sized>(
+    request: &AnonymizeRequest,
+    state: &SessionState,
+    rng: &mut R,
+) -> Result<BaseData> {
     // The aggregate over the source runs wherever the session runs its queries (a cluster,
     // when connected to one); the small hierarchy tables are read on this process.
     let ctx = SessionContext::new_with_state(state.clone());
@@ -70,18 +85,33 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
     for s in &request.sensitive {
         group.push(Expr::Column(Column::new_unqualified(&s.column)));
     }
-    let mut batches = ctx
-        .read_table(request.source.clone())?
-        .aggregate(group, vec![count(lit(1)).alias("__anonymize_count")])?
-        .collect()
-        .await
-        .map_err(|e| {
-            reading_error(
-                "anonymize",
-                &format!("source table '{}'", request.source_name),
-                e,
-            )
-        })?;
+    let person = request.unit.person_column();
+    let mut frame = ctx.read_table(request.source.clone())?;
+    if let Some(person) = person {
+        let person = Expr::Column(Column::new_unqualified(person));
+        if request.public {
+            // A public release leaves out the rows without a person, as it leaves out
+            // values outside their hierarchies.
+            frame = frame.filter(person.clone().is_not_null())?;
+        }
+        // Sorted by person, then by every other key: the rows of a person are adjacent
+        // and their order, hence a seeded bounding, does not depend on the plan.
+        let mut order = vec![person.clone().sort(true, false)];
+        order.extend(group.iter().map(|g| g.clone().sort(true, false)));
+        group.push(person);
+        frame = frame
+            .aggregate(group, vec![count(lit(1)).alias("__anonymize_count")])?
+            .sort(order)?;
+    } else {
+        frame = frame.aggregate(group, vec![count(lit(1)).alias("__anonymize_count")])?;
+    }
+    let mut batches = frame.collect().await.map_err(|e| {
+        reading_error(
+            "anonymize",
+            &format!("source table '{}'", request.source_name),
+            e,
+        )
+    })?;
     if request.public {
         let mut sensitive = Vec::with_capacity(request.sensitive.len());
         for s in &request.sensitive {
@@ -151,8 +181,18 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
         }
     }
 
-    let count_column = attrs + request.sensitive.len();
-    let (codes, sensitive) = sensitive_codes(&local, request, &batches, attrs, rows).await?;
+    let person_column = attrs + request.sensitive.len();
+    let count_column = person_column + usize::from(person.is_some());
+    let (mut codes, sensitive) = sensitive_codes(&local, request, &batches, attrs, rows).await?;
+    let ends = match person {
+        Some(name) => Some(person_ends(
+            &batches,
+            person_column,
+            name,
+            &request.source_name,
+        )?),
+        None => None,
+    };
     let mut counts = Vec::with_capacity(rows);
     for batch in &batches {
         let column = cast(batch.column(count_column), &DataType::UInt64)?;
@@ -168,12 +208,34 @@ pub async fn load_base(request: &AnonymizeRequest, state: &SessionState) -> Resu
     // histogram is sorted (the two together were phase 1's peak).
     drop(batches);
     let refs: Vec<&Hierarchy> = hierarchies.iter().collect();
+    let mut persons = None;
+    if let (Some(ends), PrivacyUnit::Person { max_rows, .. }) = (&ends, &request.unit) {
+        if is_differentially_private(&*request.method) {
+            bound_rows(
+                ends,
+                &mut leaf_codes,
+                &mut codes,
+                &mut counts,
+                *max_rows,
+                rng,
+            );
+        } else {
+            persons = Some(person_classes(
+                &refs,
+                ends,
+                leaf_codes.clone(),
+                &codes,
+                counts.clone(),
+            )?);
+        }
+    }
     let histogram =
         GroupedHistogram::from_rows(&refs, leaf_codes, codes, counts, sensitive.tuples())?;
     Ok(BaseData {
         hierarchies,
         histogram,
         sensitive,
+        persons,
     })
 }
 

@@ -10,13 +10,15 @@ use datafusion::common::{internal_err, DataFusionError, Result};
 use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::execution::SessionState;
 
+use crate::budget::Cost;
 use crate::counterfeit_catalog::{CatalogRows, CounterfeitCatalog};
 use crate::hierarchy::Hierarchy;
 use crate::lattice::{node_label, Lattice, LevelBounds};
-use crate::mechanism::rng::{rng_from_seed, try_rng_from_os};
-use crate::method::{Method, MethodInput, MethodOutput};
+use crate::mechanism::rng::{rng_from_seed, try_rng_from_os, AnonRng};
+use crate::method::{is_differentially_private, Method, MethodInput, MethodOutput};
 use crate::metric::information_loss::{information_loss, InformationLoss};
 use crate::privacy::warnings::delta_size_warning;
+use crate::privacy_unit::{per_person_cost, PrivacyUnit};
 use crate::progress::{Cancel, Progress, ProgressFn};
 use crate::release::IntervalMeans;
 use crate::release::{check_release_size, ReleaseRowLimit, ReleaseSize, ReleasedRows};
@@ -25,9 +27,11 @@ use crate::sensitive::SensitiveSpec;
 pub(crate) mod assess;
 mod base;
 pub(crate) mod individual_risk;
+mod person;
 pub(crate) mod suda;
 
 pub use base::{load_base, BaseData};
+pub use person::PersonClasses;
 
 /// A quasi-identifier and its hierarchy table.
 #[derive(Debug, Clone)]
@@ -55,8 +59,11 @@ pub struct AnonymizeRequest {
     pub sensitive: Vec<SensitiveSpec>,
     /// Source columns that are not released.
     pub dropped: Vec<String>,
-    /// The configured method.
+    /// The configured method (a differentially private one per person runs with the
+    /// per-row budget, see [`crate::privacy_unit`]).
     pub method: Arc<dyn Method>,
+    /// Who the guarantee protects: rows, or persons.
+    pub unit: PrivacyUnit,
     /// Fixed seed (tests and reproduction only).
     pub seed: Option<u64>,
     /// `max_release_rows`, if given (not part of the cache key).
@@ -88,6 +95,17 @@ impl AnonymizeRequest {
             }
         }
         key
+    }
+
+    /// What the release costs in its privacy unit: the method's budget, or per person the
+    /// group-privacy cost of the method's per-row budget (METHODS.md §9.2).
+    pub fn cost(&self) -> Cost {
+        match &self.unit {
+            PrivacyUnit::Row => self.method.budget(),
+            PrivacyUnit::Person { max_rows, .. } => {
+                per_person_cost(self.method.budget(), *max_rows)
+            }
+        }
     }
 
     /// Schema of the released rows: quasi-identifiers as text, then the sensitive columns
@@ -147,7 +165,16 @@ pub async fn compute_release(
     progress: Option<ProgressFn>,
     limit: ReleaseRowLimit,
 ) -> Result<ReleaseOutput> {
-    let base = load_base(request, state).await?;
+    let mut rng = match request.seed {
+        Some(seed) => rng_from_seed(seed),
+        None => try_rng_from_os().map_err(|e| {
+            DataFusionError::External(
+                format!("no secure random generator: the operating system gave no entropy ({e})")
+                    .into(),
+            )
+        })?,
+    };
+    let base = load_base(request, state, &mut rng).await?;
     let request = request.clone();
     let cancel = Cancel::new();
     let _stop_when_dropped = cancel.on_drop();
@@ -155,7 +182,7 @@ pub async fn compute_release(
     let threads = state.config().target_partitions().max(1);
     let memory = state.runtime_env().memory_pool.clone();
     let handle = tokio::task::spawn_blocking(move || {
-        run_method(&request, base, &progress, limit, threads, memory)
+        run_method(&request, base, &progress, limit, threads, memory, rng)
     });
     match handle.await {
         Ok(result) => result,
@@ -170,6 +197,7 @@ fn run_method(
     limit: ReleaseRowLimit,
     threads: usize,
     memory: Arc<dyn MemoryPool>,
+    mut rng: AnonRng,
 ) -> Result<ReleaseOutput> {
     if request.method.wants_public_value_domain() {
         base.sensitive.add_hierarchy_leaves()?;
@@ -192,15 +220,6 @@ fn run_method(
             warnings.push(("delta".to_string(), w));
         }
     }
-    let mut rng = match request.seed {
-        Some(seed) => rng_from_seed(seed),
-        None => try_rng_from_os().map_err(|e| {
-            DataFusionError::External(
-                format!("no secure random generator: the operating system gave no entropy ({e})")
-                    .into(),
-            )
-        })?,
-    };
     let input = MethodInput {
         histogram: &base.histogram,
         hierarchies: &refs,
@@ -210,6 +229,7 @@ fn run_method(
         progress,
         threads,
         memory,
+        persons: base.persons.as_ref(),
     };
     if !request.public {
         let size = request.method.release_size(&input)?;
@@ -281,6 +301,23 @@ fn size_advice(method: &dyn Method, size: &ReleaseSize) -> String {
 /// The `guarantee` of every seeded release, whatever the method.
 pub const SEEDED_GUARANTEE: &str = "none: the caller fixed the seed, so every random draw can be repeated and the release has no privacy guarantee; it is counted in the ledger but charges no epsilon or delta (seeds are for the data owner's tests and reproduction only)";
 
+/// The method's `guarantee` in the release's privacy unit (METHODS.md §9).
+fn per_unit_guarantee(request: &AnonymizeRequest, dp: bool, method_text: &str) -> String {
+    match &request.unit {
+        PrivacyUnit::Row => format!("Per row (each row is one individual): {method_text}"),
+        PrivacyUnit::Person { column, max_rows } if dp => {
+            let cost = request.cost();
+            format!(
+                "Per person (column '{column}', at most {max_rows} row(s) each, chosen at random with the secure generator before anything else; a person's other rows are left out): ({}, {})-differential privacy for every person, by group privacy over the per-row guarantee that follows, which holds with every epsilon and delta divided for {max_rows} row(s). Per row: {method_text}",
+                cost.epsilon, cost.delta
+            )
+        }
+        PrivacyUnit::Person { column, .. } => format!(
+            "Per person (column '{column}'): every released class other than the fully suppressed one holds at least k distinct persons, not only k records; the prosecutor risks count persons. {method_text}"
+        ),
+    }
+}
+
 /// Public metadata every method shares, around the method's own entries.
 fn common_metadata(
     request: &AnonymizeRequest,
@@ -326,14 +363,33 @@ fn common_metadata(
         ),
         ("dropped_columns".into(), request.dropped.join(", ")),
     ];
+    let differentially_private = is_differentially_private(&*request.method);
+    out.push((
+        "privacy_unit".into(),
+        request.unit.describe(differentially_private),
+    ));
+    if let PrivacyUnit::Person { max_rows, .. } = &request.unit {
+        if differentially_private {
+            let cost = request.cost();
+            out.extend([
+                ("max_rows_per_person".into(), max_rows.to_string()),
+                ("epsilon_per_person".into(), cost.epsilon.to_string()),
+                ("delta_per_person".into(), cost.delta.to_string()),
+            ]);
+        }
+    }
     out.extend(output.metadata.iter().map(|(key, value)| {
-        if key == "guarantee" && request.seed.is_some() {
+        if key != "guarantee" {
+            return (key.clone(), value.clone());
+        }
+        let value = per_unit_guarantee(request, differentially_private, value);
+        if request.seed.is_some() {
             (
                 key.clone(),
                 format!("{SEEDED_GUARANTEE}. Without the seed: {value}"),
             )
         } else {
-            (key.clone(), value.clone())
+            (key.clone(), value)
         }
     }));
     let bounds = request.method.level_bounds();

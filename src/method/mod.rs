@@ -23,6 +23,7 @@ use datafusion::execution::memory_pool::{MemoryPool, UnboundedMemoryPool};
 
 use crate::budget::Cost;
 use crate::counterfeit_catalog::CounterfeitCatalog;
+use crate::engine::PersonClasses;
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::lattice::{parse_level_list, Lattice, LevelBounds, Node, NO_LEVEL_BOUNDS};
@@ -56,6 +57,8 @@ pub struct MethodInput<'a> {
     /// The session's memory pool: what a method holds beyond its input (the histograms a
     /// lattice sweep keeps) is reserved there, so a memory limit bounds it.
     pub memory: Arc<dyn MemoryPool>,
+    /// Per person, for a syntactic method: the classes with their persons (METHODS.md §9).
+    pub persons: Option<&'a PersonClasses>,
 }
 
 /// What a [`MethodInput`] borrows besides the data, for a method run outside the engine
@@ -109,6 +112,7 @@ impl Standalone {
             progress: &self.progress,
             threads: self.threads.max(1),
             memory: self.memory.clone(),
+            persons: None,
         }
     }
 }
@@ -228,6 +232,20 @@ pub struct MethodSpec {
     /// Validates the arguments into a configured method. Errors are planning errors
     /// without a function-name prefix (the caller adds it).
     pub configure: fn(&MethodArgs<'_>) -> Result<Arc<dyn Method>>,
+}
+
+impl MethodSpec {
+    /// Whether the method is differentially private (it takes an `epsilon`): per person
+    /// it bounds contributions, while the syntactic methods count persons (METHODS.md §9).
+    pub fn is_differentially_private(&self) -> bool {
+        self.params.iter().any(|p| p.name == "epsilon")
+    }
+}
+
+/// Whether the configured `method` is differentially private
+/// ([`MethodSpec::is_differentially_private`]).
+pub fn is_differentially_private(method: &dyn Method) -> bool {
+    find_method(method.name()).is_some_and(MethodSpec::is_differentially_private)
 }
 
 /// Every method, in the order help lists them. Adding a method is one module and one line.

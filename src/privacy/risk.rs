@@ -123,6 +123,29 @@ pub fn release_risk(release: &ReleasedHistogram) -> Vec<(String, String)> {
     ]
 }
 
+/// [`release_risk`] per person: the smallest class size in records, and the prosecutor
+/// risks from `class_persons`, the distinct persons of every non-suppressed class (a
+/// person is re-identified with probability at most one over the persons of their class).
+pub fn release_risk_per_person(
+    release: &ReleasedHistogram,
+    class_persons: &[u64],
+) -> Vec<(String, String)> {
+    let mut out = release_risk(release);
+    let risk = ClassRisk::from_sizes(class_persons.iter().copied(), 1.0);
+    for (key, value) in out.iter_mut() {
+        match key.as_str() {
+            "prosecutor_risk_max" => *value = risk.prosecutor_risk_max.to_string(),
+            "prosecutor_risk_avg" => *value = risk.prosecutor_risk_avg.to_string(),
+            _ => {}
+        }
+    }
+    out.push((
+        "min_persons_per_class".into(),
+        risk.min_class_size.to_string(),
+    ));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -112,6 +112,12 @@ impl PublicRules {
         Ok(())
     }
 
+    /// The column identifying a person in every public release, if the owner set one
+    /// ([`PublicPolicy::person`]).
+    pub fn person(&self) -> Option<&str> {
+        self.policy.person.as_deref()
+    }
+
     /// Checks a configured call against the policy (after [`Self::check_enabled`]): ε at
     /// least the minimum; for a syntactic method `k` at least the minimum and exactly the
     /// owner's quasi-identifiers.

@@ -124,6 +124,11 @@ struct Args {
     #[clap(long = "public-qi", value_name = "COLUMNS")]
     public_qi: Option<String>,
 
+    /// The column identifying a person in every source: public releases are then per
+    /// person (default: each row is one individual).
+    #[clap(long = "public-person", value_name = "COLUMN")]
+    public_person: Option<String>,
+
     /// Smallest epsilon of one public release (default 0.01).
     #[clap(long = "public-min-epsilon", value_name = "EPSILON")]
     public_min_epsilon: Option<f64>,
@@ -223,6 +228,11 @@ fn public_policy(args: &Args) -> Result<PublicPolicy> {
                 .filter(|c| !c.is_empty())
                 .collect()
         }),
+        person: args
+            .public_person
+            .as_ref()
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty()),
         ..PublicPolicy::default()
     };
     if !args.public_methods.is_empty() {
@@ -423,6 +433,7 @@ async fn run() -> Result<()> {
         || !args.public_methods.is_empty()
         || args.public_min_k.is_some()
         || args.public_qi.is_some()
+        || args.public_person.is_some()
         || args.public_min_epsilon.is_some()
         || args.public_max_release_rows.is_some();
     if public_requested && !args.public {

@@ -14,6 +14,7 @@ use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::lattice::Node;
 use crate::privacy::models::{ClassModels, ModelScratch};
+use crate::privacy_unit::PersonCodes;
 
 /// The privacy model's test of one equivalence class: at least `k` records and, when
 /// `models` is not empty, every ℓ-diversity / t-closeness check.
@@ -29,24 +30,38 @@ pub struct ClassRule {
     pub k: u64,
     /// The ℓ-diversity and t-closeness checks (empty: k alone).
     pub models: ClassModels,
+    /// Per person (METHODS.md §9): a class's values are (person, tuple) combinations, and
+    /// `k` counts its distinct persons, not its records.
+    pub persons: Option<Arc<PersonCodes>>,
 }
 
 thread_local! {
     /// Buffers of [`ClassRule::releasable`], one set per thread, so that nodes can be
     /// checked on several threads at once.
-    static SCRATCH: RefCell<(ModelScratch, Vec<u32>, Vec<u64>)> = RefCell::default();
+    static SCRATCH: RefCell<(ModelScratch, Vec<u32>, Vec<u64>, Vec<(u32, u64)>)> = RefCell::default();
 }
 
 impl ClassRule {
     /// The test of `k` and `models`.
     pub fn new(k: u64, models: ClassModels) -> Self {
-        Self { k, models }
+        Self {
+            k,
+            models,
+            persons: None,
+        }
     }
 
-    /// Whether the test reads the sensitive values of a class (otherwise the search
-    /// works on class sizes only, which is faster).
+    /// The test counting the distinct persons of a class instead of its records; the
+    /// classes' values are then combinations of `persons`.
+    pub fn per_person(mut self, persons: Arc<PersonCodes>) -> Self {
+        self.persons = Some(persons);
+        self
+    }
+
+    /// Whether the test reads the values of a class (otherwise the search works on class
+    /// sizes only, which is faster): for ℓ-diversity and t-closeness, or to count persons.
     pub fn needs_values(&self) -> bool {
-        !self.models.is_empty()
+        !self.models.is_empty() || self.persons.is_some()
     }
 
     /// Whether a class that merges classes of which one passes always passes.
@@ -56,16 +71,30 @@ impl ClassRule {
 
     /// Whether a class of `size` records with sensitive-value counts `values` (ascending
     /// by value; only meaningful when [`ClassRule::needs_values`]) may be released.
+    /// Per person, `values` are (person, tuple) combinations and the class needs `k`
+    /// distinct persons; the models then see the class's tuples.
     pub fn releasable(&self, size: u64, values: &[(u32, u64)]) -> bool {
         if size < self.k {
             return false;
+        }
+        if let Some(persons) = &self.persons {
+            if persons.distinct_persons(values) < self.k {
+                return false;
+            }
         }
         if self.models.is_empty() {
             return true;
         }
         SCRATCH.with(|cell| {
             let mut guard = cell.borrow_mut();
-            let (scratch, codes, counts) = &mut *guard;
+            let (scratch, codes, counts, tuples) = &mut *guard;
+            let values = match &self.persons {
+                Some(persons) => {
+                    persons.tuples_of(values, tuples);
+                    tuples.as_slice()
+                }
+                None => values,
+            };
             codes.clear();
             counts.clear();
             codes.extend(values.iter().map(|v| v.0));

@@ -22,7 +22,9 @@ use datafusion::common::{exec_err, internal_err, Result};
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::privacy::models::ClassModels;
+use crate::privacy_unit::PersonCodes;
 use crate::release::{ReleasedHistogram, SUPPRESSED};
+use std::sync::Arc;
 
 mod cells;
 mod check;
@@ -73,6 +75,9 @@ pub struct KanonResult {
     pub score: f64,
     /// The metric, prepared for this data.
     pub metric: Metric,
+    /// Per person: the distinct persons of every released class (the suppressed class
+    /// of `*` only left out), in release order.
+    pub class_persons: Option<Vec<u64>>,
 }
 
 /// Optimal k-anonymity in the method registry.
@@ -163,12 +168,23 @@ pub fn run(input: &MethodInput<'_>, params: &KanonParams) -> Result<KanonResult>
     let weights = params.weights_for(hierarchies.len());
     let metric = Metric::new(params.metric, base, hierarchies, &weights)?;
     let max_suppressed = params.max_suppressed(total);
+    // Per person the search runs on the histogram of (person, tuple) combinations, whose
+    // classes count the same records.
+    let persons = input.persons.map(|p| Arc::new(p.codes.clone()));
+    let (base, value_domain) = match input.persons {
+        Some(p) => (&p.histogram, p.codes.len()),
+        None => (base, value_domain),
+    };
+    let rule = || match &persons {
+        Some(p) => params.rule(models).per_person(p.clone()),
+        None => params.rule(models),
+    };
     let mut evaluator = Evaluator::new(
         base,
         hierarchies,
         value_domain,
         metric.clone(),
-        params.rule(models),
+        rule(),
         params.suppression,
         weights.clone(),
         max_suppressed,
@@ -205,12 +221,19 @@ pub fn run(input: &MethodInput<'_>, params: &KanonParams) -> Result<KanonResult>
         hierarchies,
         value_domain,
         metric.clone(),
-        params.rule(models),
+        rule(),
         params.suppression,
         weights,
         max_suppressed,
     );
-    let (release, plan) = release_at(&full, base, hierarchies, &outcome.node, value_domain)?;
+    let (release, plan, class_persons) = release_at(
+        &full,
+        base,
+        hierarchies,
+        &outcome.node,
+        value_domain,
+        persons.as_deref(),
+    )?;
     if release.row_count() != total {
         return internal_err!(
             "kanon release has {} rows, expected {total}",
@@ -224,6 +247,7 @@ pub fn run(input: &MethodInput<'_>, params: &KanonParams) -> Result<KanonResult>
         plan,
         score,
         metric,
+        class_persons,
     })
 }
 
@@ -238,7 +262,8 @@ fn release_at(
     hierarchies: &[&Hierarchy],
     node: &[usize],
     value_domain: usize,
-) -> Result<(ReleasedHistogram, SuppressionPlan)> {
+    persons: Option<&PersonCodes>,
+) -> Result<(ReleasedHistogram, SuppressionPlan, Option<Vec<u64>>)> {
     let hist = base.roll_up(hierarchies, node, value_domain)?;
     let (failing, _, feasible) = evaluator.failing(&hist);
     if !feasible {
@@ -277,10 +302,21 @@ fn release_at(
     }
     classes.sort_by(|x, y| x.0.cmp(&y.0));
     let mut release = ReleasedHistogram::new(node.to_vec(), attrs);
+    let mut class_persons = persons.map(|_| Vec::with_capacity(classes.len()));
+    let mut tuples = Vec::new();
     for (codes, pairs) in &classes {
-        release.push_class(codes, pairs, &[]);
+        match (persons, class_persons.as_mut()) {
+            (Some(persons), Some(counted)) => {
+                if !codes.iter().all(|&c| c == SUPPRESSED) {
+                    counted.push(persons.distinct_persons(pairs));
+                }
+                persons.tuples_of(pairs, &mut tuples);
+                release.push_class(codes, &tuples, &[]);
+            }
+            _ => release.push_class(codes, pairs, &[]),
+        }
     }
-    Ok((release, plan))
+    Ok((release, plan, class_persons))
 }
 
 /// Reads `qi_weights => 'age=2, sex=0.5'` against the quasi-identifiers `qi` (in order):

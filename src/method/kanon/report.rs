@@ -6,7 +6,7 @@ use super::check::KanonNodeOutcome;
 use super::metric::Score;
 use super::{KanonParams, KanonResult};
 use crate::lattice::{node_label, Lattice};
-use crate::privacy::risk::release_risk;
+use crate::privacy::risk::{release_risk, release_risk_per_person};
 use crate::sensitive::SensitiveDomain;
 use datafusion::arrow::array::{
     ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt64Array,
@@ -87,7 +87,10 @@ pub fn kanon_metadata(
         ),
         ("guarantee".into(), guarantee),
     ];
-    out.extend(release_risk(&result.release));
+    match &result.class_persons {
+        Some(persons) => out.extend(release_risk_per_person(&result.release, persons)),
+        None => out.extend(release_risk(&result.release)),
+    }
     out
 }
 

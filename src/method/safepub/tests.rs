@@ -644,6 +644,7 @@ fn run(f: &Fixture, params: &SafePubParams, seed: u64) -> SafePubResult {
         memory: std::sync::Arc::new(
             datafusion::execution::memory_pool::UnboundedMemoryPool::default(),
         ),
+        persons: None,
     };
     super::run(&input, params, &mut rng_from_seed(seed)).unwrap()
 }
@@ -987,6 +988,7 @@ fn run_records(
         memory: std::sync::Arc::new(
             datafusion::execution::memory_pool::UnboundedMemoryPool::default(),
         ),
+        persons: None,
     };
     super::run(&input, params, &mut rng_from_seed(seed)).unwrap()
 }
@@ -1230,6 +1232,7 @@ fn audit_safepub_with_informative_column() {
             memory: std::sync::Arc::new(
                 datafusion::execution::memory_pool::UnboundedMemoryPool::default(),
             ),
+            persons: None,
         };
         audit_histogram(bins, trials, seed, |rng| {
             let result = super::run(&input, &params, rng).unwrap();

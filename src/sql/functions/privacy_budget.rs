@@ -18,7 +18,7 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use crate::budget::account::{Account, Accounts};
 use crate::budget::config::options;
-use crate::budget::ledger::Ledger;
+use crate::budget::ledger::{unit_of, Ledger};
 use crate::sql::args::{bind, CallArgs, ParamSpec};
 use crate::sql::planner::SqlTableFunction;
 
@@ -33,6 +33,7 @@ pub fn budget_schema() -> SchemaRef {
         Field::new("delta_spent", DataType::Float64, false),
         Field::new("delta_budget", DataType::Float64, false),
         Field::new("delta_remaining", DataType::Float64, false),
+        Field::new("privacy_unit", DataType::Utf8, false),
     ]))
 }
 
@@ -47,7 +48,9 @@ pub fn budget_batch(
         Arc::new(Float64Array::from_iter_values(accounts.values().map(f))) as ArrayRef
     };
     let columns: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from_iter_values(accounts.keys())),
+        Arc::new(StringArray::from_iter_values(
+            accounts.keys().map(|k| unit_of(k).0),
+        )),
         Arc::new(UInt64Array::from_iter_values(
             accounts.values().map(|a| a.releases),
         )),
@@ -57,6 +60,12 @@ pub fn budget_batch(
         f64s(&|a| a.delta_spent),
         f64s(&|_| delta_budget),
         f64s(&|a| remaining(a.delta_spent, delta_budget)),
+        Arc::new(StringArray::from_iter_values(accounts.keys().map(
+            |k| match unit_of(k).1 {
+                None => "row".to_string(),
+                Some(person) => format!("person {person}"),
+            },
+        ))),
     ];
     Ok(RecordBatch::try_new(budget_schema(), columns)?)
 }
@@ -84,7 +93,7 @@ impl SqlTableFunction for PrivacyBudgetFunction {
     }
 
     fn about(&self) -> &'static str {
-        "Privacy budget per source table: releases charged, epsilon and delta spent, budget and remaining (inf = unlimited). Set budgets with SET anonymize.epsilon_budget / anonymize.delta_budget."
+        "Privacy budget per source table: releases charged, epsilon and delta spent, budget and remaining (inf = unlimited), and the privacy unit the table is accounted in ('row', or 'person <column>'). Set budgets with SET anonymize.epsilon_budget / anonymize.delta_budget."
     }
 
     fn create(

@@ -35,6 +35,7 @@ use version::TableVersion;
 use views::{information_loss_batch, information_loss_schema, metadata_batch, metadata_schema};
 
 mod request;
+mod unit;
 mod version;
 pub mod views;
 
@@ -291,11 +292,12 @@ impl BatchProducer for ReleaseProducer {
                         epsilon: 0.0,
                         delta: 0.0,
                     },
-                    None => request.method.budget(),
+                    None => request.cost(),
                 };
                 let charge = charge_release(
                     &self.cache.ledger,
                     &request.source_name,
+                    &request.unit,
                     cost,
                     state.config_options(),
                 )?;

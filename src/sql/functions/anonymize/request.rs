@@ -19,6 +19,9 @@ use crate::public::PublicRules;
 use crate::sensitive::SensitiveSpec;
 use crate::sql::args::BoundArgs;
 
+use super::unit::{per_row_values, privacy_unit};
+use crate::privacy_unit::PrivacyUnit;
+
 /// Name of the default method.
 const DEFAULT_METHOD: &str = "ipa";
 
@@ -53,6 +56,18 @@ pub const COMMON_PARAMS: &[ParamSpec] = &[
         ParamKind::Text,
         ParamDefault::Optional("none"),
         "synonym of 'sensitive' (the IPA paper's name for the released unchanged column)",
+    ),
+    ParamSpec::new(
+        "person",
+        ParamKind::Text,
+        ParamDefault::Optional("none: each row is one individual"),
+        "the column identifying a person who may own several rows (e.g. 'patient_id'), never released: the guarantee then protects persons, not rows; the differentially private methods keep at most max_rows_per_person rows of each person, chosen at random, and 'kanon' counts distinct persons per class",
+    ),
+    ParamSpec::new(
+        "max_rows_per_person",
+        ParamKind::Count,
+        ParamDefault::Optional("1"),
+        "with person, for the differentially private methods (ipa, safepub, dp_histogram): the most rows of one person the release uses (the rest are left out at random); epsilon and delta stay per person, each row gets epsilon / max_rows_per_person (group privacy)",
     ),
     ParamSpec::new(
         "max_release_rows",
@@ -167,12 +182,23 @@ pub fn build_request(
         ),
     };
     let qi_columns: Vec<String> = qi.iter().map(|q| q.column.clone()).collect();
+    let unit = privacy_unit(
+        function,
+        &common,
+        &schema,
+        &source_name,
+        &qi,
+        &sensitive,
+        method,
+        public,
+    )?;
+    let values = per_row_values(values, &unit, method)?;
     let configured = (method.configure)(&MethodArgs {
         values: &values,
         has_informative: !sensitive.is_empty(),
         qi: &qi_columns,
     })
-    .map_err(|e| prefix_error(function, e))?;
+    .map_err(|e| per_row_context(prefix_error(function, e), &unit, method, &values))?;
     check_level_bounds(&*configured, &qi)
         .map_err(|e| DataFusionError::Plan(format!("{function}(): {e}")))?;
     if sensitive.len() > configured.max_sensitive_columns() {
@@ -202,7 +228,11 @@ pub fn build_request(
         .filter(|n| !sensitive.iter().any(|s| &s.column == n) && !qi.iter().any(|q| &q.column == n))
         .collect();
     let seed = values.opt_u64("seed");
-    let canonical_args = canonical_args(&source_name, &qi, &sensitive, seed, &*configured);
+    let canonical_args = format!(
+        "{};unit={}",
+        canonical_args(&source_name, &qi, &sensitive, seed, &*configured),
+        unit.canonical()
+    );
     Ok(AnonymizeRequest {
         canonical_args,
         source_name,
@@ -212,6 +242,7 @@ pub fn build_request(
         dropped,
         seed,
         method: configured,
+        unit,
         max_release_rows: common.opt_u64("max_release_rows"),
         public: public.is_some(),
     })
@@ -318,7 +349,7 @@ impl Tables<'_> {
 /// Finds a column: a quoted name by its exact spelling; a plain name by its exact spelling,
 /// else by a unique case-insensitive match.
 /// `list` is the argument holding the name (its name and text), for a quoting hint.
-fn resolve_column(
+pub(super) fn resolve_column(
     function: &str,
     schema: &Schema,
     table: &str,
@@ -544,10 +575,29 @@ fn check_level_bounds(method: &dyn Method, qi: &[QiSpec]) -> Result<(), LatticeE
 
 /// A planning error prefixed with the function name: a planning error's message, or any
 /// other error's full text.
-fn prefix_error(function: &str, e: DataFusionError) -> DataFusionError {
+pub(super) fn prefix_error(function: &str, e: DataFusionError) -> DataFusionError {
     let message = match e {
         DataFusionError::Plan(message) => message,
         other => other.strip_backtrace(),
     };
     DataFusionError::Plan(format!("{function}(): {message}"))
+}
+
+/// A method's refusal of its per-row budget, with where that budget came from.
+fn per_row_context(
+    e: DataFusionError,
+    unit: &PrivacyUnit,
+    method: &MethodSpec,
+    values: &ParamValues,
+) -> DataFusionError {
+    match unit {
+        PrivacyUnit::Person { max_rows, .. } if *max_rows > 1 && method.is_differentially_private() => {
+            DataFusionError::Plan(format!(
+                "{} (per person, each row gets epsilon / max_rows_per_person = {}: lower max_rows_per_person or raise epsilon)",
+                e.strip_backtrace().trim_start_matches("Error during planning: "),
+                values.opt_f64("epsilon").unwrap_or(f64::NAN)
+            ))
+        }
+        _ => e,
+    }
 }
