@@ -227,3 +227,76 @@ async fn the_owner_still_sees_why() -> Result<()> {
     );
     Ok(())
 }
+
+/// The privacy unit of public releases is the owner's: without `PublicPolicy::person` a
+/// public user cannot make releases per person (a person-level release of a table whose
+/// rows are its individuals protects a row only at twice its epsilon); with it, every
+/// public release is per person, whether or not the call names the column, and a row
+/// without its person is left out like any other unusable record.
+#[tokio::test]
+async fn public_releases_are_per_person_only_as_the_owner_says() -> Result<()> {
+    let setup = "
+CREATE TABLE p(pid INT, age INT, sex VARCHAR) AS VALUES (1, 30, 'M'), (1, 30, 'M'), (1, 40, 'M'), (2, 40, 'F'), (3, 50, 'M'), (4, 30, 'F');
+CREATE TABLE p_null AS SELECT * FROM p UNION ALL VALUES (CAST(NULL AS INT), 30, 'M');
+CREATE TABLE h_age(v VARCHAR, l1 VARCHAR, l2 VARCHAR) AS VALUES ('30', '[30-50)', '*'), ('40', '[30-50)', '*'), ('50', '[50-70)', '*');
+CREATE TABLE h_sex(v VARCHAR, l1 VARCHAR) AS VALUES ('M', '*'), ('F', '*');
+";
+    let public = |person: Option<&str>| {
+        let policy = PublicPolicy {
+            person: person.map(str::to_string),
+            ..declared()
+        };
+        async move {
+            let owner = SessionContext::new();
+            register_with(&owner, RegisterOptions::owner())?;
+            datafusion_anonymize::run_script(&owner, setup).await?;
+            public_session(&owner, RegisterOptions::public(policy, 100.0))
+        }
+    };
+    let call = |source: &str, extra: &str| {
+        format!("SELECT value FROM anonymize_metadata('{source}', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex'{extra}) WHERE key = 'privacy_unit'")
+    };
+    let rows = public(None).await?;
+    assert_eq!(
+        outcome(&rows, &call("p", ", person => 'pid'")).await,
+        Err("Error during planning: anonymize_metadata(): argument 'person' is set by the data owner in this session, and none is set: each row is one individual".into())
+    );
+    let unit = |ctx: SessionContext, sql: String| async move {
+        let batches = ctx.sql(&sql).await?.collect().await?;
+        Ok::<String, datafusion::error::DataFusionError>(
+            datafusion::arrow::util::pretty::pretty_format_batches(&batches)?.to_string(),
+        )
+    };
+    assert!(unit(rows.clone(), call("p", ""))
+        .await?
+        .contains("row: each row of the source is one individual"));
+
+    let persons = public(Some("pid")).await?;
+    for extra in [
+        "",
+        ", person => 'pid'",
+        ", person => 'pid', max_rows_per_person => 2",
+    ] {
+        let shown = unit(persons.clone(), call("p", extra)).await?;
+        assert!(
+            shown.contains("person (column 'pid'), at most"),
+            "{extra}: {shown}"
+        );
+    }
+    assert_eq!(
+        outcome(&persons, &call("p", ", person => 'sex'")).await,
+        Err("Error during planning: anonymize_metadata(): releases in this session are per person 'pid', set by the data owner: leave out 'person' or name that column".into())
+    );
+    // A row without a person is left out, as a NULL quasi-identifier is.
+    assert_eq!(outcome(&persons, &call("p_null", "")).await, Ok(()));
+    let budget = unit(
+        persons.clone(),
+        "SELECT table_name, privacy_unit FROM privacy_budget() ORDER BY table_name".into(),
+    )
+    .await?;
+    assert!(
+        budget.contains("| datafusion.public.p      | person pid   |"),
+        "{budget}"
+    );
+    Ok(())
+}

@@ -21,6 +21,7 @@ use datafusion::logical_expr::{cast as cast_expr, lit, Expr};
 use datafusion::prelude::{DataFrame, SessionContext};
 
 use super::individual_risk::{weight_aggregates, weight_sums, weighted_entries};
+use super::person::{distinct_persons, persons_per_class};
 use crate::hierarchy::STAR;
 use crate::privacy::assessment::{Rows, SensitiveFigures};
 use crate::privacy::population::{
@@ -77,6 +78,8 @@ pub(crate) struct AssessRequest {
     pub(crate) weights: Option<String>,
     /// `max_global_risk` of the global risk threshold (sdcMicro's `measure_risk`).
     pub(crate) max_global_risk: f64,
+    /// The column identifying a person: class figures count distinct persons.
+    pub(crate) person: Option<String>,
 }
 
 pub(crate) fn column(name: &str) -> Expr {
@@ -213,6 +216,9 @@ pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Res
             class_size[class_of[r] as usize] += n;
         }
     }
+    if let Some(person) = &request.person {
+        class_size = persons_per_class(&ctx, request, person, &class_keys).await?;
+    }
     // Classes that only hold suppressed rows are not classes.
     let sizes: Vec<(usize, u64)> = class_size
         .iter()
@@ -222,6 +228,10 @@ pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Res
         .collect();
     let risk = ClassRisk::from_sizes(sizes.iter().map(|s| s.1), request.risk_threshold);
     let mut out: Vec<Entry> = Vec::new();
+    let persons = match &request.person {
+        Some(person) => Some(distinct_persons(&ctx, request, person).await?),
+        None => None,
+    };
     let mut put = |key: &str, sensitive: Option<&str>, value: f64| {
         out.push((
             key.to_string(),
@@ -231,6 +241,9 @@ pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Res
         ))
     };
     put("rows", None, total as f64);
+    if let Some(persons) = persons {
+        put("persons", None, persons as f64);
+    }
     put("suppressed", None, suppressed as f64);
     put("classes", None, risk.classes as f64);
     put("min_class_size", None, risk.min_class_size as f64);

@@ -27,7 +27,7 @@ use crate::sensitive::SensitiveSpec;
 pub(crate) mod assess;
 mod base;
 pub(crate) mod individual_risk;
-mod person;
+pub(crate) mod person;
 pub(crate) mod suda;
 
 pub use base::{load_base, BaseData};

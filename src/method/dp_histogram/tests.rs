@@ -335,3 +335,57 @@ fn audit_dp_histogram_operator() {
         "dp_histogram power check",
     );
 }
+
+/// DP audit per person (METHODS.md §9): D holds person A with three records in one cell
+/// and person B with two in it; D' is D without A. With `max_rows_per_person = 2` and
+/// per-person ε = 1, each release first keeps at most two rows per person, chosen at random
+/// (`privacy_unit::bound_contributions`), then runs at the per-row ε = 1/2: the count moves
+/// by 2 rows, ε = 1 per person. The audit of ε = 1 passes with one person changed; a claim
+/// of 0.7 is refuted (power), and so is ε = 1 without the bounding, where A's three rows
+/// move the count by 3 · 1/2. Total false-failure rate of each audit at most 1e-6.
+#[test]
+fn audit_dp_histogram_per_person() {
+    use crate::privacy_unit::{bound_contributions, per_row_budget};
+    use crate::testing::audit::{
+        assert_private, assert_violated, audit, histogram as audit_histogram, integer_bin, ALPHA,
+    };
+    let age = ladder("age", "0..3", &["2"]);
+    let sex = ladder("sex", "0..1", &["2"]);
+    let hs = [&age, &sex];
+    let lattice = Lattice::new(vec![age.height(), sex.height()], 100).unwrap();
+    let (epsilon, m) = (1.0, 2);
+    let (eps_row, _) = per_row_budget(epsilon, 0.0, m);
+    // Rows of each person in cell (1, 0): A = 3, B = 2.
+    let released = |persons: &[u64], bound: bool, seed: u64| {
+        audit_histogram(23, 40_000, seed, |rng| {
+            let mut counts = persons.to_vec();
+            let ends: Vec<usize> = (1..=counts.len()).collect();
+            if bound {
+                bound_contributions(&ends, &mut counts, m, rng);
+            }
+            let rows: Vec<(u32, u32, u32, u64)> = counts.iter().map(|&n| (1, 0, 0, n)).collect();
+            let base = histogram(&hs, &rows, 1);
+            let result = super::run(
+                &Standalone::default().input(&base, &hs, &lattice, 1),
+                &params(eps_row, "age=0, sex=0"),
+                rng,
+            )
+            .expect("valid release");
+            let count = released_cells(&result.release)
+                .get(&(1, 0, 0))
+                .copied()
+                .unwrap_or(0);
+            integer_bin(count as i64, 0, 20)
+        })
+    };
+    let d = released(&[3, 2], true, 51);
+    let d2 = released(&[2], true, 52);
+    assert_private(&audit(&d, &d2, epsilon, 0.0, ALPHA), "per person, bounded");
+    assert_violated(&audit(&d, &d2, 0.7, 0.0, ALPHA), "per person power check");
+    let unbounded = released(&[3, 2], false, 53);
+    let unbounded2 = released(&[2], false, 54);
+    assert_violated(
+        &audit(&unbounded, &unbounded2, epsilon, 0.0, ALPHA),
+        "per person without the bounding",
+    );
+}

@@ -330,4 +330,6 @@ pub fn parse_qi_weights(text: &str, qi: &[String]) -> Result<Vec<f64>> {
 }
 
 #[cfg(test)]
+mod person_tests;
+#[cfg(test)]
 mod tests;

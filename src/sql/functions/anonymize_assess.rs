@@ -87,6 +87,12 @@ pub const ASSESS_PARAMS: &[ParamSpec] = &[
     ),
     WEIGHTS,
     ParamSpec::new(
+        "person",
+        ParamKind::Text,
+        ParamDefault::Optional("none: each row is one individual"),
+        "the column identifying a person who may own several rows: the class figures (classes, min_class_size, avg_class_size, sample_uniques, the prosecutor risks, records_at_risk, marketer_risk) then count distinct persons per class, and 'persons' is added; not with population or weights, which count records",
+    ),
+    ParamSpec::new(
         "max_global_risk",
         ParamKind::Number,
         ParamDefault::Number(DEFAULT_MAX_GLOBAL_RISK),
@@ -224,6 +230,26 @@ pub(super) fn build_request(
             &sensitive,
         )?),
     };
+    let person = match values.opt_text("person") {
+        None => None,
+        Some(text) => {
+            let name = match columns(function, "person", text, &source_name, &schema)?.as_slice() {
+                [one] => one.clone(),
+                _ => return plan_err!("{function}(): person must name one column"),
+            };
+            if qi.contains(&name) || sensitive.iter().any(|(s, _)| *s == name) {
+                return plan_err!(
+                    "{function}(): column '{name}' cannot be both the person and a quasi-identifier or sensitive column"
+                );
+            }
+            if weights.is_some() || !matches!(population, Population::None) {
+                return plan_err!(
+                    "{function}(): person cannot be combined with population, population_size, sampling_fraction or weights: those count records, not persons"
+                );
+            }
+            Some(name)
+        }
+    };
     let max_global_risk = values
         .opt_f64("max_global_risk")
         .unwrap_or(DEFAULT_MAX_GLOBAL_RISK);
@@ -239,6 +265,7 @@ pub(super) fn build_request(
         risk_threshold,
         weights,
         max_global_risk,
+        person,
     })
 }
 
