@@ -35,10 +35,14 @@ pub struct ClassRule {
     pub persons: Option<Arc<PersonCodes>>,
 }
 
+/// Per-thread buffers: the models' scratch, a class's value codes and counts, and its
+/// values as sensitive tuples (per person).
+type Scratch = (ModelScratch, Vec<u32>, Vec<u64>, Vec<(u32, u64)>);
+
 thread_local! {
     /// Buffers of [`ClassRule::releasable`], one set per thread, so that nodes can be
     /// checked on several threads at once.
-    static SCRATCH: RefCell<(ModelScratch, Vec<u32>, Vec<u64>, Vec<(u32, u64)>)> = RefCell::default();
+    static SCRATCH: RefCell<Scratch> = RefCell::default();
 }
 
 impl ClassRule {
