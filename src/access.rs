@@ -4,6 +4,7 @@
 
 use crate::budget::config::AnonymizeOptions;
 use crate::progress::ProgressFn;
+use crate::pseudonym::PseudonymKey;
 
 /// Who the SQL users of a registration are: it decides which functions exist, which tables
 /// SQL can reach and whether SQL can change the privacy-budget settings.
@@ -113,6 +114,10 @@ pub struct RegisterOptions {
     pub max_release_rows: Option<u64>,
     /// What public users may reach and call ([`Access::Public`] only).
     pub public: PublicPolicy,
+    /// The secret key of pseudonyms (`identifier_mode => 'pseudonym'`): the same value gets
+    /// the same pseudonym in every release of this registration (default: none, and
+    /// pseudonyms are refused). Never shown to SQL users.
+    pub pseudonym_key: Option<PseudonymKey>,
 }
 
 impl std::fmt::Debug for RegisterOptions {
@@ -122,6 +127,7 @@ impl std::fmt::Debug for RegisterOptions {
             .field("budget", &self.budget)
             .field("max_release_rows", &self.max_release_rows)
             .field("public", &self.public)
+            .field("pseudonym_key", &self.pseudonym_key)
             .finish_non_exhaustive()
     }
 }

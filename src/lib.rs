@@ -35,6 +35,7 @@ mod params;
 mod privacy;
 mod privacy_unit;
 mod progress;
+mod pseudonym;
 mod public;
 mod quote;
 mod release;
@@ -65,6 +66,7 @@ pub use budget::config::{
     AnonymizeOptions,
 };
 pub use progress::ProgressFn;
+pub use pseudonym::PseudonymKey;
 pub use sql::functions::{cli_help_section, function_docs, functions_markdown};
 pub use sql::script::run_script;
 

@@ -26,6 +26,9 @@ pub struct SensitiveSpec {
     pub data_type: DataType,
     /// Hierarchy table `(name as given, table)`, when named (`sensitive => 'col:table'`).
     pub hierarchy: Option<(String, Arc<dyn TableProvider>)>,
+    /// A direct identifier released as pseudonyms (`identifier_mode => 'pseudonym'`):
+    /// carried like a sensitive column, never checked by ℓ-diversity or t-closeness.
+    pub pseudonym: bool,
 }
 
 /// A sensitive column's hierarchy and the leaf code of each of its value codes.
@@ -55,6 +58,8 @@ pub struct SensitiveColumn {
     pub rank: Option<Vec<u32>>,
     /// The column's hierarchy, when one was named (`sensitive => 'col:table'`).
     pub hierarchy: Option<SensitiveHierarchy>,
+    /// Pseudonyms of a direct identifier: no privacy model checks them.
+    pub pseudonym: bool,
 }
 
 impl SensitiveColumn {

@@ -83,7 +83,11 @@ pub async fn load_base<R: RngCore + Send + ?Sized>(
         .map(|q| Expr::Column(Column::new_unqualified(&q.column)))
         .collect();
     for s in &request.sensitive {
-        group.push(Expr::Column(Column::new_unqualified(&s.column)));
+        let column = Expr::Column(Column::new_unqualified(&s.column));
+        group.push(match (&request.pseudonym_key, s.pseudonym) {
+            (Some(key), true) => key.udf().call(vec![column]).alias(&s.column),
+            _ => column,
+        });
     }
     let person = request.unit.person_column();
     let mut frame = ctx.read_table(request.source.clone())?;
@@ -346,6 +350,7 @@ async fn sensitive_codes(
             of_tuple: Vec::new(),
             rank,
             hierarchy,
+            pseudonym: spec.pseudonym,
         });
     }
     if let [only] = per_column.as_slice() {

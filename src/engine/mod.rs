@@ -20,6 +20,7 @@ use crate::metric::information_loss::{information_loss, InformationLoss};
 use crate::privacy::warnings::delta_size_warning;
 use crate::privacy_unit::{per_person_cost, PrivacyUnit};
 use crate::progress::{Cancel, Progress, ProgressFn};
+use crate::pseudonym::{Identifiers, PseudonymKey};
 use crate::release::IntervalMeans;
 use crate::release::{check_release_size, ReleaseRowLimit, ReleaseSize, ReleasedRows};
 use crate::sensitive::SensitiveSpec;
@@ -64,6 +65,11 @@ pub struct AnonymizeRequest {
     pub method: Arc<dyn Method>,
     /// Who the guarantee protects: rows, or persons.
     pub unit: PrivacyUnit,
+    /// The direct identifiers, dropped or released as pseudonyms (their columns are then
+    /// the last of `sensitive`).
+    pub identifiers: Identifiers,
+    /// The registration's key of pseudonyms (used only with pseudonyms).
+    pub pseudonym_key: Option<PseudonymKey>,
     /// Fixed seed (tests and reproduction only).
     pub seed: Option<u64>,
     /// `max_release_rows`, if given (not part of the cache key).
@@ -214,6 +220,14 @@ fn run_method(
         .map_err(|e| DataFusionError::Execution(e.to_string()))?;
     let lattice = Lattice::bounded(heights, min, max, request.method.max_nodes())?;
     let mut warnings = Vec::new();
+    for column in &request.identifiers.columns {
+        if request.qi.iter().any(|q| &q.column == column) {
+            warnings.push((
+                "identifiers".to_string(),
+                format!("column '{column}' is declared a direct identifier and is also a quasi-identifier: it is released generalized, not removed (a hierarchy level that keeps values distinct releases them)"),
+            ));
+        }
+    }
     let delta = request.method.budget().delta;
     if delta > 0.0 {
         if let Some(w) = delta_size_warning(delta, base.histogram.total()) {
@@ -301,10 +315,11 @@ fn size_advice(method: &dyn Method, size: &ReleaseSize) -> String {
 /// The `guarantee` of every seeded release, whatever the method.
 pub const SEEDED_GUARANTEE: &str = "none: the caller fixed the seed, so every random draw can be repeated and the release has no privacy guarantee; it is counted in the ledger but charges no epsilon or delta (seeds are for the data owner's tests and reproduction only)";
 
-/// The method's `guarantee` in the release's privacy unit (METHODS.md §9).
+/// The method's `guarantee` in the release's privacy unit (METHODS.md §9): per row it is the
+/// method's own text (the `privacy_unit` entry says the unit).
 fn per_unit_guarantee(request: &AnonymizeRequest, dp: bool, method_text: &str) -> String {
     match &request.unit {
-        PrivacyUnit::Row => format!("Per row (each row is one individual): {method_text}"),
+        PrivacyUnit::Row => method_text.to_string(),
         PrivacyUnit::Person { column, max_rows } if dp => {
             let cost = request.cost();
             format!(
@@ -357,12 +372,16 @@ fn common_metadata(
             request
                 .sensitive
                 .iter()
+                .filter(|s| !s.pseudonym)
                 .map(|s| s.column.clone())
                 .collect::<Vec<_>>()
                 .join(", "),
         ),
         ("dropped_columns".into(), request.dropped.join(", ")),
     ];
+    if !request.identifiers.columns.is_empty() {
+        out.push(("identifiers".into(), request.identifiers.describe()));
+    }
     let differentially_private = is_differentially_private(&*request.method);
     out.push((
         "privacy_unit".into(),

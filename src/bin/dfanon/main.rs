@@ -124,6 +124,12 @@ struct Args {
     #[clap(long = "public-qi", value_name = "COLUMNS")]
     public_qi: Option<String>,
 
+    /// A file holding the secret key of pseudonyms (at least 16 bytes, e.g. `head -c 32
+    /// /dev/urandom > pseudonym.key`): identifier_mode => 'pseudonym' gives the same value
+    /// the same pseudonym in every release under this key.
+    #[clap(long = "pseudonym-key-file", value_name = "PATH")]
+    pseudonym_key_file: Option<std::path::PathBuf>,
+
     /// The column identifying a person in every source: public releases are then per
     /// person (default: each row is one individual).
     #[clap(long = "public-person", value_name = "COLUMN")]
@@ -215,6 +221,29 @@ fn budget_limit(key: &str, text: &str) -> std::result::Result<f64, String> {
             &format!("--{}", key.replace('_', "-")),
         )
     })
+}
+
+/// The key of pseudonyms from --pseudonym-key-file (the file's bytes).
+fn pseudonym_key(args: &Args) -> Result<Option<datafusion_anonymize::PseudonymKey>> {
+    let Some(path) = &args.pseudonym_key_file else {
+        return Ok(None);
+    };
+    let bytes = std::fs::read(path).map_err(|e| {
+        DataFusionError::Configuration(format!(
+            "--pseudonym-key-file: cannot read '{}': {e}",
+            path.display()
+        ))
+    })?;
+    datafusion_anonymize::PseudonymKey::new(&bytes)
+        .map(Some)
+        .map_err(|e| {
+            DataFusionError::Configuration(format!(
+                "--pseudonym-key-file '{}': {}",
+                path.display(),
+                e.strip_backtrace()
+                    .trim_start_matches("Error during planning: ")
+            ))
+        })
 }
 
 /// The public users' policy from the --public-* options.
@@ -456,6 +485,7 @@ async fn run() -> Result<()> {
         budget,
         max_release_rows: None,
         public: public_policy(&args)?,
+        pseudonym_key: pseudonym_key(&args)?,
     };
     let print_options = PrintOptions {
         format: args.format,

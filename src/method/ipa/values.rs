@@ -142,6 +142,7 @@ mod tests {
                 hierarchy: disease_h,
                 leaf_of_value: vec![0],
             }),
+            pseudonym: false,
         };
         let mut domain = SensitiveDomain::new(vec![column], 1);
         assert_eq!(domain.leaf_domain(), None, "read from the data");

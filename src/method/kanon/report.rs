@@ -22,7 +22,12 @@ pub fn kanon_metadata(
     sensitive: &SensitiveDomain,
     result: &KanonResult,
 ) -> Vec<(String, String)> {
-    let columns: Vec<String> = sensitive.columns.iter().map(|c| c.name.clone()).collect();
+    let columns: Vec<String> = sensitive
+        .columns
+        .iter()
+        .filter(|c| !c.pseudonym)
+        .map(|c| c.name.clone())
+        .collect();
     let described = params.models.describe(&columns);
     let disclosure = if described.is_empty() {
         "k-anonymity does not prevent attribute disclosure (a class whose records share one \

@@ -227,6 +227,7 @@ fn three_values() -> SensitiveDomain {
             of_tuple: vec![0, 1, 2],
             rank: Some(vec![0, 1, 2]),
             hierarchy: None,
+            pseudonym: false,
         }],
         3,
     )

@@ -96,6 +96,7 @@ impl ModelSpec {
         if self.is_empty() {
             return Ok(());
         }
+        let columns: Vec<&SensitiveSpec> = columns.iter().filter(|c| !c.pseudonym).collect();
         if columns.is_empty() {
             let what = if self.l.is_some() { "l" } else { "t" };
             return plan_err!(
@@ -279,12 +280,13 @@ impl ClassModels {
         if spec.is_empty() {
             return Ok(Self::default());
         }
-        if domain.columns.is_empty() {
+        if domain.columns.iter().all(|c| c.pseudonym) {
             return exec_err!("{method}: l and t need a sensitive column");
         }
         let single = domain.columns.len() == 1;
         let mut columns = Vec::with_capacity(domain.columns.len());
-        for column in &domain.columns {
+        // Pseudonyms of identifiers ride along in the tuples; no model checks them.
+        for column in domain.columns.iter().filter(|c| !c.pseudonym) {
             let cardinality = column.cardinality();
             let mut reference = vec![0u64; cardinality];
             for (&v, &c) in base.pair_values.iter().zip(&base.pair_counts) {

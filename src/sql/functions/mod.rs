@@ -74,7 +74,11 @@ impl FunctionCatalog {
     /// [`FunctionCatalog::new`] for a registration whose releases check `public` (a public
     /// registration; `None` for the data owner).
     pub fn build(options: &RegisterOptions, public: Option<Arc<PublicRules>>) -> Self {
-        let cache = Arc::new(ReleaseCache::new(options.max_release_rows, public));
+        let cache = Arc::new(ReleaseCache::new(
+            options.max_release_rows,
+            public,
+            options.pseudonym_key.clone(),
+        ));
         cache.set_progress(options.progress.clone());
         let ledger = cache.ledger();
         let help = Arc::new(HelpFunction::default());

@@ -24,16 +24,19 @@ use crate::budget::ledger::Ledger;
 use crate::budget::{charge_release, Cost};
 use crate::engine::{self, AnonymizeRequest, ReleaseOutput};
 use crate::progress::ProgressFn;
+use crate::pseudonym::PseudonymKey;
 use crate::public::{PublicRules, PUBLIC_FAILURE};
 use crate::release::{interval_means_schema, ReleaseRowLimit};
 use crate::sql::args::{bind, CallArgs, ParamSpec};
 use crate::sql::lazy::{BatchProducer, BatchSource, LazyTable};
 use crate::sql::planner::SqlTableFunction;
+pub use params::ANONYMIZE_PARAMS;
 use request::build_request;
-pub use request::ANONYMIZE_PARAMS;
 use version::TableVersion;
 use views::{information_loss_batch, information_loss_schema, metadata_batch, metadata_schema};
 
+mod identifiers;
+mod params;
 mod request;
 mod unit;
 mod version;
@@ -68,6 +71,8 @@ pub struct ReleaseCache {
     max_release_rows: Option<u64>,
     /// The rules of a public registration; `None` for the data owner.
     public: Option<Arc<PublicRules>>,
+    /// The key of pseudonyms, if the owner gave one.
+    pseudonym_key: Option<PseudonymKey>,
 }
 
 impl std::fmt::Debug for ReleaseCache {
@@ -79,10 +84,15 @@ impl std::fmt::Debug for ReleaseCache {
 impl ReleaseCache {
     /// An empty cache whose calls may not allow more than `max_release_rows` rows, for a
     /// public registration when `public` is given.
-    pub fn new(max_release_rows: Option<u64>, public: Option<Arc<PublicRules>>) -> Self {
+    pub fn new(
+        max_release_rows: Option<u64>,
+        public: Option<Arc<PublicRules>>,
+        pseudonym_key: Option<PseudonymKey>,
+    ) -> Self {
         Self {
             max_release_rows,
             public,
+            pseudonym_key,
             ..Self::default()
         }
     }
@@ -205,7 +215,13 @@ impl SqlTableFunction for AnonymizeFunction {
         if let Some(rules) = public {
             rules.check_arguments(self.name(), bound.names())?;
         }
-        let request = build_request(self.name(), &bound, context, public)?;
+        let request = build_request(
+            self.name(),
+            &bound,
+            context,
+            public,
+            self.cache.pseudonym_key.as_ref(),
+        )?;
         let limit = ReleaseRowLimit {
             given: request.max_release_rows,
             ceiling: self.cache.max_release_rows,

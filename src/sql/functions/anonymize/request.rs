@@ -3,7 +3,7 @@
 //! table, defaults filled in. Everything here runs at planning time, before any data is
 //! read.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use datafusion::arrow::datatypes::Schema;
 use datafusion::catalog::TableProvider;
@@ -14,120 +14,15 @@ use crate::engine::{AnonymizeRequest, QiSpec};
 use crate::lattice::LatticeError;
 use crate::method::{find_method, Method, MethodArgs, MethodSpec, METHODS};
 use crate::names::{parse_list, written_name, ListName};
-use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
+use crate::params::ParamValues;
 use crate::public::PublicRules;
 use crate::sensitive::SensitiveSpec;
 use crate::sql::args::BoundArgs;
 
-use super::unit::{per_row_values, privacy_unit};
-use crate::privacy_unit::PrivacyUnit;
-
-/// Name of the default method.
-const DEFAULT_METHOD: &str = "ipa";
-
-/// The arguments of `anonymize` that do not depend on the method.
-pub const COMMON_PARAMS: &[ParamSpec] = &[
-    ParamSpec::new(
-        "source",
-        ParamKind::Text,
-        ParamDefault::Required,
-        "table or view to anonymize (first positional argument)",
-    ),
-    ParamSpec::new(
-        "method",
-        ParamKind::Text,
-        ParamDefault::Text(DEFAULT_METHOD),
-        "anonymization method (see the method list)",
-    ),
-    ParamSpec::new(
-        "qi",
-        ParamKind::Text,
-        ParamDefault::Required,
-        "quasi-identifiers as 'col[:hierarchy_table], ...'; without ':table' the hierarchy <source>_hierarchy_<col> is used; a name containing ',' or ':' goes in double quotes, e.g. '\"a:b\":h_ab, sex' (a double quote inside is written twice)",
-    ),
-    ParamSpec::new(
-        "sensitive",
-        ParamKind::Text,
-        ParamDefault::Optional("none: only the quasi-identifiers are released"),
-        "the sensitive (analysed) columns as 'col[:hierarchy_table], ...', released unchanged ('kanon' accepts several, the other methods one); ':table' gives the column's hierarchy or order for t-closeness; 'informative' is its synonym",
-    ),
-    ParamSpec::new(
-        "informative",
-        ParamKind::Text,
-        ParamDefault::Optional("none"),
-        "synonym of 'sensitive' (the IPA paper's name for the released unchanged column)",
-    ),
-    ParamSpec::new(
-        "person",
-        ParamKind::Text,
-        ParamDefault::Optional("none: each row is one individual"),
-        "the column identifying a person who may own several rows (e.g. 'patient_id'), never released: the guarantee then protects persons, not rows; the differentially private methods keep at most max_rows_per_person rows of each person, chosen at random, and 'kanon' counts distinct persons per class",
-    ),
-    ParamSpec::new(
-        "max_rows_per_person",
-        ParamKind::Count,
-        ParamDefault::Optional("1"),
-        "with person, for the differentially private methods (ipa, safepub, dp_histogram): the most rows of one person the release uses (the rest are left out at random); epsilon and delta stay per person, each row gets epsilon / max_rows_per_person (group privacy)",
-    ),
-    ParamSpec::new(
-        "max_release_rows",
-        ParamKind::Count,
-        ParamDefault::Optional("10 x the input rows, at least 100000"),
-        "largest number of rows the release may have: a release whose size bound, computed before anything is drawn, is larger is refused (e.g. a tiny epsilon making IPA add millions of counterfeits); in sessions for public users the data owner sets it and it cannot be given",
-    ),
-];
-
-/// Every parameter `anonymize` accepts: the common ones, then each method's, merged by
-/// name. A parameter that only some methods accept says which in its description; one
-/// whose default differs between methods lists each.
-pub static ANONYMIZE_PARAMS: LazyLock<Vec<ParamSpec>> = LazyLock::new(merged_params);
-
-fn merged_params() -> Vec<ParamSpec> {
-    let mut names: Vec<&'static str> = Vec::new();
-    for spec in METHODS.iter().flat_map(|m| m.params) {
-        if !names.contains(&spec.name) {
-            names.push(spec.name);
-        }
-    }
-    let mut out: Vec<ParamSpec> = COMMON_PARAMS.to_vec();
-    out[1].doc = leak(format!(
-        "anonymization method: {}",
-        METHODS
-            .iter()
-            .map(|m| format!("'{}'", m.name))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    for name in names {
-        let owners: Vec<(&MethodSpec, &ParamSpec)> = METHODS
-            .iter()
-            .filter_map(|m| m.params.iter().find(|p| p.name == name).map(|p| (*m, p)))
-            .collect();
-        let first = owners[0].1;
-        let mut spec = *first;
-        if owners.len() < METHODS.len() {
-            let which: Vec<&str> = owners.iter().map(|(m, _)| m.name).collect();
-            spec.doc = leak(format!("{}: {}", which.join(", "), first.doc));
-        }
-        if owners.iter().any(|(_, p)| p.default != first.default) {
-            let each: Vec<String> = owners
-                .iter()
-                .map(|(m, p)| {
-                    let default = p.default.describe().unwrap_or_else(|| "required".into());
-                    format!("{}: {default}", m.name)
-                })
-                .collect();
-            spec.default = ParamDefault::Optional(leak(each.join("; ")));
-        }
-        out.push(spec);
-    }
-    out
-}
-
-/// Texts of the merged table, built once per process.
-fn leak(text: String) -> &'static str {
-    Box::leak(text.into_boxed_str())
-}
+use super::identifiers::identifiers;
+use super::params::COMMON_PARAMS;
+use super::unit::{per_row_context, per_row_values, privacy_unit};
+use crate::pseudonym::PseudonymKey;
 
 /// Builds the request of one call of `function` (`anonymize` or one of its views).
 ///
@@ -139,6 +34,7 @@ pub fn build_request(
     args: &BoundArgs,
     context: &mut dyn RelationPlannerContext,
     public: Option<&PublicRules>,
+    pseudonym_key: Option<&PseudonymKey>,
 ) -> Result<AnonymizeRequest> {
     let common = ParamValues::parse(function, "every method", COMMON_PARAMS, args.values())?;
     let method_name = common.text("method")?;
@@ -193,6 +89,19 @@ pub fn build_request(
         public,
     )?;
     let values = per_row_values(values, &unit, method)?;
+    let identifiers = identifiers(
+        function,
+        &common,
+        &schema,
+        &source_name,
+        &qi,
+        &sensitive,
+        method,
+        public.is_some(),
+        pseudonym_key,
+    )?;
+    let mut sensitive = sensitive;
+    sensitive.extend(identifiers.pseudonym_columns());
     let configured = (method.configure)(&MethodArgs {
         values: &values,
         has_informative: !sensitive.is_empty(),
@@ -229,9 +138,10 @@ pub fn build_request(
         .collect();
     let seed = values.opt_u64("seed");
     let canonical_args = format!(
-        "{};unit={}",
+        "{};unit={};identifiers={:?}",
         canonical_args(&source_name, &qi, &sensitive, seed, &*configured),
-        unit.canonical()
+        unit.canonical(),
+        identifiers
     );
     Ok(AnonymizeRequest {
         canonical_args,
@@ -243,6 +153,8 @@ pub fn build_request(
         seed,
         method: configured,
         unit,
+        identifiers,
+        pseudonym_key: pseudonym_key.cloned(),
         max_release_rows: common.opt_u64("max_release_rows"),
         public: public.is_some(),
     })
@@ -546,6 +458,7 @@ fn resolve_sensitive(
             column: name,
             data_type,
             hierarchy,
+            pseudonym: false,
         });
     }
     if out.is_empty() {
@@ -581,23 +494,4 @@ pub(super) fn prefix_error(function: &str, e: DataFusionError) -> DataFusionErro
         other => other.strip_backtrace(),
     };
     DataFusionError::Plan(format!("{function}(): {message}"))
-}
-
-/// A method's refusal of its per-row budget, with where that budget came from.
-fn per_row_context(
-    e: DataFusionError,
-    unit: &PrivacyUnit,
-    method: &MethodSpec,
-    values: &ParamValues,
-) -> DataFusionError {
-    match unit {
-        PrivacyUnit::Person { max_rows, .. } if *max_rows > 1 && method.is_differentially_private() => {
-            DataFusionError::Plan(format!(
-                "{} (per person, each row gets epsilon / max_rows_per_person = {}: lower max_rows_per_person or raise epsilon)",
-                e.strip_backtrace().trim_start_matches("Error during planning: "),
-                values.opt_f64("epsilon").unwrap_or(f64::NAN)
-            ))
-        }
-        _ => e,
-    }
 }

@@ -3,7 +3,7 @@
 //! budget a differentially private method runs with (METHODS.md §9).
 
 use datafusion::arrow::datatypes::Schema;
-use datafusion::common::{plan_err, Result};
+use datafusion::common::{plan_err, DataFusionError, Result};
 
 use super::request::resolve_column;
 use crate::engine::QiSpec;
@@ -120,4 +120,23 @@ pub fn per_row_values(
         values.set("delta", ParamValue::Number(delta_row));
     }
     Ok(values)
+}
+
+/// A method's refusal of its per-row budget, with where that budget came from.
+pub(super) fn per_row_context(
+    e: DataFusionError,
+    unit: &PrivacyUnit,
+    method: &MethodSpec,
+    values: &ParamValues,
+) -> DataFusionError {
+    match unit {
+        PrivacyUnit::Person { max_rows, .. } if *max_rows > 1 && method.is_differentially_private() => {
+            DataFusionError::Plan(format!(
+                "{} (per person, each row gets epsilon / max_rows_per_person = {}: lower max_rows_per_person or raise epsilon)",
+                e.strip_backtrace().trim_start_matches("Error during planning: "),
+                values.opt_f64("epsilon").unwrap_or(f64::NAN)
+            ))
+        }
+        _ => e,
+    }
 }

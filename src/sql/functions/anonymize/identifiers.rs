@@ -1,0 +1,85 @@
+//! Direct identifiers of one `anonymize(...)` call (`identifiers`, `identifier_mode`):
+//! dropped, or released as keyed pseudonyms where a guarantee allows it (METHODS.md §9.5).
+
+use datafusion::arrow::datatypes::Schema;
+use datafusion::common::{plan_err, Result};
+
+use super::request::resolve_column;
+use crate::engine::QiSpec;
+use crate::method::MethodSpec;
+use crate::names::parse_list;
+use crate::params::ParamValues;
+use crate::pseudonym::{Identifiers, PseudonymKey};
+use crate::sensitive::SensitiveSpec;
+
+/// Reads `identifiers` and `identifier_mode` against the source, the method and the key.
+/// Pseudonyms are for the data owner and `kanon` only: a pseudonym links a released row
+/// across releases, which a differentially private release cannot allow and a counterfeit
+/// row cannot carry.
+#[allow(clippy::too_many_arguments)]
+pub fn identifiers(
+    function: &str,
+    common: &ParamValues,
+    schema: &Schema,
+    source_name: &str,
+    qi: &[QiSpec],
+    sensitive: &[SensitiveSpec],
+    method: &MethodSpec,
+    public: bool,
+    key: Option<&PseudonymKey>,
+) -> Result<Identifiers> {
+    let pseudonyms = common.text("identifier_mode")? == "pseudonym";
+    let Some(text) = common.opt_text("identifiers") else {
+        if pseudonyms {
+            return plan_err!(
+                "{function}(): identifier_mode 'pseudonym' needs the identifier columns: identifiers => 'patient_id, ...'"
+            );
+        }
+        return Ok(Identifiers::default());
+    };
+    let mut columns: Vec<String> = Vec::new();
+    for item in parse_list("identifiers", text, false)? {
+        let name = resolve_column(
+            function,
+            schema,
+            source_name,
+            &item.column,
+            ("identifiers", text),
+        )?;
+        if sensitive.iter().any(|s| s.column == name) {
+            return plan_err!(
+                "{function}(): column '{name}' cannot be both an identifier and a sensitive column"
+            );
+        }
+        if pseudonyms && qi.iter().any(|q| q.column == name) {
+            return plan_err!(
+                "{function}(): column '{name}' cannot be both a quasi-identifier and released as a pseudonym"
+            );
+        }
+        if !columns.contains(&name) {
+            columns.push(name);
+        }
+    }
+    if pseudonyms {
+        if public {
+            return plan_err!(
+                "{function}(): identifier_mode 'pseudonym' is for the data owner only"
+            );
+        }
+        if method.name != "kanon" {
+            return plan_err!(
+                "{function}(): identifier_mode 'pseudonym' applies to method 'kanon' only: a pseudonym links every released row across releases, which '{}' cannot allow (its rows are noisy or counterfeit, or its guarantee is differential privacy); leave the identifiers dropped",
+                method.name
+            );
+        }
+        if key.is_none() {
+            return plan_err!(
+                "{function}(): identifier_mode 'pseudonym' needs the owner's secret key: RegisterOptions::pseudonym_key, or dfanon --pseudonym-key-file PATH"
+            );
+        }
+    }
+    Ok(Identifiers {
+        columns,
+        pseudonyms,
+    })
+}
