@@ -523,3 +523,57 @@ fn a_folder_named_like_a_table_does_not_shadow_it() {
     let folder = stdout.find("folder").expect("the folder's row");
     assert!(memory < folder, "{stdout}");
 }
+
+/// `--pseudonym-key-file` gives the owner's key: the same patient gets the same pseudonym in
+/// two runs with the same file and another one under another file; a short or missing file
+/// is refused, naming it.
+#[test]
+fn a_pseudonym_key_file_keys_the_pseudonyms() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let key = |name: &str, bytes: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).expect("write key");
+        path.to_string_lossy().into_owned()
+    };
+    let (a, b, short) = (
+        key("a.key", &[3u8; 32]),
+        key("b.key", &[4u8; 32]),
+        key("s.key", b"tiny"),
+    );
+    let sql = "CREATE TABLE v(pid INT, age INT) AS VALUES (7, 31), (8, 32), (9, 33); \
+               CREATE TABLE v_hierarchy_age AS SELECT * FROM interval_hierarchy('30..39', '10'); \
+               SELECT pid FROM anonymize('v', method => 'kanon', qi => 'age', k => 3, identifiers => 'pid', identifier_mode => 'pseudonym') ORDER BY pid";
+    let pseudonyms = |file: &str| {
+        let (ok, stdout, stderr) =
+            run(&["--pseudonym-key-file", file, "--format", "csv", "-c", sql]);
+        assert!(ok, "{stderr}");
+        let rows: Vec<String> = stdout.lines().skip(1).map(str::to_string).collect();
+        assert_eq!(rows.len(), 3, "{stdout}");
+        assert!(
+            rows.iter()
+                .all(|r| r.len() == 32 && !["7", "8", "9"].contains(&r.as_str())),
+            "{stdout}"
+        );
+        rows
+    };
+    assert_eq!(pseudonyms(&a), pseudonyms(&a));
+    assert_ne!(pseudonyms(&a), pseudonyms(&b));
+    let (ok, _, stderr) = run(&["--pseudonym-key-file", &short, "-c", "SELECT 1"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("a pseudonym key needs at least 16 bytes, got 4"),
+        "{stderr}"
+    );
+    let missing = dir.path().join("missing.key");
+    let (ok, _, stderr) = run(&[
+        "--pseudonym-key-file",
+        &missing.to_string_lossy(),
+        "-c",
+        "SELECT 1",
+    ]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("--pseudonym-key-file: cannot read"),
+        "{stderr}"
+    );
+}
