@@ -21,7 +21,7 @@ CREATE TABLE v_hierarchy_sex(a VARCHAR, b VARCHAR) AS VALUES ('M', '*'), ('F', '
 async fn owner(key: Option<&[u8]>) -> Result<SessionContext> {
     let ctx = SessionContext::new();
     let mut options = RegisterOptions::owner();
-    options.pseudonym_key = key.map(|k| PseudonymKey::new(k)).transpose()?;
+    options.pseudonym_key = key.map(PseudonymKey::new).transpose()?;
     register_with(&ctx, options)?;
     datafusion_anonymize::run_script(&ctx, SETUP).await?;
     Ok(ctx)
