@@ -1,7 +1,8 @@
 //! End-to-end benchmark: prints one line per case,
 //! `CASE name=<case> rows=<n> nodes=<n> median_s=<x> peak_rss_mb=<y>` (kanon cases add
 //! `nodes_checked=<n>`; a case comparing two implementations appends the other's median and
-//! the speedup).
+//! the speedup; the `_person_` cases give the release per person as `median_s` and the same
+//! release per row as `row_median_s`).
 //!
 //! `cargo bench --bench e2e` runs every case; `cargo bench --bench e2e -- <filter>` only the
 //! cases whose name contains the filter; `--runs N` sets the repetitions (default 5).
@@ -430,6 +431,53 @@ async fn suda_nps(parquet: &str, runs: usize) -> Result<(u64, u64, f64)> {
     }
     times.sort_by(|a, b| a.total_cmp(b));
     Ok((rows, special, times[runs / 2]))
+}
+
+/// The NPS demo with a patient per three consecutive admissions (ordered by age, sex,
+/// location, disease: 453,667 persons), written to Parquet under `dir`; returns its path.
+async fn admissions_parquet(dir: &std::path::Path) -> Result<String> {
+    let nps = demo_parquet(dir, "nps_persons.parquet").await?;
+    let parquet = dir.join("admissions.parquet").to_string_lossy().to_string();
+    let ctx = nps_session(&nps).await?;
+    run_script(
+        &ctx,
+        &format!(
+            "COPY (SELECT *, CAST(floor((row_number() OVER (ORDER BY age, sex, location, disease) - 1) / 3.0) AS BIGINT) AS pid FROM nps) \
+             TO '{parquet}' STORED AS PARQUET"
+        ),
+    )
+    .await?;
+    Ok(parquet)
+}
+
+/// People as the privacy unit on 1.36 M admissions: the median seconds of the counted
+/// release per row and per person (`person => 'pid'` appended to `args`), each run in a
+/// fresh session (nothing cached). Returns (released rows per person, per-row median,
+/// per-person median).
+async fn person_case(
+    parquet: &str,
+    args: &str,
+    person: &str,
+    runs: usize,
+) -> Result<(u64, f64, f64)> {
+    let qi = "qi => 'age:nps_hierarchy_age, sex:nps_hierarchy_sex, los:nps_hierarchy_los, \
+              surgery:nps_hierarchy_surgery, location:nps_hierarchy_location'";
+    let mut medians = [0.0; 2];
+    let mut rows = 0;
+    for (i, extra) in ["", person].iter().enumerate() {
+        let mut times = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let ctx = nps_session(parquet).await?;
+            let query = format!("SELECT COUNT(*) FROM anonymize('nps', {qi}, {args}{extra})");
+            let start = Instant::now();
+            let batches = ctx.sql(&query).await?.collect().await?;
+            times.push(start.elapsed().as_secs_f64());
+            rows = first_i64(&batches) as u64;
+        }
+        times.sort_by(|a, b| a.total_cmp(b));
+        medians[i] = times[runs / 2];
+    }
+    Ok((rows, medians[0], medians[1]))
 }
 
 /// k-anonymity on Adult: the whole process from registering the CSV tables to the counted
@@ -1000,6 +1048,29 @@ async fn main() -> Result<()> {
             "CASE name=risk_adult_9qi rows={rows} median_s={assess:.3} suda_max3_median_s={suda:.3} peak_rss_mb={:.0}",
             peak_rss_mb()
         );
+    }
+    for (name, args, person) in [
+        (
+            "kanon_person_nps_1361000",
+            "method => 'kanon', k => 5",
+            ", person => 'pid'",
+        ),
+        (
+            "dp_histogram_person_nps_1361000",
+            "method => 'dp_histogram', sensitive => 'disease', epsilon => 1, levels => 'age=2, sex=0, los=2, surgery=0, location=2'",
+            ", person => 'pid', max_rows_per_person => 2",
+        ),
+    ] {
+        if wanted(name) {
+            let parquet = admissions_parquet(dir.path()).await?;
+            reset_peak_rss();
+            let (rows, per_row, per_person) = person_case(&parquet, args, person, runs).await?;
+            println!(
+                "CASE name={name} rows={rows} median_s={per_person:.3} row_median_s={per_row:.3} ratio={:.2} peak_rss_mb={:.0}",
+                per_person / per_row,
+                peak_rss_mb()
+            );
+        }
     }
     if wanted("suda_nps_1361000") {
         let parquet = demo_parquet(dir.path(), "nps_suda.parquet").await?;
