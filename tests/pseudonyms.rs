@@ -85,6 +85,38 @@ async fn pseudonyms_are_stable_keyed_and_never_the_value() -> Result<()> {
     Ok(())
 }
 
+/// Per person with the person's own id released as a pseudonym: every released class holds
+/// two persons, and a person's rows carry one pseudonym.
+#[tokio::test]
+async fn a_person_can_be_released_as_a_pseudonym() -> Result<()> {
+    let a = owner(Some(&[1u8; 32])).await?;
+    let released = rows(
+        &a,
+        "SELECT age, sex, pid FROM anonymize('v', method => 'kanon', qi => 'age, sex', k => 2, suppression_limit => 0.5, person => 'pid', identifiers => 'pid', identifier_mode => 'pseudonym')",
+    )
+    .await?;
+    assert_eq!(released.len(), 7);
+    let mut persons: std::collections::BTreeMap<
+        (String, String),
+        std::collections::BTreeSet<String>,
+    > = Default::default();
+    for (age, sex, pid) in &released {
+        persons
+            .entry((age.clone(), sex.clone()))
+            .or_default()
+            .insert(pid.clone());
+    }
+    for ((age, sex), pids) in &persons {
+        if age != "*" || sex != "*" {
+            assert!(pids.len() >= 2, "class {age}, {sex}: {pids:?}");
+        }
+    }
+    // Person 101's two rows share their class and their pseudonym: six pseudonyms in all.
+    let all: std::collections::BTreeSet<&String> = released.iter().map(|r| &r.2).collect();
+    assert_eq!(all.len(), 6);
+    Ok(())
+}
+
 async fn error(ctx: &SessionContext, sql: &str) -> String {
     match ctx.sql(sql).await {
         Ok(df) => match df.collect().await {

@@ -27,6 +27,9 @@ use super::AnonymizeRequest;
 use crate::method::is_differentially_private;
 use crate::privacy_unit::PrivacyUnit;
 
+/// The name of the person column in phase 1's aggregate.
+const PERSON_ALIAS: &str = "__anonymize_person";
+
 /// The leaf-level histogram of a source plus the decoded sensitive values.
 pub struct BaseData {
     /// Hierarchies in quasi-identifier order.
@@ -98,11 +101,15 @@ pub async fn load_base<R: RngCore + Send + ?Sized>(
             // values outside their hierarchies.
             frame = frame.filter(person.clone().is_not_null())?;
         }
-        // Sorted by person, then by every other key: the rows of a person are adjacent
-        // and their order, hence a seeded bounding, does not depend on the plan.
-        let mut order = vec![person.clone().sort(true, false)];
-        order.extend(group.iter().map(|g| g.clone().sort(true, false)));
-        group.push(person);
+        // Sorted by person, then by every other key (the aggregate's output columns): the
+        // rows of a person are adjacent and their order, hence a seeded bounding, does not
+        // depend on the plan. The person is aliased, as its column may also be released
+        // as a pseudonym under its own name.
+        let by_name = |name: &str| Expr::Column(Column::new_unqualified(name)).sort(true, false);
+        let mut order = vec![by_name(PERSON_ALIAS)];
+        order.extend(request.qi.iter().map(|q| by_name(&q.column)));
+        order.extend(request.sensitive.iter().map(|s| by_name(&s.column)));
+        group.push(person.alias(PERSON_ALIAS));
         frame = frame
             .aggregate(group, vec![count(lit(1)).alias("__anonymize_count")])?
             .sort(order)?;
