@@ -473,7 +473,10 @@ fn piped_statements_stop_at_the_first_failure() {
 fn the_interactive_shell_explains_reset() {
     use std::io::Write;
     let command = format!("{} -q --no-progress", env!("CARGO_BIN_EXE_dfanon"));
+    // The REPL keeps its history in `.history` of the working directory: a temporary one.
+    let dir = tempfile::tempdir().expect("temporary folder");
     let mut child = Command::new("script")
+        .current_dir(dir.path())
         .args(["-q", "-e", "-c", &command, "/dev/null"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
