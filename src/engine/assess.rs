@@ -113,7 +113,7 @@ async fn grouped(df: DataFrame, group: Vec<Expr>, more: Vec<Expr>) -> Result<Vec
     df.aggregate(group, aggregates)?.collect().await
 }
 
-fn counts_of(batches: &[RecordBatch], column: usize) -> Result<Vec<u64>> {
+pub(crate) fn counts_of(batches: &[RecordBatch], column: usize) -> Result<Vec<u64>> {
     let mut out = Vec::new();
     for b in batches {
         let c = cast(b.column(column), &DataType::Int64)?;

@@ -14,7 +14,9 @@ use datafusion::functions_aggregate::expr_fn::count_distinct;
 use datafusion::prelude::SessionContext;
 use rand::RngCore;
 
-use super::assess::{column, concat_column, qi_text, row_ids, suppressed_flag, AssessRequest};
+use super::assess::{
+    column, concat_column, counts_of, qi_text, row_ids, suppressed_flag, AssessRequest,
+};
 use crate::session::reading_error;
 
 use crate::hierarchy::Hierarchy;
@@ -149,17 +151,9 @@ pub(crate) async fn persons_per_class(
     let (ids, keys) = row_ids(&arrays)?;
     let index: HashMap<&OwnedRow, usize> =
         class_keys.iter().enumerate().map(|(i, k)| (k, i)).collect();
-    let mut row = 0;
-    for batch in &batches {
-        let counts = cast(batch.column(q), &DataType::UInt64)?;
-        for &n in counts
-            .as_primitive::<datafusion::arrow::datatypes::UInt64Type>()
-            .values()
-        {
-            if let Some(&class) = index.get(&keys[ids[row] as usize]) {
-                out[class] = n;
-            }
-            row += 1;
+    for (row, n) in counts_of(&batches, q)?.into_iter().enumerate() {
+        if let Some(&class) = index.get(&keys[ids[row] as usize]) {
+            out[class] = n;
         }
     }
     Ok(out)
@@ -184,14 +178,5 @@ pub(crate) async fn distinct_persons(
                 e,
             )
         })?;
-    let mut n = 0;
-    for batch in &batches {
-        let counts = cast(batch.column(0), &DataType::UInt64)?;
-        n += counts
-            .as_primitive::<datafusion::arrow::datatypes::UInt64Type>()
-            .values()
-            .iter()
-            .sum::<u64>();
-    }
-    Ok(n)
+    Ok(counts_of(&batches, 0)?.into_iter().sum())
 }

@@ -295,6 +295,27 @@ fn default_node_and_errors() {
     );
 }
 
+/// The released count of cell (age 1, sex 0, value 0) of a release at the leaf levels.
+fn leaf_cell_count(
+    hs: &[&Hierarchy],
+    lattice: &Lattice,
+    base: &GroupedHistogram,
+    domain: usize,
+    epsilon: f64,
+    rng: &mut crate::mechanism::rng::AnonRng,
+) -> u64 {
+    let result = super::run(
+        &Standalone::default().input(base, hs, lattice, domain),
+        &params(epsilon, "age=0, sex=0"),
+        rng,
+    )
+    .expect("valid release");
+    released_cells(&result.release)
+        .get(&(1, 0, 0))
+        .copied()
+        .unwrap_or(0)
+}
+
 /// DP audit of the whole operator on neighbouring datasets: D holds three records in one
 /// cell, D' a fourth. The released count of that cell (noisy, clamped at 0) is histogrammed
 /// over 40,000 runs each and must satisfy P[D] ≤ e^ε·P[D'] in every bin, with Clopper–Pearson
@@ -313,16 +334,7 @@ fn audit_dp_histogram_operator() {
     let released = |records: u64, seed: u64| {
         let base = histogram(&hs, &[(1, 0, 0, records)], 2);
         audit_histogram(16, 40_000, seed, |rng| {
-            let result = super::run(
-                &Standalone::default().input(&base, &hs, &lattice, 2),
-                &params(epsilon, "age=0, sex=0"),
-                rng,
-            )
-            .expect("valid release");
-            let count = released_cells(&result.release)
-                .get(&(1, 0, 0))
-                .copied()
-                .unwrap_or(0);
+            let count = leaf_cell_count(&hs, &lattice, &base, 2, epsilon, rng);
             integer_bin(count as i64, 0, 14)
         })
     };
@@ -365,16 +377,7 @@ fn audit_dp_histogram_per_person() {
             }
             let rows: Vec<(u32, u32, u32, u64)> = counts.iter().map(|&n| (1, 0, 0, n)).collect();
             let base = histogram(&hs, &rows, 1);
-            let result = super::run(
-                &Standalone::default().input(&base, &hs, &lattice, 1),
-                &params(eps_row, "age=0, sex=0"),
-                rng,
-            )
-            .expect("valid release");
-            let count = released_cells(&result.release)
-                .get(&(1, 0, 0))
-                .copied()
-                .unwrap_or(0);
+            let count = leaf_cell_count(&hs, &lattice, &base, 1, eps_row, rng);
             integer_bin(count as i64, 0, 20)
         })
     };

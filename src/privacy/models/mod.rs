@@ -96,7 +96,6 @@ impl ModelSpec {
         if self.is_empty() {
             return Ok(());
         }
-        let columns: Vec<&SensitiveSpec> = columns.iter().filter(|c| !c.pseudonym).collect();
         if columns.is_empty() {
             let what = if self.l.is_some() { "l" } else { "t" };
             return plan_err!(

@@ -1,33 +1,30 @@
 //! Direct identifiers of one `anonymize(...)` call (`identifiers`, `identifier_mode`):
 //! dropped, or released as keyed pseudonyms where a guarantee allows it (METHODS.md §9.5).
 
-use datafusion::arrow::datatypes::Schema;
 use datafusion::common::{plan_err, Result};
 
-use super::request::resolve_column;
-use crate::engine::QiSpec;
-use crate::method::MethodSpec;
+use super::request::{resolve_column, CallColumns};
 use crate::names::parse_list;
-use crate::params::ParamValues;
 use crate::pseudonym::{Identifiers, PseudonymKey};
-use crate::sensitive::SensitiveSpec;
 
 /// Reads `identifiers` and `identifier_mode` against the source, the method and the key.
 /// Pseudonyms are for the data owner and `kanon` only: a pseudonym links a released row
 /// across releases, which a differentially private release cannot allow and a counterfeit
 /// row cannot carry.
-#[allow(clippy::too_many_arguments)]
 pub fn identifiers(
-    function: &str,
-    common: &ParamValues,
-    schema: &Schema,
-    source_name: &str,
-    qi: &[QiSpec],
-    sensitive: &[SensitiveSpec],
-    method: &MethodSpec,
+    call: &CallColumns<'_>,
     public: bool,
     key: Option<&PseudonymKey>,
 ) -> Result<Identifiers> {
+    let CallColumns {
+        function,
+        common,
+        schema,
+        source_name,
+        qi,
+        sensitive,
+        method,
+    } = *call;
     let pseudonyms = common.text("identifier_mode")? == "pseudonym";
     let Some(text) = common.opt_text("identifiers") else {
         if pseudonyms {

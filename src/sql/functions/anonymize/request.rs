@@ -78,30 +78,18 @@ pub fn build_request(
         ),
     };
     let qi_columns: Vec<String> = qi.iter().map(|q| q.column.clone()).collect();
-    let unit = privacy_unit(
+    let columns = CallColumns {
         function,
-        &common,
-        &schema,
-        &source_name,
-        &qi,
-        &sensitive,
+        common: &common,
+        schema: &schema,
+        source_name: &source_name,
+        qi: &qi,
+        sensitive: &sensitive,
         method,
-        public,
-    )?;
+    };
+    let unit = privacy_unit(&columns, public)?;
+    let identifiers = identifiers(&columns, public.is_some(), pseudonym_key)?;
     let values = per_row_values(values, &unit, method)?;
-    let identifiers = identifiers(
-        function,
-        &common,
-        &schema,
-        &source_name,
-        &qi,
-        &sensitive,
-        method,
-        public.is_some(),
-        pseudonym_key,
-    )?;
-    let mut sensitive = sensitive;
-    sensitive.extend(identifiers.pseudonym_columns());
     let configured = (method.configure)(&MethodArgs {
         values: &values,
         has_informative: !sensitive.is_empty(),
@@ -129,6 +117,10 @@ pub fn build_request(
             &qi_columns,
         )?;
     }
+    // Pseudonyms ride with the sensitive columns from here on; the checks above are of the
+    // sensitive columns named.
+    let mut sensitive = sensitive;
+    sensitive.extend(identifiers.pseudonym_columns());
 
     let dropped: Vec<String> = schema
         .fields()
@@ -158,6 +150,18 @@ pub fn build_request(
         max_release_rows: common.opt_u64("max_release_rows"),
         public: public.is_some(),
     })
+}
+
+/// What the checks of `person` and `identifiers` read of one call: the function, the common
+/// arguments, the source (name and schema), its resolved columns and the method.
+pub(super) struct CallColumns<'a> {
+    pub function: &'a str,
+    pub common: &'a ParamValues,
+    pub schema: &'a Schema,
+    pub source_name: &'a str,
+    pub qi: &'a [QiSpec],
+    pub sensitive: &'a [SensitiveSpec],
+    pub method: &'static MethodSpec,
 }
 
 /// Every argument given must belong to the common table or the method's.

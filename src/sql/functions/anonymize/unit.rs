@@ -2,32 +2,28 @@
 //! checked against the source, the method and a public session's policy, and the per-row
 //! budget a differentially private method runs with (METHODS.md §9).
 
-use datafusion::arrow::datatypes::Schema;
 use datafusion::common::{plan_err, DataFusionError, Result};
 
-use super::request::resolve_column;
-use crate::engine::QiSpec;
+use super::request::{resolve_column, CallColumns};
 use crate::method::MethodSpec;
 use crate::names::parse_list;
 use crate::params::{ParamValue, ParamValues};
 use crate::privacy_unit::{per_row_budget, PrivacyUnit, DEFAULT_MAX_ROWS_PER_PERSON};
 use crate::public::PublicRules;
-use crate::sensitive::SensitiveSpec;
 
 /// The call's privacy unit. A public session's unit is the owner's
 /// ([`PublicRules::person`]): a public user may leave `person` out or name that column,
 /// nothing else.
-#[allow(clippy::too_many_arguments)]
-pub fn privacy_unit(
-    function: &str,
-    common: &ParamValues,
-    schema: &Schema,
-    source_name: &str,
-    qi: &[QiSpec],
-    sensitive: &[SensitiveSpec],
-    method: &MethodSpec,
-    public: Option<&PublicRules>,
-) -> Result<PrivacyUnit> {
+pub fn privacy_unit(call: &CallColumns<'_>, public: Option<&PublicRules>) -> Result<PrivacyUnit> {
+    let CallColumns {
+        function,
+        common,
+        schema,
+        source_name,
+        qi,
+        sensitive,
+        method,
+    } = *call;
     let given = match common.opt_text("person") {
         Some(text) => {
             let items = parse_list("person", text, false)?;
