@@ -62,8 +62,11 @@ pub async fn load_base<R: RngCore + Send + ?Sized>(
     let local = SessionContext::new_with_state(crate::session::local_state(state));
     let mut hierarchies = Vec::with_capacity(request.qi.len());
     for q in &request.qi {
+        let Some(table) = &q.hierarchy else {
+            return internal_err!("quasi-identifier '{}' has no hierarchy table", q.column);
+        };
         let batches = local
-            .read_table(q.hierarchy.clone())?
+            .read_table(table.clone())?
             .collect()
             .await
             .map_err(|e| {
@@ -287,7 +290,7 @@ fn near_miss_hint(hierarchy: &Hierarchy, value: &str) -> String {
 /// decodes it. Each column's distinct values are sorted; tuples are numbered in
 /// lexicographic order of their columns' codes, so with one column a tuple code is the
 /// column's value code.
-async fn sensitive_codes(
+pub(super) async fn sensitive_codes(
     ctx: &SessionContext,
     request: &AnonymizeRequest,
     batches: &[RecordBatch],

@@ -28,6 +28,7 @@ use crate::sensitive::SensitiveSpec;
 pub(crate) mod assess;
 mod base;
 pub(crate) mod individual_risk;
+mod microaggregate;
 pub(crate) mod person;
 pub(crate) mod suda;
 
@@ -39,10 +40,10 @@ pub use person::PersonClasses;
 pub struct QiSpec {
     /// Column name in the source.
     pub column: String,
-    /// Name of the hierarchy table, as given.
+    /// Name of the hierarchy table, as given (empty without one).
     pub hierarchy_name: String,
-    /// The hierarchy table.
-    pub hierarchy: Arc<dyn TableProvider>,
+    /// The hierarchy table; `None` for a method that releases numbers (microaggregation).
+    pub hierarchy: Option<Arc<dyn TableProvider>>,
 }
 
 /// A fully validated anonymization request.
@@ -89,11 +90,9 @@ impl AnonymizeRequest {
             Arc::as_ptr(&self.source) as *const ()
         );
         for q in &self.qi {
-            key.push_str(&format!(
-                "|{}@{:p}",
-                q.column,
-                Arc::as_ptr(&q.hierarchy) as *const ()
-            ));
+            if let Some(h) = &q.hierarchy {
+                key.push_str(&format!("|{}@{:p}", q.column, Arc::as_ptr(h) as *const ()));
+            }
         }
         for s in &self.sensitive {
             if let Some((_, h)) = &s.hierarchy {
@@ -114,13 +113,17 @@ impl AnonymizeRequest {
         }
     }
 
-    /// Schema of the released rows: quasi-identifiers as text, then the sensitive columns
-    /// with their source types.
+    /// Schema of the released rows: quasi-identifiers as text (as numbers when
+    /// microaggregated), then the sensitive columns with their source types.
     pub fn release_schema(&self) -> SchemaRef {
+        let qi_type = match self.method.microaggregation() {
+            Some(_) => DataType::Float64,
+            None => DataType::Utf8,
+        };
         let mut fields: Vec<Field> = self
             .qi
             .iter()
-            .map(|q| Field::new(&q.column, DataType::Utf8, false))
+            .map(|q| Field::new(&q.column, qi_type.clone(), false))
             .collect();
         for s in &self.sensitive {
             fields.push(Field::new(&s.column, s.data_type.clone(), false));
@@ -171,6 +174,9 @@ pub async fn compute_release(
     progress: Option<ProgressFn>,
     limit: ReleaseRowLimit,
 ) -> Result<ReleaseOutput> {
+    if let Some(method) = request.method.microaggregation() {
+        return microaggregate::release(request, method, state, progress, limit).await;
+    }
     let mut rng = match request.seed {
         Some(seed) => rng_from_seed(seed),
         None => try_rng_from_os().map_err(|e| {
@@ -219,15 +225,7 @@ fn run_method(
         .resolve(&columns, &heights)
         .map_err(|e| DataFusionError::Execution(e.to_string()))?;
     let lattice = Lattice::bounded(heights, min, max, request.method.max_nodes())?;
-    let mut warnings = Vec::new();
-    for column in &request.identifiers.columns {
-        if request.qi.iter().any(|q| &q.column == column) {
-            warnings.push((
-                "identifiers".to_string(),
-                format!("column '{column}' is declared a direct identifier and is also a quasi-identifier: it is released generalized, not removed (a hierarchy level that keeps values distinct releases them)"),
-            ));
-        }
-    }
+    let mut warnings = identifier_warnings(request);
     let delta = request.method.budget().delta;
     if delta > 0.0 {
         if let Some(w) = delta_size_warning(delta, base.histogram.total()) {
@@ -285,6 +283,22 @@ fn run_method(
         information_loss,
         warnings,
     })
+}
+
+/// The owner-only warnings about direct identifiers that are also quasi-identifiers.
+fn identifier_warnings(request: &AnonymizeRequest) -> Vec<(String, String)> {
+    request
+        .identifiers
+        .columns
+        .iter()
+        .filter(|column| request.qi.iter().any(|q| &q.column == *column))
+        .map(|column| {
+            (
+                "identifiers".to_string(),
+                format!("column '{column}' is declared a direct identifier and is also a quasi-identifier: it is released generalized, not removed (a hierarchy level that keeps values distinct releases them)"),
+            )
+        })
+        .collect()
 }
 
 /// What shrinks a release that is too large, for `method` (the end of
@@ -359,15 +373,6 @@ fn common_metadata(
                 .join(", "),
         ),
         (
-            "hierarchies".into(),
-            request
-                .qi
-                .iter()
-                .map(|q| format!("{}:{}", q.column, q.hierarchy_name))
-                .collect::<Vec<_>>()
-                .join(", "),
-        ),
-        (
             "informative".into(),
             request
                 .sensitive
@@ -379,6 +384,21 @@ fn common_metadata(
         ),
         ("dropped_columns".into(), request.dropped.join(", ")),
     ];
+    let lattice = request.method.microaggregation().is_none();
+    if lattice {
+        out.insert(
+            3,
+            (
+                "hierarchies".into(),
+                request
+                    .qi
+                    .iter()
+                    .map(|q| format!("{}:{}", q.column, q.hierarchy_name))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+        );
+    }
     if !request.identifiers.columns.is_empty() {
         out.push(("identifiers".into(), request.identifiers.describe()));
     }
@@ -418,15 +438,20 @@ fn common_metadata(
             ("max_levels".into(), LevelBounds::describe(&bounds.max)),
         ]);
     }
+    if lattice {
+        out.extend([
+            ("levels".into(), levels),
+            ("node".into(), node_label(&output.node)),
+        ]);
+    }
+    let row_order = if lattice {
+        "canonical: by class (hierarchy order, suppressed class last), then informative value"
+    } else {
+        "canonical: by released values (ascending), then informative value"
+    };
     out.extend([
-        ("levels".into(), levels),
-        ("node".into(), node_label(&output.node)),
         ("released_rows".into(), released_rows.to_string()),
-        (
-            "row_order".into(),
-            "canonical: by class (hierarchy order, suppressed class last), then informative value"
-                .into(),
-        ),
+        ("row_order".into(), row_order.into()),
         ("seeded".into(), request.seed.is_some().to_string()),
         (
             "rng".into(),

@@ -9,6 +9,7 @@
 pub mod dp_histogram;
 pub mod ipa;
 pub mod kanon;
+pub mod microaggregation;
 pub mod safepub;
 pub mod sweep;
 pub mod upa;
@@ -207,6 +208,13 @@ pub trait Method: Debug + Send + Sync {
     fn check_sensitive(&self, _columns: &[SensitiveSpec]) -> Result<()> {
         Ok(())
     }
+
+    /// The configured microaggregation, for the one method whose released values are
+    /// numbers rather than hierarchy labels: the engine runs it on the source's values
+    /// instead of calling [`Method::run`] (METHODS.md §10).
+    fn microaggregation(&self) -> Option<&microaggregation::Microaggregation> {
+        None
+    }
 }
 
 /// What a method's validation sees at planning time, before any data is read.
@@ -235,6 +243,12 @@ pub struct MethodSpec {
 }
 
 impl MethodSpec {
+    /// Whether the method generalizes along hierarchies (every method but
+    /// microaggregation, whose quasi-identifiers are numeric columns without one).
+    pub fn takes_hierarchies(&self) -> bool {
+        self.name != microaggregation::METHOD.name
+    }
+
     /// Whether the method is differentially private (it takes an `epsilon`): per person
     /// it bounds contributions, while the syntactic methods count persons (METHODS.md §9).
     pub fn is_differentially_private(&self) -> bool {
@@ -255,6 +269,7 @@ pub const METHODS: &[&MethodSpec] = &[
     &kanon::METHOD,
     &dp_histogram::METHOD,
     &upa::METHOD,
+    &microaggregation::METHOD,
 ];
 
 /// The method called `name` (case-insensitive).

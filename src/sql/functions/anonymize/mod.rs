@@ -293,7 +293,7 @@ impl BatchProducer for ReleaseProducer {
         let progress = self.cache.progress();
         let request = &self.entry.request;
         let mut tables = vec![&request.source];
-        tables.extend(request.qi.iter().map(|q| &q.hierarchy));
+        tables.extend(request.qi.iter().filter_map(|q| q.hierarchy.as_ref()));
         let version = TableVersion::of(&tables, state).await?;
         let cell = self.entry.cell_for(version);
         let output = cell

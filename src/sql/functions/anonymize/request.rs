@@ -69,7 +69,11 @@ pub fn build_request(
         source: &source,
         public,
     };
-    let qi = resolve_qi(&tables, context, &source_name, &schema, common.text("qi")?)?;
+    let qi = if method.takes_hierarchies() {
+        resolve_qi(&tables, context, &source_name, &schema, common.text("qi")?)?
+    } else {
+        numeric_qi(function, &source_name, &schema, common.text("qi")?)?
+    };
     let (sensitive, sensitive_param) = match sensitive_text(function, &common)? {
         None => (Vec::new(), "sensitive"),
         Some((name, text)) => (
@@ -338,6 +342,45 @@ fn quoting_hint(schema: &Schema, list: (&str, &str)) -> String {
     String::new()
 }
 
+/// Resolves the `qi` of a method that releases numbers, not hierarchy labels
+/// (microaggregation): numeric columns without hierarchy tables.
+fn numeric_qi(
+    function: &str,
+    source_name: &str,
+    schema: &Schema,
+    qi_text: &str,
+) -> Result<Vec<QiSpec>> {
+    let mut qi: Vec<QiSpec> = Vec::new();
+    for item in parse_list("qi", qi_text, true).map_err(|e| prefix_error(function, e))? {
+        if item.table.is_some() {
+            return plan_err!(
+                "{function}(): qi item '{}' names a hierarchy table, but method 'microaggregation' replaces values by group means and takes none: write qi => '{}'",
+                item.written,
+                item.column.text
+            );
+        }
+        let column = resolve_column(function, schema, source_name, &item.column, ("qi", qi_text))?;
+        let data_type = schema.field_with_name(&column)?.data_type();
+        if !data_type.is_numeric() {
+            return plan_err!(
+                "{function}(): method 'microaggregation' needs numeric quasi-identifiers, and column '{column}' is {data_type}; generalize it with another method, or cast it in a view"
+            );
+        }
+        if qi.iter().any(|q| q.column == column) {
+            return plan_err!("{function}(): column '{column}' is listed twice in 'qi'");
+        }
+        qi.push(QiSpec {
+            column,
+            hierarchy_name: String::new(),
+            hierarchy: None,
+        });
+    }
+    if qi.is_empty() {
+        return plan_err!("{function}(): argument 'qi' names no columns");
+    }
+    Ok(qi)
+}
+
 /// Resolves `qi => 'col[:hierarchy], ...'` (grammar: the `names` module) to columns and
 /// hierarchy tables.
 fn resolve_qi(
@@ -381,7 +424,7 @@ fn resolve_qi(
         qi.push(QiSpec {
             column,
             hierarchy_name,
-            hierarchy,
+            hierarchy: Some(hierarchy),
         });
     }
     if qi.is_empty() {
@@ -485,7 +528,11 @@ fn check_level_bounds(method: &dyn Method, qi: &[QiSpec]) -> Result<(), LatticeE
     }
     let widths: Vec<usize> = qi
         .iter()
-        .map(|q| q.hierarchy.schema().fields().len().saturating_sub(1))
+        .map(|q| {
+            q.hierarchy
+                .as_ref()
+                .map_or(0, |h| h.schema().fields().len().saturating_sub(1))
+        })
         .collect();
     bounds.resolve(&columns, &widths).map(|_| ())
 }

@@ -83,6 +83,11 @@ pub fn privacy_unit(call: &CallColumns<'_>, public: Option<&PublicRules>) -> Res
             "{function}(): argument 'person' does not apply to method 'upa': its counterfeits fill classes up to k rows, not k persons; use 'kanon' (which counts persons) or a differentially private method"
         );
     }
+    if method.name == "microaggregation" {
+        return plan_err!(
+            "{function}(): argument 'person' does not apply to method 'microaggregation': its groups hold k records, not k persons; use 'kanon' (which counts persons) or a differentially private method"
+        );
+    }
     if !method.is_differentially_private() && max_rows.is_some() {
         return plan_err!(
             "{function}(): argument 'max_rows_per_person' does not apply to method '{}': it keeps every row and counts distinct persons per class",
