@@ -480,6 +480,40 @@ async fn person_case(
     Ok((rows, medians[0], medians[1]))
 }
 
+/// Microaggregation: the median seconds of the counted release, in a fresh session each run
+/// (`setup` makes the source `src`), and the number of MDAV groups.
+async fn microaggregation_case(
+    setup: &(dyn Fn() -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<SessionContext>>>,
+    >),
+    args: &str,
+    runs: usize,
+) -> Result<(u64, u64, f64)> {
+    let mut times = Vec::with_capacity(runs);
+    let mut rows = 0;
+    let mut groups = 0;
+    for _ in 0..runs {
+        let ctx = setup().await?;
+        let query =
+            format!("SELECT COUNT(*) FROM anonymize('src', method => 'microaggregation', {args})");
+        let start = Instant::now();
+        let batches = ctx.sql(&query).await?.collect().await?;
+        times.push(start.elapsed().as_secs_f64());
+        rows = first_i64(&batches) as u64;
+        let diagnostics = ctx
+            .sql(&format!("SELECT groups FROM anonymize_diagnostics('src', method => 'microaggregation', {args})"))
+            .await?
+            .collect()
+            .await?;
+        groups = datafusion::arrow::array::AsArray::as_primitive::<
+            datafusion::arrow::datatypes::UInt64Type,
+        >(diagnostics[0].column(0))
+        .value(0);
+    }
+    times.sort_by(|a, b| a.total_cmp(b));
+    Ok((rows, groups, times[runs / 2]))
+}
+
 /// k-anonymity on Adult: the whole process from registering the CSV tables to the counted
 /// release, with the pruned search and ARX's Loss metric. `extra` adds quasi-identifiers
 /// (copies of Adult columns with the same hierarchies: `copy:column`) to grow the lattice.
@@ -1068,6 +1102,74 @@ async fn main() -> Result<()> {
             println!(
                 "CASE name={name} rows={rows} median_s={per_person:.3} row_median_s={per_row:.3} ratio={:.2} peak_rss_mb={:.0}",
                 per_person / per_row,
+                peak_rss_mb()
+            );
+        }
+    }
+    if wanted("microaggregation_adult_age") {
+        reset_peak_rss();
+        let setup =
+            || -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<SessionContext>>>> {
+                Box::pin(async {
+                    let ctx = SessionContext::new();
+                    datafusion_anonymize::register_with(
+                        &ctx,
+                        datafusion_anonymize::RegisterOptions::owner(),
+                    )?;
+                    adult_tables(&ctx).await?;
+                    run_script(&ctx, "CREATE VIEW src AS SELECT * FROM adult").await?;
+                    Ok(ctx)
+                })
+            };
+        let (rows, groups, median) =
+            microaggregation_case(&setup, "qi => 'age', k => 3", runs).await?;
+        println!(
+            "CASE name=microaggregation_adult_age rows={rows} groups={groups} median_s={median:.3} peak_rss_mb={:.0}",
+            peak_rss_mb()
+        );
+    }
+    if wanted("microaggregation_nps_1361000") {
+        let parquet = demo_parquet(dir.path(), "nps_micro.parquet").await?;
+        reset_peak_rss();
+        let setup =
+            || -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<SessionContext>>>> {
+                let parquet = parquet.clone();
+                Box::pin(async move {
+                    let ctx = nps_session(&parquet).await?;
+                    run_script(&ctx, "CREATE VIEW src AS SELECT * FROM nps").await?;
+                    Ok(ctx)
+                })
+            };
+        let (rows, groups, median) = microaggregation_case(
+            &setup,
+            "qi => 'age, los', k => 3, sensitive => 'disease'",
+            runs,
+        )
+        .await?;
+        println!(
+            "CASE name=microaggregation_nps_1361000 rows={rows} groups={groups} median_s={median:.3} peak_rss_mb={:.0}",
+            peak_rss_mb()
+        );
+    }
+    for distinct in [10_000u64, 20_000] {
+        let name = format!("microaggregation_distinct_{distinct}");
+        if wanted(&name) {
+            reset_peak_rss();
+            let setup = move || -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<SessionContext>>>> {
+                Box::pin(async move {
+                    let ctx = SessionContext::new();
+                    datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;
+                    // Every record at its own point: MDAV's worst case, O(n²/k) distances.
+                    run_script(&ctx, &format!(
+                        "CREATE TABLE src AS SELECT CAST(value AS DOUBLE) AS x, CAST((value * 7919) % 10007 AS DOUBLE) AS y FROM generate_series(1, {distinct})"
+                    )).await?;
+                    Ok(ctx)
+                })
+            };
+            let (rows, groups, median) =
+                microaggregation_case(&setup, "qi => 'x, y', k => 3", runs).await?;
+            println!(
+                "CASE name={name} rows={rows} groups={groups} median_s={median:.3} peak_rss_mb={:.0}",
                 peak_rss_mb()
             );
         }

@@ -300,3 +300,54 @@ CREATE TABLE h_sex(v VARCHAR, l1 VARCHAR) AS VALUES ('M', '*'), ('F', '*');
     );
     Ok(())
 }
+
+/// Microaggregation for public users: the owner's minimum k and quasi-identifiers apply; a
+/// record a release cannot use (a NULL) is left out, not named; too few records fail with
+/// the one public text; neighbouring sources differ only in their releases.
+#[tokio::test]
+async fn public_microaggregation_follows_the_owners_settings() -> Result<()> {
+    let policy = PublicPolicy {
+        methods: vec!["microaggregation".into()],
+        min_k: Some(3),
+        syntactic_qi: Some(vec!["age".into()]),
+        ..declared()
+    };
+    let ctx = session(policy, 1000.0).await?;
+    let call = |source: &str, k: u64, qi: &str| {
+        format!("SELECT COUNT(*) FROM anonymize('{source}', method => 'microaggregation', qi => '{qi}', k => {k}, sensitive => 'disease')")
+    };
+    assert_eq!(
+        outcome(&ctx, &call("t", 2, "age")).await,
+        Err("Error during planning: anonymize(): method 'microaggregation' needs k >= 3 in this session".into())
+    );
+    assert!(outcome(&ctx, &call("t", 3, "sex"))
+        .await
+        .is_err_and(|e| e.contains("needs numeric quasi-identifiers, and column 'sex' is Utf8")));
+    for source in std::iter::once("t").chain(NEIGHBOURS) {
+        assert_eq!(
+            outcome(&ctx, &call(source, 3, "age")).await,
+            Ok(()),
+            "{source}"
+        );
+        assert_eq!(
+            outcome(&ctx, &call(source, 100, "age")).await,
+            Err(format!(
+                "Execution error: {}",
+                datafusion_anonymize_public_failure()
+            )),
+            "{source}"
+        );
+    }
+    let rows = ctx
+        .sql("SELECT COUNT(*) AS n FROM anonymize('t_null', method => 'microaggregation', qi => 'age', k => 3, sensitive => 'disease')")
+        .await?
+        .collect()
+        .await?;
+    let n = datafusion::arrow::util::pretty::pretty_format_batches(&rows)?.to_string();
+    assert!(n.contains("| 8 |"), "the NULL record is left out: {n}");
+    Ok(())
+}
+
+fn datafusion_anonymize_public_failure() -> &'static str {
+    "anonymize(): the release could not be computed with these arguments; the data owner sees the reason by making the same call in an owner session"
+}

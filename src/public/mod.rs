@@ -33,7 +33,7 @@ use crate::session::table_reference_candidates;
 pub const PUBLIC_FAILURE: &str = "anonymize(): the release could not be computed with these arguments; the data owner sees the reason by making the same call in an owner session";
 
 /// The syntactic methods, whose releases carry no differential-privacy guarantee.
-const SYNTACTIC_METHODS: [&str; 2] = ["kanon", "upa"];
+const SYNTACTIC_METHODS: [&str; 3] = ["kanon", "upa", "microaggregation"];
 
 /// What a public registration knows: the owner's policy, the owner's catalog (where
 /// `anonymize(...)` finds its sources) and the fixed ε budget.
