@@ -480,12 +480,14 @@ async fn person_case(
     Ok((rows, medians[0], medians[1]))
 }
 
+/// Makes a fresh session for one run of a case.
+type SessionSetup<'a> =
+    dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<SessionContext>>>> + 'a;
+
 /// Microaggregation: the median seconds of the counted release, in a fresh session each run
 /// (`setup` makes the source `src`), and the number of MDAV groups.
 async fn microaggregation_case(
-    setup: &(dyn Fn() -> std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<SessionContext>>>,
-    >),
+    setup: &SessionSetup<'_>,
     args: &str,
     runs: usize,
 ) -> Result<(u64, u64, f64)> {

@@ -341,6 +341,9 @@ fn per_unit_guarantee(request: &AnonymizeRequest, dp: bool, method_text: &str) -
                 cost.epsilon, cost.delta
             )
         }
+        PrivacyUnit::Person { column, .. } if request.method.publishes_catalog() => format!(
+            "Per person (column '{column}'): every released class holds at least k persons, not only k rows: a class of p < k distinct persons gets k - p counterfeit rows, each standing for one more person; the prosecutor risks count persons. {method_text}"
+        ),
         PrivacyUnit::Person { column, .. } => format!(
             "Per person (column '{column}'): every released class other than the fully suppressed one holds at least k distinct persons, not only k records; the prosecutor risks count persons. {method_text}"
         ),

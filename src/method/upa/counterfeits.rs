@@ -54,7 +54,8 @@ pub fn real_count(hist: &GroupedHistogram, c: usize, v: u32) -> u64 {
     }
 }
 
-/// Draws the counterfeits of every class under `k` at the node `hist`. `totals[v]` is the
+/// Draws the counterfeits of every class under `k` at the node `hist`, class `c` counting
+/// `counted[c]` (its records, or per person its distinct persons). `totals[v]` is the
 /// number of real records of value `v` in the whole table; `value_domain` the number of
 /// sensitive values.
 ///
@@ -65,14 +66,13 @@ pub fn real_count(hist: &GroupedHistogram, c: usize, v: u32) -> u64 {
 pub fn draw_counterfeits<R: RngCore + ?Sized>(
     hist: &GroupedHistogram,
     k: u64,
+    counted: &[u64],
     mode: CounterfeitSa,
     totals: &[u64],
     rng: &mut R,
 ) -> Result<Counterfeits, DrawFailure> {
     let classes = hist.class_count();
-    let needed: u64 = (0..classes)
-        .map(|c| k.saturating_sub(hist.class_size(c)))
-        .sum();
+    let needed: u64 = (0..classes).map(|c| k.saturating_sub(counted[c])).sum();
     if needed > MAX_COUNTERFEITS_PER_NODE {
         return Err(DrawFailure::TooMany);
     }
@@ -83,8 +83,8 @@ pub fn draw_counterfeits<R: RngCore + ?Sized>(
     };
     out.offsets.push(0);
     let mut drawn: Vec<(u32, u64)> = Vec::new();
-    for c in 0..classes {
-        let need = k.saturating_sub(hist.class_size(c));
+    for (c, &units) in counted.iter().enumerate().take(classes) {
+        let need = k.saturating_sub(units);
         drawn.clear();
         for _ in 0..need {
             let v = match mode {

@@ -25,6 +25,7 @@ use datafusion::common::{exec_err, internal_err, Result};
 
 use crate::budget::Cost;
 use crate::counterfeit_catalog::{CatalogWeights, CounterfeitCatalog};
+use crate::engine::PersonClasses;
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::lattice::LevelBounds;
@@ -146,6 +147,8 @@ pub struct UpaResult {
     pub catalog: CounterfeitCatalog,
     /// The ceiling: as given, or the chosen node's largest degree.
     pub h: f64,
+    /// Per person: the persons of every released class, counterfeits counted as one each.
+    pub class_persons: Option<Vec<u64>>,
 }
 
 /// The record degree of each class of `hist`.
@@ -236,6 +239,7 @@ fn evaluate_node(
     params: &UpaParams,
     models: &ClassModels,
     totals: &[u64],
+    counted: &dyn Fn(&GroupedHistogram) -> Result<Vec<u64>>,
     rng: &mut AnonRng,
     build: bool,
     rce_above: f64,
@@ -288,17 +292,25 @@ fn evaluate_node(
             release: None,
         });
     }
-    let fakes =
-        match counterfeits::draw_counterfeits(hist, params.k, params.counterfeit_sa, totals, rng) {
-            Ok(f) => f,
-            Err(counterfeits::DrawFailure::TooMany) => {
-                outcome.status = NodeStatus::TooManyCounterfeits;
-                return Ok(NodeRelease {
-                    outcome,
-                    release: None,
-                });
-            }
-        };
+    let counted = counted(hist)?;
+    let drawn = counterfeits::draw_counterfeits(
+        hist,
+        params.k,
+        &counted,
+        params.counterfeit_sa,
+        totals,
+        rng,
+    );
+    let fakes = match drawn {
+        Ok(f) => f,
+        Err(counterfeits::DrawFailure::TooMany) => {
+            outcome.status = NodeStatus::TooManyCounterfeits;
+            return Ok(NodeRelease {
+                outcome,
+                release: None,
+            });
+        }
+    };
     outcome.counterfeits = fakes.total();
     let Some(catalog) = group_classes(hist, &fakes, totals) else {
         outcome.status = NodeStatus::NotConcealable;
@@ -424,13 +436,19 @@ impl Method for Upa {
     /// A class of `n < k` records at any node gets `k − n` counterfeits. Merging classes
     /// never raises the total (`max(0, k − a − b) ≤ max(0, k − a) + max(0, k − b)`), so the
     /// leaf-level classes' shortfall bounds every node's: the bound holds with certainty.
+    ///
+    /// Per person a class counts its distinct persons: merging classes of `a` and `b`
+    /// persons gives at least `max(a, b)`, and `k − max(a, b) ≤ (k − a) + (k − b)` whenever
+    /// both are under k, so the leaf-level shortfall bounds every node's there too.
     fn release_size(&self, input: &MethodInput<'_>) -> Result<ReleaseSize> {
         let histogram = input.histogram;
         let rows = histogram.total();
         let k = self.params.k;
-        let added: u64 = (0..histogram.class_count())
-            .map(|c| k.saturating_sub(histogram.class_size(c)))
-            .sum();
+        let counted = match input.persons {
+            None => histogram.sizes().into_owned(),
+            Some(persons) => persons_per_class(persons, input.hierarchies, histogram)?,
+        };
+        let added: u64 = counted.iter().map(|&n| k.saturating_sub(n)).sum();
         let upper = rows.saturating_add(added) as f64;
         Ok(ReleaseSize {
             expected: upper,
@@ -489,6 +507,14 @@ pub fn run(input: &MethodInput<'_>, params: &UpaParams, rng: &mut AnonRng) -> Re
         totals[v as usize] += base.pair_counts[p];
     }
     let degrees = Degrees::new(hierarchies);
+    // What a class counts towards k: its records, or per person its distinct persons
+    // (a counterfeit row then stands for one more person; METHODS.md §9.3).
+    let counted = |hist: &GroupedHistogram| -> Result<Vec<u64>> {
+        match input.persons {
+            None => Ok(hist.sizes().into_owned()),
+            Some(persons) => persons_per_class(persons, hierarchies, hist),
+        }
+    };
     let requested = match &params.levels {
         Some(levels) => Some(crate::lattice::node_from_levels(
             hierarchies,
@@ -558,6 +584,7 @@ pub fn run(input: &MethodInput<'_>, params: &UpaParams, rng: &mut AnonRng) -> Re
             params,
             &models,
             &totals,
+            &counted,
             &mut streams[i].clone(),
             build,
             rce_above,
@@ -611,13 +638,58 @@ pub fn run(input: &MethodInput<'_>, params: &UpaParams, rng: &mut AnonRng) -> Re
     let h = params
         .h
         .unwrap_or_else(|| outcomes[chosen].max_degree.unwrap_or(0.0));
+    // Per person, the persons of every released class: its real persons and its
+    // counterfeits, one person each.
+    let class_persons = match input.persons {
+        None => None,
+        Some(persons) => {
+            let real = persons_per_class(persons, hierarchies, &hist)?;
+            let fakes = catalog_counts(&release, &hist);
+            Some(real.iter().zip(fakes).map(|(r, f)| r + f).collect())
+        }
+    };
     Ok(UpaResult {
         outcomes,
         chosen,
         release,
         catalog,
         h,
+        class_persons,
     })
+}
+
+/// The counterfeit rows of each class of `release`, the release of the node `hist`
+/// (its classes in the same order): released rows minus real records.
+fn catalog_counts(release: &ReleasedHistogram, hist: &GroupedHistogram) -> Vec<u64> {
+    (0..release.class_count())
+        .map(|c| {
+            let released: u64 = release.class_range(c).map(|e| release.counts[e]).sum();
+            released - hist.class_size(c)
+        })
+        .collect()
+}
+
+/// The distinct persons of every class of `hist` (a node's histogram), from the persons'
+/// histogram rolled up to the same node: the two have the same classes in the same order.
+fn persons_per_class(
+    persons: &PersonClasses,
+    hierarchies: &[&Hierarchy],
+    hist: &GroupedHistogram,
+) -> Result<Vec<u64>> {
+    let rolled = persons
+        .histogram
+        .roll_up(hierarchies, &hist.levels, persons.codes.len())?;
+    if rolled.class_codes != hist.class_codes {
+        return internal_err!("UPA: the persons' classes differ from the records' classes");
+    }
+    let mut pairs = Vec::new();
+    Ok((0..rolled.class_count())
+        .map(|c| {
+            pairs.clear();
+            pairs.extend(rolled.pairs(c));
+            persons.codes.distinct_persons(&pairs)
+        })
+        .collect())
 }
 
 /// The error when no node can be released: names k and h and what to relax.
@@ -669,5 +741,7 @@ fn no_feasible_node(
     ))
 }
 
+#[cfg(test)]
+mod person_tests;
 #[cfg(test)]
 mod tests;

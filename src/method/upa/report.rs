@@ -84,7 +84,14 @@ pub fn upa_metadata(
     ];
     // Computed on the release as published, counterfeit rows included (every class has at
     // least k rows, so the prosecutor risk is at most 1/k).
-    out.extend(crate::privacy::risk::release_risk(&result.release));
+    // Per person, the risks count persons (a counterfeit as one).
+    match &result.class_persons {
+        None => out.extend(crate::privacy::risk::release_risk(&result.release)),
+        Some(persons) => out.extend(crate::privacy::risk::release_risk_per_person(
+            &result.release,
+            persons,
+        )),
+    }
     out
 }
 

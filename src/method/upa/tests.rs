@@ -208,7 +208,15 @@ fn counterfeit_values_are_uniform() {
     let totals = [1, 30_000, 30_000, 30_000];
     let k = 20_001;
     let check = |mode: CounterfeitSa, allowed: &[u32]| {
-        let fakes = draw_counterfeits(&base, k, mode, &totals, &mut rng_from_seed(11)).unwrap();
+        let fakes = draw_counterfeits(
+            &base,
+            k,
+            &base.sizes(),
+            mode,
+            &totals,
+            &mut rng_from_seed(11),
+        )
+        .unwrap();
         assert_eq!(fakes.offsets[2], fakes.offsets[1], "class 3 needs none");
         let counts: BTreeMap<u32, u64> = fakes.class(0).collect();
         let n: u64 = counts.values().sum();
@@ -245,6 +253,7 @@ fn counterfeit_values_are_uniform() {
     let fakes = draw_counterfeits(
         &few,
         4,
+        &few.sizes(),
         CounterfeitSa::Constrained,
         &[1, 1, 1, 1],
         &mut rng_from_seed(3),
@@ -499,6 +508,7 @@ fn nodes_bounded_out_could_not_have_won() {
                 &p,
                 &models,
                 &totals,
+                &|h: &GroupedHistogram| Ok(h.sizes().into_owned()),
                 &mut rng_from_seed(seed),
                 false,
                 f64::INFINITY,

@@ -78,11 +78,6 @@ pub fn privacy_unit(call: &CallColumns<'_>, public: Option<&PublicRules>) -> Res
             "{function}(): the person column '{column}' cannot also be a quasi-identifier or a sensitive column: it is never released"
         );
     }
-    if method.name == "upa" {
-        return plan_err!(
-            "{function}(): argument 'person' does not apply to method 'upa': its counterfeits fill classes up to k rows, not k persons; use 'kanon' (which counts persons) or a differentially private method"
-        );
-    }
     if method.name == "microaggregation" {
         return plan_err!(
             "{function}(): argument 'person' does not apply to method 'microaggregation': its groups hold k records, not k persons; use 'kanon' (which counts persons) or a differentially private method"
