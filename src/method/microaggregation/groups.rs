@@ -128,6 +128,8 @@ pub struct Microaggregated {
     pub class_values: Vec<Vec<f64>>,
     /// Records of each MDAV group.
     pub group_sizes: Vec<u64>,
+    /// The MDAV groups, in the order they were formed.
+    pub groups: Vec<Group>,
     /// Within-group sum of squares of the standardized values.
     pub sse: f64,
     /// Total sum of squares of the standardized values.
@@ -252,6 +254,7 @@ pub fn microaggregate(
         release,
         class_values,
         group_sizes: groups.iter().map(|g| g.iter().map(|p| p.1).sum()).collect(),
+        groups,
         sse,
         sst,
         information_loss: InformationLoss {

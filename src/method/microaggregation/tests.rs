@@ -137,6 +137,29 @@ proptest! {
             *released_codes.entry(code).or_default() += count;
         }
         prop_assert_eq!(by_code, released_codes);
+        // Each group's vector is the mean (or median) of its records, recomputed from the
+        // expanded records, and is the released value of a class.
+        for group in &result.groups {
+            let vector: Vec<f64> = (0..2)
+                .map(|a| {
+                    let mut values: Vec<f64> = group
+                        .iter()
+                        .flat_map(|&(p, r)| std::iter::repeat_n(points.point(p as usize)[a], r as usize))
+                        .collect();
+                    values.sort_by(f64::total_cmp);
+                    let m = values.len();
+                    if median {
+                        (values[(m - 1) / 2] + values[m / 2]) / 2.0
+                    } else {
+                        values.iter().sum::<f64>() / m as f64
+                    }
+                })
+                .collect();
+            let found = (0..result.release.class_count()).any(|c| {
+                (0..2).all(|a| (result.class_values[a][c] - vector[a]).abs() <= 1e-9 * (1.0 + vector[a].abs()))
+            });
+            prop_assert!(found, "group {:?}: no class has {:?}", group, vector);
+        }
         // Released values: for the mean, the sum of released values equals the sum of the
         // original values, per column (each group's mean times its size is its sum).
         if !median {
