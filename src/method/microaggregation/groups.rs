@@ -126,8 +126,6 @@ pub struct Microaggregated {
     pub release: ReleasedHistogram,
     /// Per quasi-identifier, the released value of each class.
     pub class_values: Vec<Vec<f64>>,
-    /// Records of each MDAV group.
-    pub group_sizes: Vec<u64>,
     /// The MDAV groups, in the order they were formed.
     pub groups: Vec<Group>,
     /// Within-group sum of squares of the standardized values.
@@ -136,6 +134,16 @@ pub struct Microaggregated {
     pub sst: f64,
     /// Information loss of the release against the source (METHODS.md §10.4).
     pub information_loss: InformationLoss,
+}
+
+impl Microaggregated {
+    /// Records of each MDAV group.
+    pub fn group_sizes(&self) -> Vec<u64> {
+        self.groups
+            .iter()
+            .map(|g| g.iter().map(|p| p.1).sum())
+            .collect()
+    }
 }
 
 /// Microaggregates `points` into groups of at least `k` records.
@@ -253,7 +261,6 @@ pub fn microaggregate(
     Ok(Microaggregated {
         release,
         class_values,
-        group_sizes: groups.iter().map(|g| g.iter().map(|p| p.1).sum()).collect(),
         groups,
         sse,
         sst,

@@ -118,7 +118,8 @@ impl Microaggregation {
 
     /// The owner-only diagnostics: one row describing the grouping.
     pub fn diagnostics(&self, result: &Microaggregated) -> Result<RecordBatch> {
-        let sizes = || result.group_sizes.iter().copied();
+        let group_sizes = result.group_sizes();
+        let sizes = || group_sizes.iter().copied();
         let sse_ratio = if result.sst > 0.0 {
             result.sse / result.sst
         } else {
@@ -127,7 +128,7 @@ impl Microaggregation {
         Ok(RecordBatch::try_new(
             microaggregation_diagnostics_schema(),
             vec![
-                Arc::new(UInt64Array::from(vec![result.group_sizes.len() as u64])),
+                Arc::new(UInt64Array::from(vec![group_sizes.len() as u64])),
                 Arc::new(UInt64Array::from(vec![result.release.class_count() as u64])),
                 Arc::new(UInt64Array::from(vec![sizes().min().unwrap_or(0)])),
                 Arc::new(UInt64Array::from(vec![sizes().max().unwrap_or(0)])),
