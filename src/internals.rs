@@ -23,6 +23,7 @@ pub use crate::privacy::suda::{
 };
 pub use crate::progress::Progress;
 pub use crate::release::SUPPRESSED;
+pub use crate::report::svg;
 pub use crate::sql::args::{bind, CallArgs};
 pub use crate::sql::functions::anonymize::ANONYMIZE_PARAMS;
 pub use crate::sql::functions::FunctionCatalog;

@@ -39,6 +39,7 @@ mod pseudonym;
 mod public;
 mod quote;
 mod release;
+mod report;
 mod sensitive;
 mod session;
 mod sql;

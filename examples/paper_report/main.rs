@@ -26,7 +26,7 @@
 
 mod evaluate;
 mod report;
-mod svg;
+
 mod upa_adult;
 
 use std::path::PathBuf;

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::evaluate::{eps_label, NodeScore, Outcome};
-use crate::svg::{figure, Panel, Series, Style};
 use crate::{Args, PAPER_NODE, QUERY_WEIGHTS};
+use datafusion_anonymize::internals::svg::{figure, Panel, Series, Style};
 
 /// The paper's relative L1 errors, computed from its Tables 9-12: (IPA, k-anonymization).
 const PAPER_QERR: [(&str, f64, f64); 4] = [
@@ -283,7 +283,7 @@ fn information_loss(ctx: &Ctx, md: &mut String, lines: &mut Vec<String>) -> std:
                 y_from_zero: true,
             }],
             1,
-        ),
+        )?,
     )?;
 
     Ok(())
@@ -434,7 +434,7 @@ fn tables(ctx: &Ctx, md: &mut String) -> std::io::Result<()> {
             "Q1–Q4: original vs every method (ε = 1, medians over runs)",
             &panels,
             2,
-        ),
+        )?,
     )?;
 
     Ok(())
@@ -526,7 +526,7 @@ fn breakdown_by_level(ctx: &Ctx, md: &mut String) -> std::io::Result<()> {
             "Per-node NCP, EMD and Rate of IPA by lattice level",
             &fig8,
             2,
-        ),
+        )?,
     )?;
 
     Ok(())

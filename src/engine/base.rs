@@ -4,10 +4,12 @@
 //! is all that phase 2 sees of the data.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::{cast, interleave, sort_to_indices, take};
 use datafusion::arrow::datatypes::DataType;
+use datafusion::catalog::TableProvider;
 use datafusion::common::{exec_err, internal_err, Column, Result};
 use datafusion::execution::SessionState;
 use datafusion::functions_aggregate::expr_fn::count;
@@ -42,6 +44,22 @@ pub struct BaseData {
     pub persons: Option<PersonClasses>,
 }
 
+/// Reads the hierarchy table `table` (named `name`) of `column` in `local`, a session
+/// on this process, and validates it.
+pub(crate) async fn load_hierarchy(
+    local: &SessionContext,
+    table: &Arc<dyn TableProvider>,
+    column: &str,
+    name: &str,
+) -> Result<Hierarchy> {
+    let batches = local
+        .read_table(table.clone())?
+        .collect()
+        .await
+        .map_err(|e| reading_error("anonymize", &format!("hierarchy table '{name}'"), e))?;
+    hierarchy_from_batches(column, name, &batches)
+}
+
 /// Phase 1: loads the hierarchies and builds the base histogram with one aggregate query.
 ///
 /// Problems found in the data (an empty source, NULLs, a value missing from its hierarchy,
@@ -65,22 +83,7 @@ pub async fn load_base<R: RngCore + Send + ?Sized>(
         let Some(table) = &q.hierarchy else {
             return internal_err!("quasi-identifier '{}' has no hierarchy table", q.column);
         };
-        let batches = local
-            .read_table(table.clone())?
-            .collect()
-            .await
-            .map_err(|e| {
-                reading_error(
-                    "anonymize",
-                    &format!("hierarchy table '{}'", q.hierarchy_name),
-                    e,
-                )
-            })?;
-        hierarchies.push(hierarchy_from_batches(
-            &q.column,
-            &q.hierarchy_name,
-            &batches,
-        )?);
+        hierarchies.push(load_hierarchy(&local, table, &q.column, &q.hierarchy_name).await?);
     }
 
     let mut group: Vec<Expr> = request
@@ -131,16 +134,7 @@ pub async fn load_base<R: RngCore + Send + ?Sized>(
         for s in &request.sensitive {
             sensitive.push(match &s.hierarchy {
                 None => None,
-                Some((name, table)) => {
-                    let rows = local
-                        .read_table(table.clone())?
-                        .collect()
-                        .await
-                        .map_err(|e| {
-                            reading_error("anonymize", &format!("hierarchy table '{name}'"), e)
-                        })?;
-                    Some(hierarchy_from_batches(&s.column, name, &rows)?)
-                }
+                Some((name, table)) => Some(load_hierarchy(&local, table, &s.column, name).await?),
             });
         }
         let qi: Vec<&Hierarchy> = hierarchies.iter().collect();

@@ -32,6 +32,7 @@ mod microaggregate;
 pub(crate) mod person;
 pub(crate) mod suda;
 
+pub(crate) use base::load_hierarchy;
 pub use base::{load_base, BaseData};
 pub use person::PersonClasses;
 

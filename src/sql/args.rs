@@ -173,6 +173,19 @@ impl BoundArgs {
     pub fn values(&self) -> &BTreeMap<String, ScalarValue> {
         &self.values
     }
+
+    /// Takes the arguments named in `names` out, into their own [`BoundArgs`]: a function
+    /// that adds parameters to another's passes on the rest.
+    pub fn take(&mut self, names: &[&str]) -> BoundArgs {
+        let values = names
+            .iter()
+            .filter_map(|n| self.values.remove_entry(*n))
+            .collect();
+        BoundArgs {
+            function: self.function.clone(),
+            values,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -70,6 +70,18 @@ impl<T: Compute> BatchProducer for Cached<T> {
     }
 }
 
+/// A [`BatchProducer`] over rows already computed (a release served to a function that
+/// reads it as a table).
+#[derive(Debug)]
+pub struct Ready(pub Arc<dyn BatchSource>);
+
+#[async_trait]
+impl BatchProducer for Ready {
+    async fn batches(&self, _state: &SessionState) -> Result<Arc<dyn BatchSource>> {
+        Ok(self.0.clone())
+    }
+}
+
 /// Rows a [`BatchProducer`] has computed, read batch by batch: every call of
 /// [`BatchSource::iter`] starts again from the first batch.
 pub trait BatchSource: Debug + Send + Sync {

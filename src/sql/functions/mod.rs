@@ -27,7 +27,7 @@ use crate::access::{Access, RegisterOptions};
 use crate::public::PublicRules;
 use crate::sql::docs::{self, scalar_doc, table_doc, FunctionDoc};
 use crate::sql::planner::SqlTableFunction;
-use anonymize::{AnonymizeFunction, ReleaseCache, ReleaseView};
+use anonymize::{AnonymizeFunction, ReleaseCache, ReleaseView, ReportFunction};
 use anonymize_assess::AssessFunction;
 use anonymize_class_sizes::ClassSizesFunction;
 use anonymize_help::HelpFunction;
@@ -40,6 +40,8 @@ use nps_demo::NpsDemoFunction;
 use privacy_budget::PrivacyBudgetFunction;
 use top_bottom_hierarchy::TopBottomHierarchyFunction;
 use upa_truthful::UpaTruthfulFunction;
+
+pub(crate) use anonymize_assess::{DEFAULT_MAX_GLOBAL_RISK, DEFAULT_RISK_THRESHOLD};
 
 /// Every view of a release, one `anonymize*` table function each.
 const RELEASE_VIEWS: [ReleaseView; 7] = [
@@ -89,7 +91,8 @@ impl FunctionCatalog {
             })
             .collect();
         table_functions.extend([
-            Arc::new(AssessFunction) as Arc<dyn SqlTableFunction>,
+            Arc::new(ReportFunction::new(cache.clone())) as Arc<dyn SqlTableFunction>,
+            Arc::new(AssessFunction),
             Arc::new(ClassSizesFunction),
             Arc::new(SudaFunction),
             Arc::new(IndividualRiskFunction),

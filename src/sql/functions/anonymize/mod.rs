@@ -27,16 +27,18 @@ use crate::progress::ProgressFn;
 use crate::pseudonym::PseudonymKey;
 use crate::public::{PublicRules, PUBLIC_FAILURE};
 use crate::release::{interval_means_schema, ReleaseRowLimit};
-use crate::sql::args::{bind, CallArgs, ParamSpec};
+use crate::sql::args::{bind, BoundArgs, CallArgs, ParamSpec};
 use crate::sql::lazy::{BatchProducer, BatchSource, LazyTable};
 use crate::sql::planner::SqlTableFunction;
 pub use params::ANONYMIZE_PARAMS;
+pub use report::ReportFunction;
 use request::build_request;
 use version::TableVersion;
 use views::{information_loss_batch, information_loss_schema, metadata_batch, metadata_schema};
 
 mod identifiers;
 mod params;
+mod report;
 mod request;
 mod unit;
 mod version;
@@ -111,6 +113,109 @@ impl ReleaseCache {
 
     fn progress(&self) -> Option<ProgressFn> {
         self.progress.lock().ok().and_then(|p| p.clone())
+    }
+
+    /// The cache entry of a bound call of `function` (the request validated, its cache
+    /// entry made if new) and the call's row limit. Nothing is read or drawn.
+    fn entry(
+        &self,
+        function: &str,
+        bound: &BoundArgs,
+        context: &mut dyn RelationPlannerContext,
+    ) -> Result<(Arc<CacheEntry>, ReleaseRowLimit)> {
+        let public = self.public.as_deref();
+        if let Some(rules) = public {
+            rules.check_arguments(function, bound.names())?;
+        }
+        let request = build_request(
+            function,
+            bound,
+            context,
+            public,
+            self.pseudonym_key.as_ref(),
+        )?;
+        let limit = ReleaseRowLimit {
+            given: request.max_release_rows,
+            ceiling: self.max_release_rows,
+        };
+        let key = request.cache_key();
+        let mut entries = match self.entries.lock() {
+            Ok(e) => e,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let entry = entries
+            .entry(key)
+            .or_insert_with(|| {
+                Arc::new(CacheEntry {
+                    request,
+                    current: Mutex::new(None),
+                })
+            })
+            .clone();
+        Ok((entry, limit))
+    }
+
+    /// The release of `entry` for the tables as they are now: the cached one, or computed
+    /// and charged now (once, whichever function asks first).
+    async fn release(
+        &self,
+        entry: &CacheEntry,
+        limit: ReleaseRowLimit,
+        state: &SessionState,
+    ) -> Result<Arc<ReleaseOutput>> {
+        let progress = self.progress();
+        let request = &entry.request;
+        let mut tables = vec![&request.source];
+        tables.extend(request.qi.iter().filter_map(|q| q.hierarchy.as_ref()));
+        let version = TableVersion::of(&tables, state).await?;
+        let cell = entry.cell_for(version);
+        let output = cell
+            .get_or_try_init(|| async {
+                // Charged once, before anything is drawn; refunded if nothing is released.
+                // A seeded release (owner sessions only) has no privacy guarantee (its
+                // `guarantee` says so) and is not a DP release: it is counted in the
+                // ledger's releases but charges no ε or δ.
+                let cost = match request.seed {
+                    Some(_) => Cost {
+                        epsilon: 0.0,
+                        delta: 0.0,
+                    },
+                    None => request.cost(),
+                };
+                let charge = charge_release(
+                    &self.ledger,
+                    &request.source_name,
+                    &request.unit,
+                    cost,
+                    state.config_options(),
+                )?;
+                let computed = engine::compute_release(request, state, progress, limit);
+                match (computed.await, &self.public) {
+                    (Ok(output), None) => Ok(Arc::new(output)),
+                    (Err(e), None) => Err(charge.refund(e)),
+                    // A public user learns nothing from why a release failed: the refusal
+                    // is the same for every cause, and refunded (its causes are the
+                    // arguments, the public declarations and, for a source left without
+                    // usable records, the one bit the threat model states).
+                    (Err(_), Some(_)) => {
+                        Err(charge.refund(DataFusionError::Execution(PUBLIC_FAILURE.into())))
+                    }
+                    // The ceiling is checked on the released rows, a function of the
+                    // release itself: the refusal reveals nothing beyond it, and the
+                    // charge stays (the draw happened).
+                    (Ok(output), Some(rules)) => {
+                        if output.rows.row_count() > rules.max_release_rows() {
+                            return exec_err!(
+                                "anonymize(): this release has more rows than public users may receive in this session ({}); its budget was spent. Methods that add noise or counterfeit rows add fewer with a larger epsilon (ipa, dp_histogram) or a smaller k (upa); the others release at most the source's rows",
+                                rules.max_release_rows()
+                            );
+                        }
+                        Ok(Arc::new(output))
+                    }
+                }
+            })
+            .await?;
+        Ok(output.clone())
     }
 }
 
@@ -211,37 +316,7 @@ impl SqlTableFunction for AnonymizeFunction {
         context: &mut dyn RelationPlannerContext,
     ) -> Result<Arc<dyn TableProvider>> {
         let bound = bind(self.name(), &ANONYMIZE_PARAMS, &["source"], args)?;
-        let public = self.cache.public.as_deref();
-        if let Some(rules) = public {
-            rules.check_arguments(self.name(), bound.names())?;
-        }
-        let request = build_request(
-            self.name(),
-            &bound,
-            context,
-            public,
-            self.cache.pseudonym_key.as_ref(),
-        )?;
-        let limit = ReleaseRowLimit {
-            given: request.max_release_rows,
-            ceiling: self.cache.max_release_rows,
-        };
-        let key = request.cache_key();
-        let entry = {
-            let mut entries = match self.cache.entries.lock() {
-                Ok(e) => e,
-                Err(poisoned) => poisoned.into_inner(),
-            };
-            entries
-                .entry(key)
-                .or_insert_with(|| {
-                    Arc::new(CacheEntry {
-                        request,
-                        current: Mutex::new(None),
-                    })
-                })
-                .clone()
-        };
+        let (entry, limit) = self.cache.entry(self.name(), &bound, context)?;
         let schema = match self.view {
             ReleaseView::Rows => entry.request.release_schema(),
             ReleaseView::Metadata => metadata_schema(),
@@ -290,60 +365,7 @@ struct ReleaseProducer {
 #[async_trait]
 impl BatchProducer for ReleaseProducer {
     async fn batches(&self, state: &SessionState) -> Result<Arc<dyn BatchSource>> {
-        let progress = self.cache.progress();
-        let request = &self.entry.request;
-        let mut tables = vec![&request.source];
-        tables.extend(request.qi.iter().filter_map(|q| q.hierarchy.as_ref()));
-        let version = TableVersion::of(&tables, state).await?;
-        let cell = self.entry.cell_for(version);
-        let output = cell
-            .get_or_try_init(|| async {
-                // Charged once, before anything is drawn; refunded if nothing is released.
-                // A seeded release (owner sessions only) has no privacy guarantee (its
-                // `guarantee` says so) and is not a DP release: it is counted in the
-                // ledger's releases but charges no ε or δ.
-                let request = &self.entry.request;
-                let cost = match request.seed {
-                    Some(_) => Cost {
-                        epsilon: 0.0,
-                        delta: 0.0,
-                    },
-                    None => request.cost(),
-                };
-                let charge = charge_release(
-                    &self.cache.ledger,
-                    &request.source_name,
-                    &request.unit,
-                    cost,
-                    state.config_options(),
-                )?;
-                let computed =
-                    engine::compute_release(&self.entry.request, state, progress, self.limit);
-                match (computed.await, &self.cache.public) {
-                    (Ok(output), None) => Ok(Arc::new(output)),
-                    (Err(e), None) => Err(charge.refund(e)),
-                    // A public user learns nothing from why a release failed: the refusal
-                    // is the same for every cause, and refunded (its causes are the
-                    // arguments, the public declarations and, for a source left without
-                    // usable records, the one bit the threat model states).
-                    (Err(_), Some(_)) => {
-                        Err(charge.refund(DataFusionError::Execution(PUBLIC_FAILURE.into())))
-                    }
-                    // The ceiling is checked on the released rows, a function of the
-                    // release itself: the refusal reveals nothing beyond it, and the
-                    // charge stays (the draw happened).
-                    (Ok(output), Some(rules)) => {
-                        if output.rows.row_count() > rules.max_release_rows() {
-                            return exec_err!(
-                                "anonymize(): this release has more rows than public users may receive in this session ({}); its budget was spent. Methods that add noise or counterfeit rows add fewer with a larger epsilon (ipa, dp_histogram) or a smaller k (upa); the others release at most the source's rows",
-                                rules.max_release_rows()
-                            );
-                        }
-                        Ok(Arc::new(output))
-                    }
-                }
-            })
-            .await?;
+        let output = self.cache.release(&self.entry, self.limit, state).await?;
         Ok(match self.view {
             ReleaseView::Rows => Arc::new(output.rows.clone()) as Arc<dyn BatchSource>,
             ReleaseView::Metadata => Arc::new(vec![metadata_batch(&output.metadata)?]),

@@ -1,5 +1,7 @@
-//! The report's SVG charts, drawn with `plotters`: panels with linear axes, line and point
-//! series, and one legend for the whole figure under its panels.
+//! SVG charts drawn with `plotters`, for `anonymize_report()` and the paper report: panels
+//! with linear axes, line, point and bar series, and one legend for the whole figure under
+//! its panels. Colours come from the Okabe-Ito palette ([`PALETTE`]), which readers with
+//! any common colour-vision deficiency can tell apart.
 
 use plotters::coord::ranged1d::{KeyPointHint, Ranged, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
@@ -16,7 +18,17 @@ pub enum Style {
     Points,
     /// Rings only (stay visible over dots of another series).
     Rings,
+    /// Large dots with a black outline: the one point a panel is about.
+    Marked,
+    /// Bars from zero; the bar series of a panel stand side by side around each x.
+    Bars,
 }
+
+/// The Okabe-Ito colours (blue, orange, bluish green, vermillion, reddish purple, sky blue,
+/// yellow, grey), distinguishable with any common colour-vision deficiency.
+pub const PALETTE: [&str; 8] = [
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#999999",
+];
 
 /// One data series.
 pub struct Series {
@@ -176,7 +188,9 @@ fn bounds(panel: &Panel) -> ((f64, f64), (f64, f64)) {
     if y1 <= y0 {
         y1 = y0 + 1.0;
     }
-    let (x_pad, y_pad) = ((x1 - x0) * 0.03, (y1 - y0) * 0.05);
+    let bars = panel.series.iter().any(|s| s.style == Style::Bars);
+    let x_pad = if bars { 0.5 } else { (x1 - x0) * 0.03 };
+    let y_pad = (y1 - y0) * 0.05;
     let y0 = if panel.y_from_zero && y0 >= 0.0 {
         y0
     } else {
@@ -225,9 +239,25 @@ fn draw_series<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
     chart: &mut ChartContext<'_, DB, Cartesian2d<X, RangedCoordf64>>,
     panel: &Panel,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let bar_series = panel
+        .series
+        .iter()
+        .filter(|s| s.style == Style::Bars)
+        .count();
+    let mut bar_index = 0;
     for s in &panel.series {
         let c = color(s.color);
         let points = finite(&s.points);
+        if s.style == Style::Bars {
+            // Side by side within 0.8 of the unit around each x.
+            let width = 0.8 / bar_series as f64;
+            let left = -0.4 + width * bar_index as f64;
+            bar_index += 1;
+            chart.draw_series(points.iter().map(|&(x, y)| {
+                Rectangle::new([(x + left, 0.0), (x + left + width, y)], c.filled())
+            }))?;
+            continue;
+        }
         match s.style {
             Style::Line if points.len() > 1 => {
                 chart.draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))?;
@@ -253,9 +283,18 @@ fn draw_series<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
                         .map(|&p| Circle::new(p, 3, c.mix(0.8).filled())),
                 )?;
             }
+            Style::Marked => {
+                chart.draw_series(points.iter().map(|&p| Circle::new(p, 6, c.filled())))?;
+                chart.draw_series(
+                    points
+                        .iter()
+                        .map(|&p| Circle::new(p, 6, BLACK.stroke_width(1))),
+                )?;
+            }
             Style::Line | Style::Dashed => {
                 chart.draw_series(points.iter().map(|&p| Circle::new(p, 2, c.filled())))?;
             }
+            Style::Bars => {}
         }
     }
     Ok(())
@@ -312,6 +351,14 @@ fn draw_legend<DB: DrawingBackend>(
         let y = 10 + row * LEGEND_ROW;
         match style {
             Style::Points => area.draw(&Circle::new((x + 9, y), 3, c.filled()))?,
+            Style::Marked => {
+                area.draw(&Circle::new((x + 9, y), 5, c.filled()))?;
+                area.draw(&Circle::new((x + 9, y), 5, BLACK.stroke_width(1)))?;
+            }
+            Style::Bars => area.draw(&Rectangle::new(
+                [(x + 3, y - 5), (x + 15, y + 5)],
+                c.filled(),
+            ))?,
             Style::Rings => area.draw(&Circle::new((x + 9, y), 4, c.stroke_width(1)))?,
             Style::Line => area.draw(&PathElement::new(
                 vec![(x, y), (x + 18, y)],
@@ -335,24 +382,38 @@ fn draw_legend<DB: DrawingBackend>(
     Ok(())
 }
 
-/// Renders panels in a grid with `columns` columns under an overall title, as an SVG
-/// document.
-pub fn figure(title: &str, panels: &[Panel], columns: usize) -> String {
+/// Renders panels in a grid with `columns` columns under an overall title (none when
+/// empty), as an SVG document.
+pub fn figure(title: &str, panels: &[Panel], columns: usize) -> std::io::Result<String> {
+    figure_sized(title, panels, columns, (PANEL_W, PANEL_H))
+}
+
+/// [`figure`] with panels of `(width, height)` pixels.
+pub fn figure_sized(
+    title: &str,
+    panels: &[Panel],
+    columns: usize,
+    (panel_w, panel_h): (u32, u32),
+) -> std::io::Result<String> {
     let columns = columns.max(1);
     let rows = panels.len().div_ceil(columns).max(1);
-    let w = PANEL_W * columns as u32;
+    let w = panel_w * columns as u32;
     let entries = legend_entries(panels, w as i32);
     let layout = legend_layout(&entries, w as i32);
     let legend_rows = layout.last().map_or(0, |l| l.1 + 1);
     let legend_h = (legend_rows * LEGEND_ROW + 8) as u32;
-    let charts_h = PANEL_H * rows as u32 + 30;
+    let charts_h = panel_h * rows as u32 + 30;
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, (w, charts_h + legend_h)).into_drawing_area();
         let drawn = (|| {
             root.fill(&WHITE)?;
             let (charts, legend) = root.split_vertically(charts_h);
-            let body = charts.titled(title, (FONT, 16).into_font().style(FontStyle::Bold))?;
+            let body = if title.is_empty() {
+                charts
+            } else {
+                charts.titled(title, (FONT, 16).into_font().style(FontStyle::Bold))?
+            };
             let cells = body.split_evenly((rows, columns));
             for (panel, cell) in panels.iter().zip(cells.iter()) {
                 render_panel(cell, panel)?;
@@ -361,8 +422,10 @@ pub fn figure(title: &str, panels: &[Panel], columns: usize) -> String {
             root.present()
         })();
         if let Err(e) = drawn {
-            eprintln!("cannot draw figure '{title}': {e}");
+            return Err(std::io::Error::other(format!(
+                "cannot draw figure '{title}': {e}"
+            )));
         }
     }
-    out
+    Ok(out)
 }
