@@ -6,7 +6,7 @@
 //! proportion to how many leaves each bin holds (every leaf under a label is taken as
 //! equally likely, the reading of the NCP and of the k-marginal score).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::hierarchy::{Hierarchy, STAR};
 
@@ -212,7 +212,7 @@ pub struct Marginals {
     /// Per column, the records whose value the bins do not know.
     pub unknown: Vec<f64>,
     /// Per pair of columns `(a, b)`, `a < b`, in order: the count of each pair of bins.
-    pub two_way: Vec<HashMap<(usize, usize), f64>>,
+    pub two_way: Vec<BTreeMap<(usize, usize), f64>>,
     /// Records counted.
     pub records: f64,
 }
@@ -235,7 +235,7 @@ impl Marginals {
             one_way: binners.iter().map(|b| vec![0.0; b.labels.len()]).collect(),
             suppressed: vec![0.0; m],
             unknown: vec![0.0; m],
-            two_way: vec![HashMap::new(); m * m.saturating_sub(1) / 2],
+            two_way: vec![BTreeMap::new(); m * m.saturating_sub(1) / 2],
             records: 0.0,
         }
     }
@@ -307,7 +307,7 @@ pub fn k_marginal_score(input: &Marginals, release: &Marginals) -> Option<(f64, 
 }
 
 /// Half the L1 distance between the shares of two count tables (1 when one is empty).
-fn total_variation(p: &HashMap<(usize, usize), f64>, q: &HashMap<(usize, usize), f64>) -> f64 {
+fn total_variation(p: &BTreeMap<(usize, usize), f64>, q: &BTreeMap<(usize, usize), f64>) -> f64 {
     let (np, nq): (f64, f64) = (p.values().sum(), q.values().sum());
     if np <= 0.0 || nq <= 0.0 {
         return 1.0;

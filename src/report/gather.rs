@@ -153,11 +153,18 @@ async fn value_counts(
     name: &str,
 ) -> Result<Vec<RecordBatch>> {
     let ctx = SessionContext::new_with_state(state.clone());
+    // Sorted, so that every sum over the rows is taken in one order: the same page for
+    // the same release.
+    let order = columns
+        .iter()
+        .map(|c| crate::engine::assess::column(c).sort(true, true))
+        .collect();
     ctx.read_table(table.clone())?
         .aggregate(
             qi_text(columns),
             vec![count(lit(1)).alias("__report_count")],
         )?
+        .sort(order)?
         .collect()
         .await
         .map_err(|e| reading_error("anonymize_report", &format!("table {name}"), e))

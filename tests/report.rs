@@ -1,0 +1,351 @@
+//! `anonymize_report(...)`: every number on the page is the one the SQL functions give for
+//! the same release, the page fetches nothing, a report draws and charges nothing a release
+//! with the same arguments has not, public users cannot write one, and a refused or failed
+//! report leaves no file behind.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Float64Type};
+use datafusion::error::Result;
+use datafusion::prelude::SessionContext;
+use datafusion_anonymize::{public_session, register_with, PublicPolicy, RegisterOptions};
+
+/// The Adult data and the hierarchies of its quasi-identifiers.
+fn adult_setup() -> String {
+    let csv = |name: &str, file: &str, header: bool| {
+        format!(
+            "CREATE EXTERNAL TABLE \"{name}\" STORED AS CSV LOCATION '{}/tests/data/adult/{file}.csv' OPTIONS ('format.delimiter' ';', 'format.has_header' '{header}');",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    };
+    let mut sql = csv("adult", "adult", true);
+    for column in ["sex", "age", "race", "marital-status"] {
+        let name = format!("adult_hierarchy_{column}");
+        sql.push_str(&csv(&name, &name, false));
+    }
+    sql
+}
+
+async fn owner() -> Result<SessionContext> {
+    let ctx = SessionContext::new();
+    register_with(&ctx, RegisterOptions::owner())?;
+    datafusion_anonymize::run_script(&ctx, &adult_setup()).await?;
+    Ok(ctx)
+}
+
+/// `(key, value)` of every figure on the page: the `data-figure` and `data-value`
+/// attributes of its cells.
+fn page_figures(html: &str) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for piece in html.split("data-figure=\"").skip(1) {
+        let Some((name, rest)) = piece.split_once('"') else {
+            continue;
+        };
+        let Some(value) = rest
+            .strip_prefix(" data-value=\"")
+            .and_then(|v| v.split_once('"'))
+            .map(|(v, _)| v)
+        else {
+            continue;
+        };
+        let value: f64 = value.parse().expect("data-value is a number");
+        out.insert(name.replace("&#39;", "'").replace("&amp;", "&"), value);
+    }
+    out
+}
+
+/// `(key or key:sensitive, value)` of every numeric row of an `anonymize_assess` call.
+async fn assess(ctx: &SessionContext, sql: &str) -> Result<BTreeMap<String, f64>> {
+    let mut out = BTreeMap::new();
+    for batch in ctx.sql(sql).await?.collect().await? {
+        let key = batch.column(0).as_string::<i32>();
+        let sensitive = batch.column(1).as_string::<i32>();
+        let value = batch.column(2).as_primitive::<Float64Type>();
+        for row in 0..batch.num_rows() {
+            if value.is_null(row) {
+                continue;
+            }
+            let name = if sensitive.is_null(row) {
+                key.value(row).to_string()
+            } else {
+                format!("{}:{}", key.value(row), sensitive.value(row))
+            };
+            out.insert(name, value.value(row));
+        }
+    }
+    Ok(out)
+}
+
+const KANON: &str = "'adult', method => 'kanon', qi => 'sex, age, race, marital-status', sensitive => 'salary-class', k => 5";
+
+#[tokio::test]
+async fn every_figure_equals_the_sql_function_that_computes_it() -> Result<()> {
+    let ctx = owner().await?;
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("kanon.html");
+    let written = ctx
+        .sql(&format!(
+            "SELECT * FROM anonymize_report({KANON}, path => '{}')",
+            path.display()
+        ))
+        .await?
+        .collect()
+        .await?;
+    let html = std::fs::read_to_string(&path)?;
+    let bytes = cast(written[0].column(1), &DataType::UInt64)?;
+    assert_eq!(
+        bytes
+            .as_primitive::<datafusion::arrow::datatypes::UInt64Type>()
+            .value(0),
+        html.len() as u64
+    );
+    let sections = written[0].column(2).as_string::<i32>().value(0).to_string();
+    for section in [
+        "Summary",
+        "Re-identification risk",
+        "Attribute disclosure",
+        "Utility",
+        "Search",
+        "Warnings",
+    ] {
+        assert!(sections.contains(section), "{sections}");
+        assert!(
+            html.contains(&format!("<h2>{section}</h2>")),
+            "no section {section}"
+        );
+    }
+    let figures = page_figures(&html);
+
+    ctx.sql(&format!(
+        "CREATE VIEW released AS SELECT * FROM anonymize({KANON})"
+    ))
+    .await?;
+    let assess_args = "qi => 'sex, age, race, marital-status', sensitive => 'salary-class'";
+    let before = assess(
+        &ctx,
+        &format!("SELECT * FROM anonymize_assess('adult', {assess_args})"),
+    )
+    .await?;
+    let after = assess(
+        &ctx,
+        &format!("SELECT * FROM anonymize_assess('released', {assess_args})"),
+    )
+    .await?;
+    // Both tables, every figure anonymize_assess gives, the same value on the page.
+    for (side, expected) in [("before", &before), ("after", &after)] {
+        assert!(expected.len() >= 14, "{side}: {expected:?}");
+        for (key, value) in expected {
+            let on_page = figures
+                .get(&format!("{side}:{key}"))
+                .unwrap_or_else(|| panic!("the page has no {side}:{key}"));
+            assert_eq!(on_page, value, "{side}:{key}");
+        }
+    }
+    // The release is k-anonymous; the source is not: the page shows both.
+    assert!(figures["after:min_class_size"] >= 5.0);
+    assert!(figures["before:min_class_size"] < 5.0);
+
+    let loss = ctx
+        .sql(&format!(
+            "SELECT * FROM anonymize_information_loss({KANON})"
+        ))
+        .await?
+        .collect()
+        .await?;
+    let schema = loss[0].schema();
+    for (i, field) in schema.fields().iter().enumerate().skip(1) {
+        let column = cast(loss[0].column(i), &DataType::Float64)?;
+        let value = column.as_primitive::<Float64Type>().value(0);
+        assert_eq!(
+            figures[&format!("information_loss:{}", field.name())],
+            value,
+            "{}",
+            field.name()
+        );
+    }
+    let score = figures["k_marginal_score"];
+    assert!(score > 900.0 && score < 1000.0, "{score}");
+    // Ten pairs of five columns, their mean the score.
+    let pairs: Vec<f64> = figures
+        .iter()
+        .filter(|(k, _)| k.starts_with("k_marginal:"))
+        .map(|(_, v)| *v)
+        .collect();
+    assert_eq!(pairs.len(), 10);
+    assert!((pairs.iter().sum::<f64>() / 10.0 - score).abs() < 1e-9);
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_page_fetches_nothing_and_runs_no_script() -> Result<()> {
+    let ctx = owner().await?;
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("r.html");
+    ctx.sql(&format!(
+        "SELECT * FROM anonymize_report({KANON}, path => '{}')",
+        path.display()
+    ))
+    .await?
+    .collect()
+    .await?;
+    let html = std::fs::read_to_string(&path)?.to_lowercase();
+    for banned in [
+        "<script", "<link", "<img", "<iframe", "<object", "url(", "@import", "src=",
+    ] {
+        assert!(!html.contains(banned), "the page contains {banned}");
+    }
+    // The only address is the SVG namespace, which names the format and is never fetched.
+    let without_namespace = html.replace("http://www.w3.org/2000/svg", "");
+    assert!(!without_namespace.contains("http:"), "an external address");
+    assert!(!without_namespace.contains("https:"), "an external address");
+    assert!(html.contains("<svg"), "no chart");
+    Ok(())
+}
+
+/// `(releases, epsilon_spent)` of the Adult table.
+async fn spent(ctx: &SessionContext) -> Result<(u64, f64)> {
+    let batches = ctx
+        .sql("SELECT releases, epsilon_spent FROM privacy_budget() WHERE table_name LIKE '%adult'")
+        .await?
+        .collect()
+        .await?;
+    match batches.iter().find(|b| b.num_rows() > 0) {
+        None => Ok((0, 0.0)),
+        Some(b) => Ok((
+            b.column(0)
+                .as_primitive::<datafusion::arrow::datatypes::UInt64Type>()
+                .value(0),
+            b.column(1).as_primitive::<Float64Type>().value(0),
+        )),
+    }
+}
+
+#[tokio::test]
+async fn a_report_draws_and_charges_nothing_a_release_has_not() -> Result<()> {
+    let ctx = owner().await?;
+    let dir = tempfile::tempdir()?;
+    let ipa = "'adult', method => 'ipa', qi => 'sex, age, race', sensitive => 'marital-status', epsilon => 1";
+    let report = |name: &str| {
+        format!(
+            "SELECT * FROM anonymize_report({ipa}, path => '{}')",
+            dir.path().join(name).display()
+        )
+    };
+    ctx.sql(&report("a.html")).await?.collect().await?;
+    assert_eq!(spent(&ctx).await?, (1, 1.0));
+    ctx.sql(&report("b.html")).await?.collect().await?;
+    assert_eq!(spent(&ctx).await?, (1, 1.0), "a second report charged");
+    // The release the reports describe is the one anonymize serves.
+    let rows = ctx
+        .sql(&format!("SELECT COUNT(*) FROM anonymize({ipa})"))
+        .await?
+        .collect()
+        .await?;
+    assert_eq!(spent(&ctx).await?, (1, 1.0), "anonymize drew anew");
+    let count = rows[0]
+        .column(0)
+        .as_primitive::<datafusion::arrow::datatypes::Int64Type>()
+        .value(0);
+    let html = std::fs::read_to_string(dir.path().join("b.html"))?;
+    assert_eq!(page_figures(&html)["after:rows"], count as f64);
+    let first = std::fs::read_to_string(dir.path().join("a.html"))?;
+    let differs = first
+        .bytes()
+        .zip(html.bytes())
+        .position(|(a, b)| a != b)
+        .or((first.len() != html.len()).then_some(first.len().min(html.len())));
+    if let Some(at) = differs {
+        let from = at.saturating_sub(200);
+        panic!(
+            "two reports of one release differ at byte {at}: {:?} vs {:?}",
+            first.get(from..(at + 100).min(first.len())),
+            html.get(from..(at + 100).min(html.len()))
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn public_users_cannot_write_a_report() -> Result<()> {
+    let ctx = owner().await?;
+    let policy = PublicPolicy {
+        tables: vec!["adult_hierarchy_*".into()],
+        ..PublicPolicy::default()
+    };
+    let public = public_session(&ctx, RegisterOptions::public(policy, 10.0))?;
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("r.html");
+    let err = public
+        .sql(&format!(
+            "SELECT * FROM anonymize_report('adult', method => 'ipa', qi => 'sex, age', epsilon => 1, path => '{}')",
+            path.display()
+        ))
+        .await
+        .expect_err("public users may not write reports")
+        .strip_backtrace();
+    assert!(
+        err.contains("anonymize_report() is an owner-only function"),
+        "{err}"
+    );
+    assert!(!path.exists());
+    Ok(())
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn refused_and_failed_reports_leave_nothing_behind() -> Result<()> {
+    let ctx = owner().await?;
+    let dir = tempfile::tempdir()?;
+    let d = dir.path().display();
+    let refused = [
+        (
+            format!("SELECT * FROM anonymize_report({KANON}, path => '{d}/r.txt')"),
+            "must name an .html file",
+        ),
+        (
+            format!("SELECT * FROM anonymize_report({KANON}, path => '{d}/missing/r.html')"),
+            "does not exist",
+        ),
+        (
+            format!("SELECT * FROM anonymize_report({KANON}, path => '{d}/r.html', risk_threshold => 0)"),
+            "risk_threshold must be in (0, 1]",
+        ),
+        (
+            format!("SELECT * FROM anonymize_report({KANON})"),
+            "argument 'path' is required",
+        ),
+        (
+            format!("SELECT * FROM anonymize_report({KANON}, path => '{d}/r.html', pth => 1)"),
+            "unknown argument 'pth'",
+        ),
+    ];
+    for (sql, expected) in refused {
+        let run = async { ctx.sql(&sql).await?.collect().await };
+        let err = run.await.expect_err(&sql).strip_backtrace();
+        assert!(err.contains(expected), "{sql}: {err}");
+    }
+    // A release that fails (k above the number of records) writes nothing and charges
+    // nothing.
+    let failing = format!(
+        "SELECT * FROM anonymize_report('adult', method => 'kanon', qi => 'sex', k => 100000, suppression_limit => 0, path => '{d}/r.html')"
+    );
+    let run = async { ctx.sql(&failing).await?.collect().await };
+    assert!(run.await.is_err());
+    assert_eq!(files_in(dir.path()), Vec::<String>::new());
+    assert_eq!(spent(&ctx).await?.1, 0.0);
+    Ok(())
+}
