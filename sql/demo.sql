@@ -122,3 +122,10 @@ CREATE OR REPLACE VIEW paper_error AS
 SELECT query, age_group, ROUND(original, 1) AS original, ROUND(estimate, 1) AS released
 FROM paper_compare WHERE query = 'Q1' ORDER BY age_group;
 SELECT query, ROUND(rel_l1, 3) AS relative_l1_error FROM paper_error ORDER BY query;
+
+-- 6. The data owner's report of this release: one HTML page with risk and utility before
+--    and after, as pictures (owner-only; the same release, so nothing is drawn or charged).
+SELECT * FROM anonymize_report('nps', method => 'ipa',
+      qi => 'age, sex, los, surgery, location', informative => 'disease',
+      epsilon => 1.0, suppression_threshold => 2, path => 'out/report.html');
+SELECT releases, epsilon_spent FROM privacy_budget();

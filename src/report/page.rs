@@ -111,7 +111,7 @@ fn meaning(key: &str) -> &'static str {
             "highest chance of re-identifying a record whose presence is known: 1 / its class size"
         }
         "prosecutor_risk_avg" => "that chance averaged over the records",
-        "records_at_risk" => "records whose prosecutor risk exceeds the risk threshold",
+        "records_at_risk" => "share of records whose prosecutor risk exceeds the risk threshold",
         "marketer_risk" => {
             "expected share of records re-identified when every record is linked: classes / records"
         }
