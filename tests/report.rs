@@ -166,6 +166,13 @@ async fn every_figure_equals_the_sql_function_that_computes_it() -> Result<()> {
             field.name()
         );
     }
+    // The share of records suppressed: the release's suppressed rows per input record;
+    // kanon suppresses whole records, so the share of starred cells is the same.
+    let records = figures["after:suppressed"] / figures["before:rows"];
+    assert!(records > 0.0);
+    assert_eq!(figures["share:records_suppressed"], records);
+    let cells = figures["share:cells_suppressed"];
+    assert!((cells - figures["after:suppressed"] / figures["after:rows"]).abs() < 1e-12);
     let score = figures["k_marginal_score"];
     assert!(score > 900.0 && score < 1000.0, "{score}");
     // Ten pairs of five columns, their mean the score.

@@ -390,6 +390,7 @@ fn utility(out: &mut String, subject: &Subject<'_>, figures: &Figures) -> Result
         ));
     }
     out.push_str("</tr></table>");
+    given_up(out, subject, figures)?;
     chosen_node(out, subject)?;
     out.push_str("<h3>2-way k-marginal score</h3>");
     match &figures.score {
@@ -438,6 +439,69 @@ fn utility(out: &mut String, subject: &Subject<'_>, figures: &Figures) -> Result
     Ok(())
 }
 
+/// The shares of records and cells the release gave up, and of counterfeit rows.
+fn given_up(out: &mut String, subject: &Subject<'_>, figures: &Figures) -> Result<()> {
+    let value = |entries: &[Entry], key: &str| entry_value(entries, key, None).flatten();
+    let (Some(input_rows), Some(released_rows)) = (
+        value(&figures.before, "rows"),
+        value(&figures.after, "rows"),
+    ) else {
+        return Ok(());
+    };
+    let qi = subject.request.qi.len();
+    let starred: f64 = figures.release.suppressed.iter().take(qi).sum();
+    let share = |part: f64, whole: f64| if whole > 0.0 { part / whole } else { 0.0 };
+    let mut rows = vec![
+        (
+            "records_suppressed",
+            "released rows whose every quasi-identifier is *, per input record",
+            value(&figures.after, "suppressed").map(|s| share(s, input_rows)),
+        ),
+        (
+            "cells_suppressed",
+            "quasi-identifier cells of the release that are *, per released cell",
+            Some(share(starred, released_rows * qi as f64)),
+        ),
+    ];
+    if let Some(counterfeits) = chosen_value(subject, "counterfeits")? {
+        rows.push((
+            "counterfeits",
+            "counterfeit rows the method added, per released row",
+            Some(share(counterfeits, released_rows)),
+        ));
+    }
+    out.push_str("<h3>Records and cells given up</h3><table><tr><th>share</th><th>value</th><th>of what</th></tr>");
+    for (key, what, v) in rows {
+        let _ = write!(
+            out,
+            "<tr><td>{key}</td>{}<td class=\"explain\">{}</td></tr>",
+            figure_cell(&format!("share:{key}"), v),
+            escape(what)
+        );
+    }
+    out.push_str("</table>");
+    Ok(())
+}
+
+/// A numeric column of the chosen node's row of the diagnostics.
+fn chosen_value(subject: &Subject<'_>, column: &str) -> Result<Option<f64>> {
+    for batch in subject.output.diagnostics.iter() {
+        let schema = batch.schema();
+        let (Ok(chosen), Ok(c)) = (schema.index_of("chosen"), schema.index_of(column)) else {
+            return Ok(None);
+        };
+        let values = cast(batch.column(c), &DataType::Float64)?;
+        let values = values.as_primitive::<Float64Type>();
+        let chosen = batch.column(chosen).as_boolean();
+        for row in 0..batch.num_rows() {
+            if chosen.value(row) && !values.is_null(row) {
+                return Ok(Some(values.value(row)));
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// The chosen node's row of the diagnostics (or the whole table when it has a few rows
 /// and no chosen node): suppressed records and cells, counterfeits.
 fn chosen_node(out: &mut String, subject: &Subject<'_>) -> Result<()> {
@@ -451,7 +515,7 @@ fn chosen_node(out: &mut String, subject: &Subject<'_>) -> Result<()> {
     if chosen.is_none() && rows > 5 {
         return Ok(());
     }
-    out.push_str("<h3>Records and cells given up</h3><p class=\"explain\">The release's own counts (anonymize_diagnostics, ");
+    out.push_str("<h3>The chosen node</h3><p class=\"explain\">The release's own counts (anonymize_diagnostics, ");
     out.push_str(if chosen.is_some() {
         "the chosen node's row"
     } else {
