@@ -36,6 +36,15 @@ pub struct Cost {
     pub delta: f64,
 }
 
+impl Cost {
+    /// What a release without a differential-privacy budget costs: a syntactic method's,
+    /// or a seeded one (which has no guarantee).
+    pub const NONE: Cost = Cost {
+        epsilon: 0.0,
+        delta: 0.0,
+    };
+}
+
 /// Per-table limits (`f64::INFINITY` = unlimited).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Limits {

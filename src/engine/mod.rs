@@ -342,7 +342,8 @@ fn per_unit_guarantee(request: &AnonymizeRequest, dp: bool, method_text: &str) -
                 cost.epsilon, cost.delta
             )
         }
-        PrivacyUnit::Person { column, .. } if request.method.publishes_catalog() => format!(
+        // UPA fills small classes with counterfeit rows instead of suppressing them.
+        PrivacyUnit::Person { column, .. } if request.method.name() == crate::method::upa::METHOD.name => format!(
             "Per person (column '{column}'): every released class holds at least k persons, not only k rows: a class of p < k distinct persons gets k - p counterfeit rows, each standing for one more person; the prosecutor risks count persons. {method_text}"
         ),
         PrivacyUnit::Person { column, .. } => format!(
@@ -364,45 +365,43 @@ fn common_metadata(
         .map(|(q, l)| format!("{}={l}", q.column))
         .collect::<Vec<_>>()
         .join(", ");
+    let joined = |items: Vec<String>| items.join(", ");
     let mut out: Vec<(String, String)> = vec![
         ("method".into(), request.method.name().into()),
         ("source".into(), request.source_name.clone()),
         (
             "quasi_identifiers".into(),
-            request
-                .qi
-                .iter()
-                .map(|q| q.column.clone())
-                .collect::<Vec<_>>()
-                .join(", "),
+            joined(request.qi.iter().map(|q| q.column.clone()).collect()),
         ),
-        (
-            "informative".into(),
-            request
-                .sensitive
-                .iter()
-                .filter(|s| !s.pseudonym)
-                .map(|s| s.column.clone())
-                .collect::<Vec<_>>()
-                .join(", "),
-        ),
-        ("dropped_columns".into(), request.dropped.join(", ")),
     ];
+    // A method that releases numbers (microaggregation) has no hierarchies or lattice.
     let lattice = request.method.microaggregation().is_none();
     if lattice {
-        out.insert(
-            3,
-            (
-                "hierarchies".into(),
+        out.push((
+            "hierarchies".into(),
+            joined(
                 request
                     .qi
                     .iter()
                     .map(|q| format!("{}:{}", q.column, q.hierarchy_name))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                    .collect(),
             ),
-        );
+        ));
     }
+    out.extend([
+        (
+            "informative".into(),
+            joined(
+                request
+                    .sensitive
+                    .iter()
+                    .filter(|s| !s.pseudonym)
+                    .map(|s| s.column.clone())
+                    .collect(),
+            ),
+        ),
+        ("dropped_columns".into(), request.dropped.join(", ")),
+    ]);
     if !request.identifiers.columns.is_empty() {
         out.push(("identifiers".into(), request.identifiers.describe()));
     }

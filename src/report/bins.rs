@@ -20,6 +20,9 @@ const NUMERIC_BINS: usize = 10;
 /// A released value's share of each bin: `(bin, weight)` with weights summing to 1.
 pub type Spread = Vec<(usize, f64)>;
 
+/// A [`Spread`] held by the bins, or made for one value.
+pub type SpreadRef<'a> = Cow<'a, [(usize, f64)]>;
+
 /// The bins of one column and how values map onto them.
 #[derive(Debug, Clone)]
 pub struct Binner {
@@ -166,7 +169,7 @@ impl Binner {
 
     /// How a value of the release spreads over the bins (`None` for a value the bins do
     /// not know).
-    pub fn released(&self, value: &str) -> Option<Cow<'_, [(usize, f64)]>> {
+    pub fn released(&self, value: &str) -> Option<SpreadRef<'_>> {
         match &self.kind {
             Kind::Hierarchy { spread, .. } => {
                 spread.get(value).map(|s| Cow::Borrowed(s.as_slice()))
@@ -246,7 +249,7 @@ impl Marginals {
     /// Adds `count` records with `values` (one per binner; `None` for NULL).
     pub fn add(&mut self, binners: &[Binner], side: Side, values: &[Option<&str>], count: f64) {
         self.records += count;
-        let spreads: Vec<Option<Cow<'_, [(usize, f64)]>>> = binners
+        let spreads: Vec<Option<SpreadRef<'_>>> = binners
             .iter()
             .zip(values)
             .enumerate()

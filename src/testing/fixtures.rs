@@ -1,6 +1,8 @@
 //! Fixtures shared by unit tests: hierarchies, the IPA paper's example and leaf
 //! histograms built from records.
 
+use crate::engine::person::person_classes;
+use crate::engine::PersonClasses;
 use crate::hierarchy::builders::{interval_hierarchy_rows, parse_integer_domain, IntervalLevel};
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
@@ -94,6 +96,33 @@ pub fn paper_example_records(age: &Hierarchy, sex: &Hierarchy, zip: &Hierarchy) 
 
 /// A record: leaf codes per attribute and an informative value code.
 pub type Record = (Vec<u32>, u32);
+
+/// One record of a person: `(person, leaf codes, informative value)`.
+pub type PersonRecord = (u32, Vec<u32>, u32);
+
+/// What phase 1 builds per person from `rows` sorted by person (one record each): the base
+/// histogram over `domain` informative values and the classes' persons.
+pub fn person_fixture(
+    hs: &[&Hierarchy],
+    rows: &[PersonRecord],
+    domain: usize,
+) -> (GroupedHistogram, PersonClasses) {
+    assert!(
+        rows.windows(2).all(|w| w[0].0 <= w[1].0),
+        "rows sorted by person"
+    );
+    let ends: Vec<usize> = (1..=rows.len())
+        .filter(|&i| i == rows.len() || rows[i].0 != rows[i - 1].0)
+        .collect();
+    let leaf_codes: Vec<Vec<u32>> = (0..hs.len())
+        .map(|a| rows.iter().map(|r| r.1[a]).collect())
+        .collect();
+    let tuples: Vec<u32> = rows.iter().map(|r| r.2).collect();
+    let persons = person_classes(hs, &ends, leaf_codes, &tuples, vec![1; rows.len()])
+        .expect("person classes of valid codes");
+    let records: Vec<Record> = rows.iter().map(|r| (r.1.clone(), r.2)).collect();
+    (histogram(hs, &records, domain), persons)
+}
 
 /// The leaf histogram of `records`, one count each, over `domain` informative values.
 pub fn histogram(hs: &[&Hierarchy], records: &[Record], domain: usize) -> GroupedHistogram {

@@ -9,6 +9,7 @@ pub mod stats;
 
 pub use fixtures::{
     columnless_row_counts, histogram, ladder, paper_example_hierarchies, paper_example_records,
-    rows, test_numbers, weighted_histogram, Record, PAPER_EXAMPLE_DISEASES,
+    person_fixture, rows, test_numbers, weighted_histogram, PersonRecord, Record,
+    PAPER_EXAMPLE_DISEASES,
 };
 pub use nps::{nps_base, NpsBase};

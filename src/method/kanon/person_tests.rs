@@ -7,10 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use proptest::prelude::*;
 
 use super::*;
-use crate::engine::person::person_classes;
 use crate::lattice::Lattice;
 use crate::method::Standalone;
-use crate::testing::{histogram, ladder, Record};
+use crate::testing::{ladder, person_fixture, PersonRecord};
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
@@ -27,21 +26,8 @@ proptest! {
         let hs = [&age, &zip, &sex];
         let mut raw = raw;
         raw.sort();
-        let mut ends = Vec::new();
-        for i in 1..=raw.len() {
-            if i == raw.len() || raw[i].0 != raw[i - 1].0 {
-                ends.push(i);
-            }
-        }
-        let leaf_codes: Vec<Vec<u32>> = vec![
-            raw.iter().map(|r| r.1).collect(),
-            raw.iter().map(|r| r.2).collect(),
-            raw.iter().map(|r| r.3).collect(),
-        ];
-        let tuples: Vec<u32> = raw.iter().map(|r| r.4).collect();
-        let persons = person_classes(&hs, &ends, leaf_codes, &tuples, vec![1; raw.len()]).unwrap();
-        let records: Vec<Record> = raw.iter().map(|r| (vec![r.1, r.2, r.3], r.4)).collect();
-        let base = histogram(&hs, &records, 3);
+        let rows: Vec<PersonRecord> = raw.iter().map(|r| (r.0, vec![r.1, r.2, r.3], r.4)).collect();
+        let (base, persons) = person_fixture(&hs, &rows, 3);
         let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 10_000).unwrap();
         let params = KanonParams::new(k, limit);
         let standalone = Standalone::default();
@@ -93,17 +79,8 @@ fn a_class_of_k_rows_but_fewer_persons_is_not_released() {
     let hs = [&age];
     // Person 0: three rows at age 0; persons 1, 2, 3: one row each at age 2.
     let raw = [(0u32, 0u32), (0, 0), (0, 0), (1, 2), (2, 2), (3, 2)];
-    let ends = [3, 4, 5, 6];
-    let persons = person_classes(
-        &hs,
-        &ends,
-        vec![raw.iter().map(|r| r.1).collect()],
-        &[0; 6],
-        vec![1; 6],
-    )
-    .unwrap();
-    let records: Vec<Record> = raw.iter().map(|r| (vec![r.1], 0)).collect();
-    let base = histogram(&hs, &records, 1);
+    let rows: Vec<PersonRecord> = raw.iter().map(|r| (r.0, vec![r.1], 0)).collect();
+    let (base, persons) = person_fixture(&hs, &rows, 1);
     let lattice = Lattice::new(vec![age.height()], 100).unwrap();
     let params = KanonParams::new(3, 0.5);
     let standalone = Standalone::default();

@@ -159,10 +159,7 @@ impl Method for Microaggregation {
     }
 
     fn budget(&self) -> Cost {
-        Cost {
-            epsilon: 0.0,
-            delta: 0.0,
-        }
+        Cost::NONE
     }
 
     fn max_nodes(&self) -> usize {

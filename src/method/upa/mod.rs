@@ -410,10 +410,7 @@ impl Method for Upa {
     }
 
     fn budget(&self) -> Cost {
-        Cost {
-            epsilon: 0.0,
-            delta: 0.0,
-        }
+        Cost::NONE
     }
 
     fn max_nodes(&self) -> usize {

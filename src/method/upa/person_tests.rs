@@ -7,11 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use proptest::prelude::*;
 
 use super::*;
-use crate::engine::person::person_classes;
 use crate::lattice::Lattice;
 use crate::mechanism::rng::rng_from_seed;
 use crate::method::Standalone;
-use crate::testing::{histogram, ladder, Record};
+use crate::testing::{ladder, person_fixture, PersonRecord};
 
 fn params(k: u64) -> UpaParams {
     UpaParams {
@@ -36,20 +35,8 @@ proptest! {
         let hs = [&age, &sex];
         let mut raw = raw;
         raw.sort();
-        let mut ends = Vec::new();
-        for i in 1..=raw.len() {
-            if i == raw.len() || raw[i].0 != raw[i - 1].0 {
-                ends.push(i);
-            }
-        }
-        let leaf_codes: Vec<Vec<u32>> = vec![
-            raw.iter().map(|r| r.1).collect(),
-            raw.iter().map(|r| r.2).collect(),
-        ];
-        let tuples: Vec<u32> = raw.iter().map(|r| r.3).collect();
-        let persons = person_classes(&hs, &ends, leaf_codes, &tuples, vec![1; raw.len()]).unwrap();
-        let records: Vec<Record> = raw.iter().map(|r| (vec![r.1, r.2], r.3)).collect();
-        let base = histogram(&hs, &records, 3);
+        let rows: Vec<PersonRecord> = raw.iter().map(|r| (r.0, vec![r.1, r.2], r.3)).collect();
+        let (base, persons) = person_fixture(&hs, &rows, 3);
         let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 10_000).unwrap();
         let standalone = Standalone::default();
         let mut input = standalone.input(&base, &hs, &lattice, 3);
@@ -106,18 +93,8 @@ fn a_class_of_one_persons_rows_gets_counterfeits_per_person() {
         (2, 2, 1),
         (3, 2, 2),
     ];
-    let ends = [3, 4, 5, 6];
-    let tuples: Vec<u32> = raw.iter().map(|r| r.2).collect();
-    let persons = person_classes(
-        &hs,
-        &ends,
-        vec![raw.iter().map(|r| r.1).collect()],
-        &tuples,
-        vec![1; 6],
-    )
-    .unwrap();
-    let records: Vec<Record> = raw.iter().map(|r| (vec![r.1], r.2)).collect();
-    let base = histogram(&hs, &records, 3);
+    let rows: Vec<PersonRecord> = raw.iter().map(|r| (r.0, vec![r.1], r.2)).collect();
+    let (base, persons) = person_fixture(&hs, &rows, 3);
     let lattice = Lattice::new(vec![age.height()], 100).unwrap();
     let standalone = Standalone::default();
     let mut p = params(3);

@@ -176,10 +176,7 @@ impl ReleaseCache {
                 // `guarantee` says so) and is not a DP release: it is counted in the
                 // ledger's releases but charges no ε or δ.
                 let cost = match request.seed {
-                    Some(_) => Cost {
-                        epsilon: 0.0,
-                        delta: 0.0,
-                    },
+                    Some(_) => Cost::NONE,
                     None => request.cost(),
                 };
                 let charge = charge_release(

@@ -45,7 +45,7 @@ pub const COMMON_PARAMS: &[ParamSpec] = &[
         "person",
         ParamKind::Text,
         ParamDefault::Optional("none: each row is one individual"),
-        "the column identifying a person who may own several rows (e.g. 'patient_id'), never released: the guarantee then protects persons, not rows; the differentially private methods keep at most max_rows_per_person rows of each person, chosen at random, and 'kanon' counts distinct persons per class",
+        "the column identifying a person who may own several rows (e.g. 'patient_id'), never released: the guarantee then protects persons, not rows; the differentially private methods keep at most max_rows_per_person rows of each person, chosen at random, 'kanon' counts distinct persons per class and 'upa' fills each class up to k persons; 'microaggregation' refuses it (its groups hold k records, not k persons)",
     ),
     ParamSpec::new(
         "max_rows_per_person",
