@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::error::Result;
@@ -81,19 +81,23 @@ async fn assess(ctx: &SessionContext, sql: &str) -> Result<BTreeMap<String, f64>
 
 const KANON: &str = "'adult', method => 'kanon', qi => 'sex, age, race, marital-status', sensitive => 'salary-class', k => 5";
 
+/// Writes the report of the Adult `kanon` release to `path`; the function's row.
+async fn kanon_report(ctx: &SessionContext, path: &Path) -> Result<Vec<RecordBatch>> {
+    ctx.sql(&format!(
+        "SELECT * FROM anonymize_report({KANON}, path => '{}')",
+        path.display()
+    ))
+    .await?
+    .collect()
+    .await
+}
+
 #[tokio::test]
 async fn every_figure_equals_the_sql_function_that_computes_it() -> Result<()> {
     let ctx = owner().await?;
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("kanon.html");
-    let written = ctx
-        .sql(&format!(
-            "SELECT * FROM anonymize_report({KANON}, path => '{}')",
-            path.display()
-        ))
-        .await?
-        .collect()
-        .await?;
+    let written = kanon_report(&ctx, &path).await?;
     let html = std::fs::read_to_string(&path)?;
     let bytes = cast(written[0].column(1), &DataType::UInt64)?;
     assert_eq!(
@@ -191,13 +195,7 @@ async fn the_page_fetches_nothing_and_runs_no_script() -> Result<()> {
     let ctx = owner().await?;
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("r.html");
-    ctx.sql(&format!(
-        "SELECT * FROM anonymize_report({KANON}, path => '{}')",
-        path.display()
-    ))
-    .await?
-    .collect()
-    .await?;
+    kanon_report(&ctx, &path).await?;
     let html = std::fs::read_to_string(&path)?.to_lowercase();
     for banned in [
         "<script", "<link", "<img", "<iframe", "<object", "url(", "@import", "src=",
