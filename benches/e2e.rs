@@ -24,6 +24,15 @@
 //! `export_csv_5000000` runs the `dfanon` binary: a seeded IPA release of 5 M NPS-shaped rows
 //! written as CSV through stdout to a file, against `COPY … TO 'x.csv'` of the same release;
 //! it prints both medians, both peak memories and their ratio (`rss_ratio`).
+//!
+//! `server_q1_32clients` starts `dfanon-server` on the NPS demo data (1.36 M rows) and runs
+//! the paper's Q1 over one IPA release: first one client alone, then 32 clients at once
+//! (16 `psql` processes over the PostgreSQL protocol, 16 Flight SQL clients), `--runs`
+//! rounds. It prints the latency percentiles of the 32-client rounds (`p50_ms`, `p99_ms`,
+//! each query from connecting to its last row), the server's peak resident memory after the
+//! one-client query (`one_client_rss_mb`) and after all rounds (`peak_rss_mb`), their ratio,
+//! and the releases charged (1 when every client was served the same release). It needs
+//! `psql` on the PATH.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -1000,6 +1009,233 @@ async fn demo_parquet(dir: &std::path::Path, name: &str) -> Result<String> {
     Ok(parquet)
 }
 
+/// What the server case measured.
+#[cfg(feature = "server")]
+struct ServerCase {
+    queries: usize,
+    p50_ms: f64,
+    p99_ms: f64,
+    one_rss_mb: f64,
+    peak_rss_mb: f64,
+    releases: String,
+}
+
+/// The paper's Q1 (male, no surgery, stroke) over an IPA release, per released age label.
+#[cfg(feature = "server")]
+const SERVER_Q1: &str = "SELECT age, COUNT(*) AS patients FROM anonymize('nps', method => 'ipa', \
+    qi => 'age, sex, los, surgery, location', informative => 'disease', epsilon => 1.0) \
+    WHERE sex = 'M' AND surgery = 'N' AND disease LIKE 'I6%' GROUP BY age ORDER BY age";
+
+/// The peak resident memory of process `pid` so far, in MiB (Linux; 0 elsewhere).
+#[cfg(feature = "server")]
+fn process_peak_rss_mb(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+/// Q1 through `psql` as `analyst`; its wall time in ms.
+#[cfg(feature = "server")]
+fn psql_q1(port: u16) -> Result<f64> {
+    let start = Instant::now();
+    let out = std::process::Command::new("psql")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-U",
+            "analyst",
+            "-d",
+            "datafusion",
+        ])
+        .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", SERVER_Q1])
+        .env("PGPASSWORD", "analyst-pw")
+        .output()?;
+    if !out.status.success() || out.stdout.is_empty() {
+        return Err(datafusion::error::DataFusionError::Execution(format!(
+            "psql Q1 failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Ok(start.elapsed().as_secs_f64() * 1000.0)
+}
+
+/// Q1 through a Flight SQL client (arrow-flight's) as `analyst`; its wall time in ms.
+#[cfg(feature = "server")]
+async fn flight_q1(port: u16) -> Result<f64> {
+    use arrow_flight::sql::client::FlightSqlServiceClient;
+    use futures::TryStreamExt;
+    let failed =
+        |e: String| datafusion::error::DataFusionError::Execution(format!("Flight SQL Q1: {e}"));
+    let start = Instant::now();
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}"))
+        .map_err(|e| failed(e.to_string()))?
+        .connect()
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    let mut client = FlightSqlServiceClient::new(channel);
+    client
+        .handshake("analyst", "analyst-pw")
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    let info = client
+        .execute(SERVER_Q1.to_string(), None)
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    let mut rows = 0;
+    for endpoint in info.endpoint {
+        let ticket = endpoint.ticket.ok_or_else(|| failed("no ticket".into()))?;
+        let batches: Vec<_> = client
+            .do_get(ticket)
+            .await
+            .map_err(|e| failed(e.to_string()))?
+            .try_collect()
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        rows += batches.iter().map(|b| b.num_rows()).sum::<usize>();
+    }
+    if rows == 0 {
+        return Err(failed("no rows".into()));
+    }
+    Ok(start.elapsed().as_secs_f64() * 1000.0)
+}
+
+/// The server case (see the module documentation).
+#[cfg(feature = "server")]
+async fn server_case(dir: &std::path::Path, runs: usize) -> Result<ServerCase> {
+    use std::io::BufRead;
+    let hash = |password: &str| -> Result<String> {
+        use std::io::Write;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dfanon-server"))
+            .arg("hash-password")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(format!("{password}\n").as_bytes())?;
+        }
+        let out = child.wait_with_output()?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let setup = dir.join("server_setup.sql");
+    std::fs::write(
+        &setup,
+        format!("CREATE TABLE nps AS SELECT * FROM nps_demo();\n{NPS_HIERARCHIES}"),
+    )?;
+    let config = dir.join("server.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "postgres = \"127.0.0.1:0\"\nflight_sql = \"127.0.0.1:0\"\ninit = [\"{}\"]\npublic_tables = [\"nps_hierarchy_*\"]\npublic_methods = [\"ipa\"]\nepsilon_budget = 1\n\n[[user]]\nname = \"owner\"\nrole = \"owner\"\npassword_hash = \"{}\"\n\n[[user]]\nname = \"analyst\"\nrole = \"public\"\npassword_hash = \"{}\"\n",
+            setup.display(),
+            hash("owner-pw")?,
+            hash("analyst-pw")?
+        ),
+    )?;
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_dfanon-server"))
+        .arg("--config")
+        .arg(&config)
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let stderr = server
+        .stderr
+        .take()
+        .ok_or_else(|| datafusion::error::DataFusionError::Execution("no stderr".into()))?;
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let listening = loop {
+        match lines.next() {
+            Some(Ok(line)) if line.contains("listening:") => break line,
+            Some(_) => continue,
+            None => {
+                return Err(datafusion::error::DataFusionError::Execution(
+                    "dfanon-server ended before listening".into(),
+                ))
+            }
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    let port = |name: &str| -> u16 {
+        listening
+            .split(name)
+            .nth(1)
+            .and_then(|rest| rest.split([',', ' ']).next())
+            .and_then(|address| address.rsplit(':').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0)
+    };
+    let (pg, flight) = (port("PostgreSQL on "), port("Flight SQL on "));
+    let pid = server.id();
+    let outcome = async {
+        // One client alone draws the release.
+        flight_q1(flight).await?;
+        let one_rss_mb = process_peak_rss_mb(pid);
+        let mut latencies = Vec::new();
+        for _ in 0..runs {
+            let mut tasks = Vec::new();
+            for i in 0..32 {
+                tasks.push(tokio::spawn(async move {
+                    if i % 2 == 0 {
+                        tokio::task::spawn_blocking(move || psql_q1(pg))
+                            .await
+                            .map_err(|e| {
+                                datafusion::error::DataFusionError::External(Box::new(e))
+                            })?
+                    } else {
+                        flight_q1(flight).await
+                    }
+                }));
+            }
+            for task in tasks {
+                latencies
+                    .push(task.await.map_err(|e| {
+                        datafusion::error::DataFusionError::External(Box::new(e))
+                    })??);
+            }
+        }
+        latencies.sort_by(f64::total_cmp);
+        let at = |q: f64| latencies[((latencies.len() as f64 - 1.0) * q).round() as usize];
+        let budget = std::process::Command::new("psql")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &pg.to_string(),
+                "-U",
+                "owner",
+                "-d",
+                "datafusion",
+            ])
+            .args([
+                "-X",
+                "-A",
+                "-t",
+                "-c",
+                "SELECT releases FROM privacy_budget()",
+            ])
+            .env("PGPASSWORD", "owner-pw")
+            .output()?;
+        Ok(ServerCase {
+            queries: latencies.len(),
+            p50_ms: at(0.5),
+            p99_ms: at(0.99),
+            one_rss_mb,
+            peak_rss_mb: process_peak_rss_mb(pid),
+            releases: String::from_utf8_lossy(&budget.stdout).trim().to_string(),
+        })
+    }
+    .await;
+    let _ = server.kill();
+    let _ = server.wait();
+    outcome
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -1076,6 +1312,14 @@ async fn main() -> Result<()> {
         println!(
             "CASE name=export_csv_5000000 rows={rows} median_s={median:.3} peak_rss_mb={rss:.0} copy_median_s={copy_median:.3} copy_rss_mb={copy_rss:.0} rss_ratio={:.2}",
             rss / copy_rss
+        );
+    }
+    #[cfg(feature = "server")]
+    if wanted("server_q1_32clients") {
+        let c = server_case(dir.path(), runs).await?;
+        println!(
+            "CASE name=server_q1_32clients rows=1361000 clients=32 queries={} p50_ms={:.0} p99_ms={:.0} one_client_rss_mb={:.0} peak_rss_mb={:.0} rss_ratio={:.2} releases_charged={}",
+            c.queries, c.p50_ms, c.p99_ms, c.one_rss_mb, c.peak_rss_mb, c.peak_rss_mb / c.one_rss_mb, c.releases
         );
     }
     if wanted("risk_adult_9qi") {

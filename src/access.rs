@@ -5,6 +5,7 @@
 use crate::budget::config::AnonymizeOptions;
 use crate::progress::ProgressFn;
 use crate::pseudonym::PseudonymKey;
+use crate::sql::functions::SharedReleases;
 
 /// Who the SQL users of a registration are: it decides which functions exist, which tables
 /// SQL can reach and whether SQL can change the privacy-budget settings.
@@ -118,6 +119,26 @@ pub struct RegisterOptions {
     /// the same pseudonym in every release of this registration (default: none, and
     /// pseudonyms are refused). Never shown to SQL users.
     pub pseudonym_key: Option<PseudonymKey>,
+    /// The releases and ledger this registration shares with others (default: its own).
+    /// Registrations over the same data that share them serve the same request as one
+    /// release, charged once, whoever asks: what a server gives all its sessions, because
+    /// users who pool their releases add up their budgets.
+    pub releases: Option<SharedReleases>,
+    /// The user whose requests this registration makes, with their quota (default: none,
+    /// only the table's budget applies).
+    pub principal: Option<Principal>,
+}
+
+/// A user of a shared store of releases ([`RegisterOptions::releases`]) with a quota: the
+/// most ε their requests may add to each source table's account, on top of the table's
+/// budget for all users together. A request another user already made is served without a
+/// new charge, to anyone's quota.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Principal {
+    /// The user's name, as the quota accounts show it.
+    pub name: String,
+    /// Most ε this user's releases may add per source table; `f64::INFINITY` for none.
+    pub epsilon_quota: f64,
 }
 
 impl std::fmt::Debug for RegisterOptions {
@@ -128,6 +149,8 @@ impl std::fmt::Debug for RegisterOptions {
             .field("max_release_rows", &self.max_release_rows)
             .field("public", &self.public)
             .field("pseudonym_key", &self.pseudonym_key)
+            .field("releases", &self.releases)
+            .field("principal", &self.principal)
             .finish_non_exhaustive()
     }
 }

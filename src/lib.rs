@@ -59,8 +59,8 @@ use sql::functions::FunctionCatalog;
 use sql::planner::FunctionPlanner;
 
 pub use access::{
-    Access, PublicPolicy, RegisterOptions, DEFAULT_PUBLIC_MAX_RELEASE_ROWS, DEFAULT_PUBLIC_METHODS,
-    DEFAULT_PUBLIC_MIN_EPSILON,
+    Access, Principal, PublicPolicy, RegisterOptions, DEFAULT_PUBLIC_MAX_RELEASE_ROWS,
+    DEFAULT_PUBLIC_METHODS, DEFAULT_PUBLIC_MIN_EPSILON,
 };
 pub use budget::config::{
     parse_ledger_path, parse_limit as parse_budget_limit, reset_error as budget_reset_error,
@@ -68,7 +68,7 @@ pub use budget::config::{
 };
 pub use progress::ProgressFn;
 pub use pseudonym::PseudonymKey;
-pub use sql::functions::{cli_help_section, function_docs, functions_markdown};
+pub use sql::functions::{cli_help_section, function_docs, functions_markdown, SharedReleases};
 pub use sql::script::run_script;
 
 /// The anonymization methods: each one's name, as `anonymize(..., method => ...)` takes

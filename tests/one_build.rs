@@ -46,3 +46,29 @@ fn dev_dependencies_change_no_feature_of_a_normal_dependency() {
          [dependencies] so release and test builds share artifacts): {changed:#?}"
     );
 }
+
+/// The binaries behind features (`dfanon-server`, the Ballista scheduler and executor) are
+/// built in the same cargo invocation as the tests, with the same features: their features
+/// are on by default, so `cargo build --release`, `cargo test --release` and `cargo bench`
+/// resolve one feature set (the server's crates change features of crates under
+/// DataFusion, so a separate build of it would compile DataFusion again).
+#[test]
+fn the_feature_gated_binaries_are_in_the_default_build() {
+    let normal = resolved("normal,build");
+    let root = normal
+        .iter()
+        .find(|line| line.starts_with("datafusion-anonymize "))
+        .expect("the package itself is listed");
+    let features: Vec<&str> = root
+        .rsplit(' ')
+        .next()
+        .unwrap_or_default()
+        .split(',')
+        .collect();
+    for feature in ["ballista", "server"] {
+        assert!(
+            features.contains(&feature),
+            "feature '{feature}' is not on by default: {root}"
+        );
+    }
+}

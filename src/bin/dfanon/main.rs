@@ -486,6 +486,7 @@ async fn run() -> Result<()> {
         max_release_rows: None,
         public: public_policy(&args)?,
         pseudonym_key: pseudonym_key(&args)?,
+        ..RegisterOptions::default()
     };
     let print_options = PrintOptions {
         format: args.format,

@@ -27,6 +27,7 @@ use crate::access::{Access, RegisterOptions};
 use crate::public::PublicRules;
 use crate::sql::docs::{self, scalar_doc, table_doc, FunctionDoc};
 use crate::sql::planner::SqlTableFunction;
+pub use anonymize::SharedReleases;
 use anonymize::{AnonymizeFunction, ReleaseCache, ReleaseView, ReportFunction};
 use anonymize_assess::AssessFunction;
 use anonymize_class_sizes::ClassSizesFunction;
@@ -76,11 +77,7 @@ impl FunctionCatalog {
     /// [`FunctionCatalog::new`] for a registration whose releases check `public` (a public
     /// registration; `None` for the data owner).
     pub fn build(options: &RegisterOptions, public: Option<Arc<PublicRules>>) -> Self {
-        let cache = Arc::new(ReleaseCache::new(
-            options.max_release_rows,
-            public,
-            options.pseudonym_key.clone(),
-        ));
+        let cache = Arc::new(ReleaseCache::new(options, public));
         cache.set_progress(options.progress.clone());
         let ledger = cache.ledger();
         let help = Arc::new(HelpFunction::default());

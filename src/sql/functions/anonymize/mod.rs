@@ -11,6 +11,7 @@
 //! charges a new release instead of serving the stale one.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -20,8 +21,10 @@ use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 use tokio::sync::OnceCell;
 
-use crate::budget::ledger::Ledger;
-use crate::budget::{charge_release, Cost};
+use crate::access::{Principal, RegisterOptions};
+use crate::budget::account::Limits;
+use crate::budget::ledger::{table_key, Ledger, SLACK};
+use crate::budget::{self, charge_release, Cost};
 use crate::engine::{self, AnonymizeRequest, ReleaseOutput};
 use crate::progress::ProgressFn;
 use crate::pseudonym::PseudonymKey;
@@ -63,18 +66,47 @@ pub enum ReleaseView {
     Warnings,
 }
 
+/// The releases and privacy ledger of one or more registrations: every registration has
+/// its own unless [`crate::RegisterOptions::releases`] gives one to share (a server's
+/// sessions share one, so the same request from two users is one release and one charge).
+#[derive(Clone, Default)]
+pub struct SharedReleases(Arc<ReleaseStore>);
+
+impl std::fmt::Debug for SharedReleases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedReleases").finish_non_exhaustive()
+    }
+}
+
+impl SharedReleases {
+    /// An empty store: no release cached, nothing spent.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// What [`SharedReleases`] holds.
+#[derive(Default)]
+struct ReleaseStore {
+    entries: Mutex<HashMap<String, Arc<CacheEntry>>>,
+    ledger: Arc<Ledger>,
+    /// What each user ([`Principal`]) has added to each table's account.
+    quotas: Ledger,
+}
+
 /// State shared by the `anonymize` functions of one registration.
 #[derive(Default)]
 pub struct ReleaseCache {
-    entries: Mutex<HashMap<String, Arc<CacheEntry>>>,
+    store: SharedReleases,
     progress: Mutex<Option<ProgressFn>>,
-    ledger: Arc<Ledger>,
     /// The registration's ceiling of `max_release_rows`.
     max_release_rows: Option<u64>,
     /// The rules of a public registration; `None` for the data owner.
     public: Option<Arc<PublicRules>>,
     /// The key of pseudonyms, if the owner gave one.
     pseudonym_key: Option<PseudonymKey>,
+    /// The user whose requests this registration makes, if it has a quota.
+    principal: Option<Principal>,
 }
 
 impl std::fmt::Debug for ReleaseCache {
@@ -84,17 +116,15 @@ impl std::fmt::Debug for ReleaseCache {
 }
 
 impl ReleaseCache {
-    /// An empty cache whose calls may not allow more than `max_release_rows` rows, for a
-    /// public registration when `public` is given.
-    pub fn new(
-        max_release_rows: Option<u64>,
-        public: Option<Arc<PublicRules>>,
-        pseudonym_key: Option<PseudonymKey>,
-    ) -> Self {
+    /// The cache of a registration with `options` (its own store unless the options give
+    /// one to share), for a public registration when `public` is given.
+    pub fn new(options: &RegisterOptions, public: Option<Arc<PublicRules>>) -> Self {
         Self {
-            max_release_rows,
+            store: options.releases.clone().unwrap_or_default(),
+            max_release_rows: options.max_release_rows,
             public,
-            pseudonym_key,
+            pseudonym_key: options.pseudonym_key.clone(),
+            principal: options.principal.clone(),
             ..Self::default()
         }
     }
@@ -108,7 +138,7 @@ impl ReleaseCache {
 
     /// The privacy ledger every release of this cache is charged to.
     pub fn ledger(&self) -> Arc<Ledger> {
-        self.ledger.clone()
+        self.store.0.ledger.clone()
     }
 
     fn progress(&self) -> Option<ProgressFn> {
@@ -139,7 +169,7 @@ impl ReleaseCache {
             ceiling: self.max_release_rows,
         };
         let key = request.cache_key();
-        let mut entries = match self.entries.lock() {
+        let mut entries = match self.store.0.entries.lock() {
             Ok(e) => e,
             Err(poisoned) => poisoned.into_inner(),
         };
@@ -179,40 +209,126 @@ impl ReleaseCache {
                     Some(_) => Cost::NONE,
                     None => request.cost(),
                 };
+                let quota = self.charge_quota(request, cost, state)?;
                 let charge = charge_release(
-                    &self.ledger,
+                    &self.store.0.ledger,
                     &request.source_name,
                     &request.unit,
                     cost,
                     state.config_options(),
-                )?;
+                )
+                .map_err(|e| refund_quota(quota.as_ref(), e))?;
                 let computed = engine::compute_release(request, state, progress, limit);
                 match (computed.await, &self.public) {
-                    (Ok(output), None) => Ok(Arc::new(output)),
-                    (Err(e), None) => Err(charge.refund(e)),
+                    (Ok(output), _) => Ok(Arc::new(output)),
+                    (Err(e), None) => Err(refund_quota(quota.as_ref(), charge.refund(e))),
                     // A public user learns nothing from why a release failed: the refusal
                     // is the same for every cause, and refunded (its causes are the
                     // arguments, the public declarations and, for a source left without
                     // usable records, the one bit the threat model states).
-                    (Err(_), Some(_)) => {
-                        Err(charge.refund(DataFusionError::Execution(PUBLIC_FAILURE.into())))
-                    }
-                    // The ceiling is checked on the released rows, a function of the
-                    // release itself: the refusal reveals nothing beyond it, and the
-                    // charge stays (the draw happened).
-                    (Ok(output), Some(rules)) => {
-                        if output.rows.row_count() > rules.max_release_rows() {
-                            return exec_err!(
-                                "anonymize(): this release has more rows than public users may receive in this session ({}); its budget was spent. Methods that add noise or counterfeit rows add fewer with a larger epsilon (ipa, dp_histogram) or a smaller k (upa); the others release at most the source's rows",
-                                rules.max_release_rows()
-                            );
-                        }
-                        Ok(Arc::new(output))
-                    }
+                    (Err(_), Some(_)) => Err(refund_quota(
+                        quota.as_ref(),
+                        charge.refund(DataFusionError::Execution(PUBLIC_FAILURE.into())),
+                    )),
                 }
             })
             .await?;
+        // The ceiling is checked on the released rows, a function of the release itself:
+        // the refusal reveals nothing beyond it, and the charge stays (the draw happened,
+        // and the same release is refused again, never drawn anew).
+        if let Some(rules) = &self.public {
+            if output.rows.row_count() > rules.max_release_rows() {
+                return exec_err!(
+                    "anonymize(): this release has more rows than public users may receive in this session ({}); its budget was spent. Methods that add noise or counterfeit rows add fewer with a larger epsilon (ipa, dp_histogram) or a smaller k (upa); the others release at most the source's rows",
+                    rules.max_release_rows()
+                );
+            }
+        }
         Ok(output.clone())
+    }
+
+    /// Charges `cost` to this registration's user's quota on the request's source, if the
+    /// user has one; the charge to take back if the release is not made.
+    fn charge_quota<'a>(
+        &'a self,
+        request: &AnonymizeRequest,
+        cost: Cost,
+        state: &SessionState,
+    ) -> Result<Option<QuotaCharge<'a>>> {
+        let Some(principal) = &self.principal else {
+            return Ok(None);
+        };
+        let config = state.config_options();
+        let table = request.unit.account(&table_key(
+            &request.source_name,
+            &config.catalog.default_catalog,
+            &config.catalog.default_schema,
+        ));
+        let account = format!("{table} [user {}]", principal.name);
+        let file = budget::config::options(config)
+            .ledger_path
+            .map(|path| quota_file(&path));
+        let limits = Limits {
+            epsilon: principal.epsilon_quota,
+            delta: f64::INFINITY,
+        };
+        let ledger = &self.store.0.quotas;
+        if let Err(e) = ledger.charge(&account, cost, limits, file.as_deref()) {
+            let spent = ledger
+                .accounts(file.as_deref())
+                .ok()
+                .and_then(|a| a.get(&account).copied())
+                .unwrap_or_default()
+                .epsilon_spent;
+            if spent + cost.epsilon <= principal.epsilon_quota * (1.0 + SLACK) {
+                return Err(e);
+            }
+            return plan_err!(
+                "privacy quota exceeded for user '{}' on table '{table}': this release costs epsilon = {}; the user's releases of it have spent epsilon = {spent} of their quota of {}. Nothing was released",
+                principal.name,
+                cost.epsilon,
+                principal.epsilon_quota
+            );
+        }
+        Ok(Some(QuotaCharge {
+            ledger,
+            account,
+            cost,
+            file,
+        }))
+    }
+}
+
+/// The ledger file of users' quotas beside the ledger file `path`: `<path>.quotas`.
+fn quota_file(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".quotas");
+    PathBuf::from(name)
+}
+
+/// A charge to a user's quota, taken back if the release is not made.
+struct QuotaCharge<'a> {
+    ledger: &'a Ledger,
+    account: String,
+    cost: Cost,
+    file: Option<PathBuf>,
+}
+
+/// Takes back `quota` (if any) after the release failed with `error`; returns the error.
+fn refund_quota(quota: Option<&QuotaCharge<'_>>, error: DataFusionError) -> DataFusionError {
+    let Some(quota) = quota else {
+        return error;
+    };
+    match quota
+        .ledger
+        .refund(&quota.account, quota.cost, quota.file.as_deref())
+    {
+        Ok(()) => error,
+        Err(refund_error) => error.context(format!(
+            "the release failed and its charge to the quota account '{}' could not be taken back ({})",
+            quota.account,
+            refund_error.strip_backtrace()
+        )),
     }
 }
 

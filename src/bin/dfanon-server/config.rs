@@ -1,0 +1,208 @@
+//! The server's configuration file (TOML), read and checked before anything listens.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use datafusion_anonymize::{
+    parse_budget_limit, PublicPolicy, DEFAULT_PUBLIC_MAX_RELEASE_ROWS, DEFAULT_PUBLIC_METHODS,
+    DEFAULT_PUBLIC_MIN_EPSILON,
+};
+use serde::Deserialize;
+
+use crate::password::PasswordHash;
+
+/// What `server.toml` holds, as written (paths relative to the file's folder).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    postgres: Option<String>,
+    flight_sql: Option<String>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    #[serde(default)]
+    init: Vec<PathBuf>,
+    #[serde(default)]
+    public_tables: Vec<String>,
+    public_methods: Option<Vec<String>>,
+    public_min_k: Option<u64>,
+    public_qi: Option<Vec<String>>,
+    public_person: Option<String>,
+    public_min_epsilon: Option<f64>,
+    public_max_release_rows: Option<u64>,
+    ledger: Option<PathBuf>,
+    epsilon_budget: Option<toml::Value>,
+    delta_budget: Option<toml::Value>,
+    #[serde(default, rename = "user")]
+    users: Vec<UserEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UserEntry {
+    name: String,
+    role: String,
+    password_hash: String,
+    epsilon_quota: Option<f64>,
+}
+
+/// Who a user is to the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The data owner: every function, DDL, `SET anonymize.*`.
+    Owner,
+    /// An analyst: read-only statements over releases and published tables.
+    Public,
+}
+
+/// One `[[user]]` entry, checked.
+#[derive(Debug, Clone)]
+pub struct User {
+    pub name: String,
+    pub role: Role,
+    pub password: PasswordHash,
+    /// Most ε this user's releases may add per source table (public users only).
+    pub epsilon_quota: Option<f64>,
+}
+
+/// The checked configuration.
+#[derive(Debug)]
+pub struct Config {
+    pub postgres: Option<SocketAddr>,
+    pub flight_sql: Option<SocketAddr>,
+    pub tls: Option<(PathBuf, PathBuf)>,
+    pub init: Vec<PathBuf>,
+    pub policy: PublicPolicy,
+    pub ledger: Option<PathBuf>,
+    pub epsilon_budget: f64,
+    pub delta_budget: f64,
+    pub users: Vec<User>,
+}
+
+/// Reads and checks the configuration file at `path`.
+pub fn load(path: &Path) -> Result<Config, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the configuration {}: {e}", path.display()))?;
+    let folder = path.parent().unwrap_or(Path::new("."));
+    parse(&text, folder).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Checks the configuration `text`; relative paths are taken from `folder`.
+pub fn parse(text: &str, folder: &Path) -> Result<Config, String> {
+    let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
+    let resolve = |p: PathBuf| if p.is_absolute() { p } else { folder.join(p) };
+    let address = |key: &str, value: Option<String>| -> Result<Option<SocketAddr>, String> {
+        value
+            .map(|v| {
+                v.parse::<SocketAddr>().map_err(|e| {
+                    format!("{key} = '{v}' is not a listen address such as 127.0.0.1:5433 ({e})")
+                })
+            })
+            .transpose()
+    };
+    let postgres = address("postgres", file.postgres)?;
+    let flight_sql = address("flight_sql", file.flight_sql)?;
+    if postgres.is_none() && flight_sql.is_none() {
+        return Err("give at least one listen address: postgres = \"127.0.0.1:5433\" and/or flight_sql = \"127.0.0.1:50061\"".into());
+    }
+    let tls = match (file.tls_cert, file.tls_key) {
+        (Some(_), Some(_)) if flight_sql.is_some() => {
+            return Err("tls_cert and tls_key apply to the PostgreSQL protocol only: Flight SQL is served without TLS, so a configuration with TLS cannot also set flight_sql (leave it out, or put Flight SQL behind a TLS-terminating proxy on loopback)".into())
+        }
+        (Some(cert), Some(key)) => Some((resolve(cert), resolve(key))),
+        (None, None) => None,
+        _ => return Err("tls_cert and tls_key go together: give both or neither".into()),
+    };
+    let limit = |key: &str, value: Option<toml::Value>| -> Result<f64, String> {
+        match value {
+            None => Ok(f64::INFINITY),
+            Some(toml::Value::Float(f)) => parse_budget_limit(key, &f.to_string()),
+            Some(toml::Value::Integer(i)) => parse_budget_limit(key, &i.to_string()),
+            Some(toml::Value::String(s)) => parse_budget_limit(key, &s),
+            Some(other) => Err(datafusion::error::DataFusionError::Configuration(format!(
+                "{key} = {other} is not a number or 'unlimited'"
+            ))),
+        }
+        .map_err(|e| e.strip_backtrace())
+    };
+    let epsilon_budget = limit("epsilon_budget", file.epsilon_budget)?;
+    let delta_budget = limit("delta_budget", file.delta_budget)?;
+    let policy = PublicPolicy {
+        tables: file.public_tables,
+        methods: file.public_methods.unwrap_or_else(|| {
+            DEFAULT_PUBLIC_METHODS
+                .iter()
+                .map(|m| m.to_string())
+                .collect()
+        }),
+        min_k: file.public_min_k,
+        syntactic_qi: file.public_qi,
+        min_epsilon: file
+            .public_min_epsilon
+            .unwrap_or(DEFAULT_PUBLIC_MIN_EPSILON),
+        person: file.public_person,
+        max_release_rows: file
+            .public_max_release_rows
+            .unwrap_or(DEFAULT_PUBLIC_MAX_RELEASE_ROWS),
+    };
+    let mut names = BTreeSet::new();
+    let mut users = Vec::new();
+    for entry in file.users {
+        if entry.name.is_empty() {
+            return Err("a [[user]] has an empty name".into());
+        }
+        if !names.insert(entry.name.clone()) {
+            return Err(format!("user '{}' is given twice", entry.name));
+        }
+        let role = match entry.role.as_str() {
+            "owner" => Role::Owner,
+            "public" => Role::Public,
+            other => {
+                return Err(format!(
+                    "user '{}': role = '{other}' is not 'owner' or 'public'",
+                    entry.name
+                ))
+            }
+        };
+        let password = PasswordHash::parse(&entry.password_hash).map_err(|e| {
+            format!(
+                "user '{}': password_hash {e}; store the hash that `dfanon-server hash-password` prints, never the password",
+                entry.name
+            )
+        })?;
+        if let Some(quota) = entry.epsilon_quota {
+            if role == Role::Owner {
+                return Err(format!(
+                    "user '{}': epsilon_quota is for public users; the owner's releases count against the tables' budgets only",
+                    entry.name
+                ));
+            }
+            if !(quota.is_finite() && quota >= 0.0) {
+                return Err(format!(
+                    "user '{}': epsilon_quota = {quota} must be a number >= 0",
+                    entry.name
+                ));
+            }
+        }
+        users.push(User {
+            name: entry.name,
+            role,
+            password,
+            epsilon_quota: entry.epsilon_quota,
+        });
+    }
+    if users.is_empty() {
+        return Err("no [[user]] is configured, so nobody could log in".into());
+    }
+    Ok(Config {
+        postgres,
+        flight_sql,
+        tls,
+        init: file.init.into_iter().map(resolve).collect(),
+        policy,
+        ledger: file.ledger.map(resolve),
+        epsilon_budget,
+        delta_budget,
+        users,
+    })
+}

@@ -1,0 +1,501 @@
+//! Arrow Flight SQL: a Basic-auth handshake that returns a bearer token, statements and
+//! prepared statements (without parameters), catalogs, schemas, tables and SqlInfo, and
+//! results streamed batch by batch. Each token has its own session, chosen by the user's
+//! role.
+
+use std::collections::{HashMap, VecDeque};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use arrow_flight::encode::FlightDataEncoderBuilder;
+use arrow_flight::error::FlightError;
+use arrow_flight::flight_service_server::{FlightService, FlightServiceServer};
+use arrow_flight::sql::metadata::{SqlInfoData, SqlInfoDataBuilder};
+use arrow_flight::sql::server::FlightSqlService;
+use arrow_flight::sql::{
+    ActionClosePreparedStatementRequest, ActionCreatePreparedStatementRequest,
+    ActionCreatePreparedStatementResult, CommandGetCatalogs, CommandGetDbSchemas,
+    CommandGetSqlInfo, CommandGetTables, CommandPreparedStatementQuery, CommandStatementQuery,
+    ProstMessageExt, SqlInfo, TicketStatementQuery,
+};
+use arrow_flight::{
+    Action, FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse,
+    IpcMessage, SchemaAsIpc, Ticket,
+};
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+use base64::engine::DecodePaddingMode;
+use base64::{alphabet, Engine};
+use datafusion::arrow::datatypes::Schema;
+use datafusion::arrow::ipc::writer::IpcWriteOptions;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::SessionContext;
+use futures::{Stream, TryStreamExt};
+use prost::Message;
+use rand::RngCore;
+use tokio::net::TcpListener;
+use tonic::metadata::MetadataValue;
+use tonic::transport::server::TcpIncoming;
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::config::Role;
+use crate::sessions::Server;
+use crate::statements::check_public_df;
+
+/// Most sessions (tokens) kept at once; the oldest is forgotten first.
+const MAX_SESSIONS: usize = 1024;
+
+/// Serves Flight SQL clients on `listener` until the process ends.
+/// Flight SQL is served without TLS; the configuration refuses `tls_cert` with
+/// `flight_sql` (see `config`).
+pub async fn serve(server: Arc<Server>, listener: TcpListener) -> Result<(), String> {
+    let service = FlightServiceServer::new(FlightSql::new(server));
+    tonic::transport::Server::builder()
+        .add_service(service)
+        .serve_with_incoming(TcpIncoming::from(listener))
+        .await
+        .map_err(|e| format!("flight_sql: {e}"))
+}
+
+struct FlightSession {
+    role: Role,
+    ctx: SessionContext,
+}
+
+/// The Flight SQL service: the server, and the session of every token handed out.
+pub struct FlightSql {
+    server: Arc<Server>,
+    sessions: Mutex<(HashMap<String, Arc<FlightSession>>, VecDeque<String>)>,
+    info: SqlInfoData,
+}
+
+type DoGetStream = <FlightSql as FlightService>::DoGetStream;
+
+impl FlightSql {
+    fn new(server: Arc<Server>) -> Self {
+        let mut info = SqlInfoDataBuilder::new();
+        info.append(SqlInfo::FlightSqlServerName, "dfanon-server");
+        info.append(SqlInfo::FlightSqlServerVersion, env!("CARGO_PKG_VERSION"));
+        info.append(SqlInfo::FlightSqlServerArrowVersion, "1.3");
+        info.append(SqlInfo::FlightSqlServerReadOnly, false);
+        info.append(SqlInfo::FlightSqlServerSql, true);
+        info.append(SqlInfo::FlightSqlServerSubstrait, false);
+        info.append(SqlInfo::FlightSqlServerTransaction, 0i32);
+        info.append(SqlInfo::FlightSqlServerCancel, false);
+        info.append(SqlInfo::SqlIdentifierQuoteChar, "\"");
+        let info = match info.build() {
+            Ok(info) => info,
+            Err(_) => SqlInfoDataBuilder::new()
+                .build()
+                .unwrap_or_else(|_| unreachable!("an empty SqlInfo builds")),
+        };
+        Self {
+            server,
+            sessions: Mutex::new((HashMap::new(), VecDeque::new())),
+            info,
+        }
+    }
+
+    fn sessions(
+        &self,
+    ) -> std::sync::MutexGuard<'_, (HashMap<String, Arc<FlightSession>>, VecDeque<String>)> {
+        match self.sessions.lock() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// The session of the request's bearer token.
+    fn session<T>(&self, request: &Request<T>) -> Result<Arc<FlightSession>, Status> {
+        let token = request
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .ok_or_else(|| {
+                Status::unauthenticated("log in first: the handshake takes Basic credentials and returns a bearer token")
+            })?;
+        self.sessions()
+            .0
+            .get(token)
+            .cloned()
+            .ok_or_else(|| Status::unauthenticated("unknown or expired token: log in again"))
+    }
+
+    /// Plans `sql` in `session`: for a public user only the statements they may run.
+    async fn plan(&self, session: &FlightSession, sql: &str) -> Result<LogicalPlan, Status> {
+        let state = session.ctx.state();
+        let dialect = state.config().options().sql_parser.dialect;
+        let statement = state
+            .sql_to_statement(sql, &dialect)
+            .map_err(|e| Status::invalid_argument(e.strip_backtrace()))?;
+        if session.role == Role::Public {
+            check_public_df(&statement).map_err(Status::permission_denied)?;
+        }
+        state
+            .statement_to_plan(statement)
+            .await
+            .map_err(|e| Status::invalid_argument(e.strip_backtrace()))
+    }
+
+    /// Runs `sql` in `session` and streams its batches.
+    async fn execute(
+        &self,
+        session: &FlightSession,
+        sql: &str,
+    ) -> Result<Response<DoGetStream>, Status> {
+        let plan = self.plan(session, sql).await?;
+        let frame = session
+            .ctx
+            .execute_logical_plan(plan)
+            .await
+            .map_err(|e| Status::invalid_argument(e.strip_backtrace()))?;
+        let schema = Arc::new(frame.schema().as_arrow().clone());
+        let batches = frame
+            .execute_stream()
+            .await
+            .map_err(|e| Status::invalid_argument(e.strip_backtrace()))?
+            .map_err(|e| {
+                FlightError::Tonic(Box::new(Status::invalid_argument(e.strip_backtrace())))
+            });
+        let stream = FlightDataEncoderBuilder::new()
+            .with_schema(schema)
+            .build(batches)
+            .map_err(Status::from);
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    /// A FlightInfo for `plan`'s result, fetched with `ticket`.
+    fn info(
+        plan: &LogicalPlan,
+        ticket: Vec<u8>,
+        descriptor: FlightDescriptor,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let schema: Schema = plan.schema().as_arrow().clone();
+        let endpoint = FlightEndpoint::new().with_ticket(Ticket::new(ticket));
+        let info = FlightInfo::new()
+            .try_with_schema(&schema)
+            .map_err(|e| Status::internal(format!("cannot encode the schema: {e}")))?
+            .with_endpoint(endpoint)
+            .with_descriptor(descriptor);
+        Ok(Response::new(info))
+    }
+
+    fn metadata_info(
+        schema: &Schema,
+        ticket: Vec<u8>,
+        descriptor: FlightDescriptor,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let info = FlightInfo::new()
+            .try_with_schema(schema)
+            .map_err(|e| Status::internal(format!("cannot encode the schema: {e}")))?
+            .with_endpoint(FlightEndpoint::new().with_ticket(Ticket::new(ticket)))
+            .with_descriptor(descriptor);
+        Ok(Response::new(info))
+    }
+}
+
+fn one_batch(
+    schema: Arc<Schema>,
+    batch: Result<datafusion::arrow::record_batch::RecordBatch, FlightError>,
+) -> Response<DoGetStream> {
+    let stream = FlightDataEncoderBuilder::new()
+        .with_schema(schema)
+        .build(futures::stream::once(async move { batch }))
+        .map_err(Status::from);
+    Response::new(Box::pin(stream))
+}
+
+fn handle_text(handle: &[u8]) -> Result<&str, Status> {
+    std::str::from_utf8(handle)
+        .map_err(|_| Status::invalid_argument("the statement handle is not text"))
+}
+
+#[tonic::async_trait]
+impl FlightSqlService for FlightSql {
+    type FlightService = FlightSql;
+
+    async fn do_handshake(
+        &self,
+        request: Request<Streaming<HandshakeRequest>>,
+    ) -> Result<
+        Response<Pin<Box<dyn Stream<Item = Result<HandshakeResponse, Status>> + Send>>>,
+        Status,
+    > {
+        let basic = request
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Basic "))
+            .ok_or_else(|| {
+                Status::unauthenticated("log in with Basic credentials (user name and password)")
+            })?;
+        let malformed =
+            || Status::unauthenticated("the Basic credentials are not base64 of user:password");
+        // With or without padding: ADBC's driver sends it without.
+        let lenient = GeneralPurpose::new(
+            &alphabet::STANDARD,
+            GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+        );
+        let decoded = lenient.decode(basic.trim()).map_err(|_| malformed())?;
+        let text = String::from_utf8(decoded).map_err(|_| malformed())?;
+        let (user, password) = text.split_once(':').ok_or_else(malformed)?;
+        // The same words as the PostgreSQL protocol's, for a wrong password and an unknown
+        // user alike.
+        let refused = || {
+            Status::unauthenticated(format!(
+                "Password authentication failed for user \"{user}\""
+            ))
+        };
+        let user = self
+            .server
+            .login(user, password)
+            .ok_or_else(refused)?
+            .name
+            .clone();
+        let session = self
+            .server
+            .session(&user)
+            .map_err(|e| Status::internal(e.strip_backtrace()))?;
+        let mut bytes = [0u8; 32];
+        rand::rng().fill_bytes(&mut bytes);
+        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        {
+            let mut sessions = self.sessions();
+            let (map, order) = &mut *sessions;
+            while map.len() >= MAX_SESSIONS {
+                match order.pop_front() {
+                    Some(old) => {
+                        map.remove(&old);
+                    }
+                    None => break,
+                }
+            }
+            map.insert(
+                token.clone(),
+                Arc::new(FlightSession {
+                    role: session.role,
+                    ctx: session.ctx,
+                }),
+            );
+            order.push_back(token.clone());
+        }
+        let reply = HandshakeResponse {
+            protocol_version: 0,
+            payload: token.clone().into(),
+        };
+        let mut response: Response<Pin<Box<dyn Stream<Item = _> + Send>>> =
+            Response::new(Box::pin(futures::stream::iter([Ok(reply)])));
+        let header = MetadataValue::try_from(format!("Bearer {token}"))
+            .map_err(|_| Status::internal("cannot write the token header"))?;
+        response.metadata_mut().insert("authorization", header);
+        Ok(response)
+    }
+
+    async fn get_flight_info_statement(
+        &self,
+        query: CommandStatementQuery,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let session = self.session(&request)?;
+        let plan = self.plan(&session, &query.query).await?;
+        let ticket = TicketStatementQuery {
+            statement_handle: query.query.into_bytes().into(),
+        };
+        Self::info(&plan, ticket.as_any().encode_to_vec(), request.into_inner())
+    }
+
+    async fn do_get_statement(
+        &self,
+        ticket: TicketStatementQuery,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        let session = self.session(&request)?;
+        self.execute(&session, handle_text(&ticket.statement_handle)?)
+            .await
+    }
+
+    async fn do_action_create_prepared_statement(
+        &self,
+        query: ActionCreatePreparedStatementRequest,
+        request: Request<Action>,
+    ) -> Result<ActionCreatePreparedStatementResult, Status> {
+        let session = self.session(&request)?;
+        let plan = self.plan(&session, &query.query).await?;
+        let schema: Schema = plan.schema().as_arrow().clone();
+        let IpcMessage(dataset_schema) = SchemaAsIpc::new(&schema, &IpcWriteOptions::default())
+            .try_into()
+            .map_err(|e| Status::internal(format!("cannot encode the schema: {e}")))?;
+        Ok(ActionCreatePreparedStatementResult {
+            prepared_statement_handle: query.query.into_bytes().into(),
+            dataset_schema,
+            parameter_schema: Default::default(),
+        })
+    }
+
+    async fn do_action_close_prepared_statement(
+        &self,
+        _query: ActionClosePreparedStatementRequest,
+        request: Request<Action>,
+    ) -> Result<(), Status> {
+        self.session(&request)?;
+        Ok(())
+    }
+
+    async fn get_flight_info_prepared_statement(
+        &self,
+        query: CommandPreparedStatementQuery,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let session = self.session(&request)?;
+        let plan = self
+            .plan(&session, handle_text(&query.prepared_statement_handle)?)
+            .await?;
+        Self::info(&plan, query.as_any().encode_to_vec(), request.into_inner())
+    }
+
+    async fn do_get_prepared_statement(
+        &self,
+        query: CommandPreparedStatementQuery,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        let session = self.session(&request)?;
+        self.execute(&session, handle_text(&query.prepared_statement_handle)?)
+            .await
+    }
+
+    async fn get_flight_info_catalogs(
+        &self,
+        query: CommandGetCatalogs,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.session(&request)?;
+        let schema = query.clone().into_builder().schema();
+        Self::metadata_info(
+            &schema,
+            query.as_any().encode_to_vec(),
+            request.into_inner(),
+        )
+    }
+
+    async fn do_get_catalogs(
+        &self,
+        query: CommandGetCatalogs,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        let session = self.session(&request)?;
+        let mut builder = query.into_builder();
+        for catalog in session.ctx.catalog_names() {
+            builder.append(catalog);
+        }
+        Ok(one_batch(builder.schema(), builder.build()))
+    }
+
+    async fn get_flight_info_schemas(
+        &self,
+        query: CommandGetDbSchemas,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.session(&request)?;
+        let schema = query.clone().into_builder().schema();
+        Self::metadata_info(
+            &schema,
+            query.as_any().encode_to_vec(),
+            request.into_inner(),
+        )
+    }
+
+    async fn do_get_schemas(
+        &self,
+        query: CommandGetDbSchemas,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        let session = self.session(&request)?;
+        let mut builder = query.into_builder();
+        for catalog_name in session.ctx.catalog_names() {
+            if let Some(catalog) = session.ctx.catalog(&catalog_name) {
+                for schema in catalog.schema_names() {
+                    builder.append(&catalog_name, schema);
+                }
+            }
+        }
+        Ok(one_batch(builder.schema(), builder.build()))
+    }
+
+    async fn get_flight_info_tables(
+        &self,
+        query: CommandGetTables,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.session(&request)?;
+        let schema = query.clone().into_builder().schema();
+        Self::metadata_info(
+            &schema,
+            query.as_any().encode_to_vec(),
+            request.into_inner(),
+        )
+    }
+
+    async fn do_get_tables(
+        &self,
+        query: CommandGetTables,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        let session = self.session(&request)?;
+        let mut builder = query.into_builder();
+        for catalog_name in session.ctx.catalog_names() {
+            let Some(catalog) = session.ctx.catalog(&catalog_name) else {
+                continue;
+            };
+            for schema_name in catalog.schema_names() {
+                let Some(schema) = catalog.schema(&schema_name) else {
+                    continue;
+                };
+                for table_name in schema.table_names() {
+                    let Ok(Some(table)) = schema.table(&table_name).await else {
+                        continue;
+                    };
+                    let kind = match table.table_type() {
+                        datafusion::datasource::TableType::View => "VIEW",
+                        _ => "TABLE",
+                    };
+                    builder
+                        .append(
+                            &catalog_name,
+                            &schema_name,
+                            &table_name,
+                            kind,
+                            &table.schema(),
+                        )
+                        .map_err(Status::from)?;
+                }
+            }
+        }
+        Ok(one_batch(builder.schema(), builder.build()))
+    }
+
+    async fn get_flight_info_sql_info(
+        &self,
+        query: CommandGetSqlInfo,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.session(&request)?;
+        let schema = query.clone().into_builder(&self.info).schema();
+        Self::metadata_info(
+            &schema,
+            query.as_any().encode_to_vec(),
+            request.into_inner(),
+        )
+    }
+
+    async fn do_get_sql_info(
+        &self,
+        query: CommandGetSqlInfo,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        self.session(&request)?;
+        let builder = query.into_builder(&self.info);
+        Ok(one_batch(builder.schema(), builder.build()))
+    }
+
+    async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}
+}

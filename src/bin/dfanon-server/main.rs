@@ -1,0 +1,146 @@
+//! `dfanon-server`: released views for analysts over the PostgreSQL wire protocol and Arrow
+//! Flight SQL. The data owner's `init` scripts set up sources and hierarchies; owners log
+//! in to a full session, public users to a read-only public session; every session shares
+//! the releases and the privacy ledger. `docs/SERVER.md` describes it.
+
+mod catalog;
+mod config;
+mod flight;
+mod password;
+mod postgres;
+mod sessions;
+mod statements;
+
+use std::io::{BufRead, IsTerminal};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use tokio::net::TcpListener;
+
+use password::PasswordHash;
+use sessions::Server;
+
+/// Serves released views to analysts over PostgreSQL and Arrow Flight SQL.
+#[derive(Debug, Parser)]
+#[command(name = "dfanon-server", version, about, long_about = None)]
+struct Args {
+    /// The configuration file (TOML): listen addresses, init scripts, budget, users.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Reads a password from standard input (its first line) and prints the
+    /// `password_hash` the configuration stores for it.
+    HashPassword,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let outcome = match (&args.command, &args.config) {
+        (Some(Command::HashPassword), _) => hash_password(),
+        (None, Some(config)) => serve(config.clone()),
+        (None, None) => {
+            Err("give --config server.toml (or the hash-password command); --help says more".into())
+        }
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("dfanon-server: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn hash_password() -> Result<(), String> {
+    if std::io::stdin().is_terminal() {
+        eprintln!("Type the password and press Enter:");
+    }
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| format!("cannot read the password: {e}"))?;
+    let password = line.trim_end_matches(['\r', '\n']);
+    if password.is_empty() {
+        return Err("the password is empty".into());
+    }
+    println!("{}", PasswordHash::new(password));
+    Ok(())
+}
+
+fn serve(config: PathBuf) -> Result<(), String> {
+    let config = config::load(&config)?;
+    if let Some(folder) = config.ledger.as_ref().and_then(|l| l.parent()) {
+        std::fs::create_dir_all(folder)
+            .map_err(|e| format!("cannot make the ledger folder {}: {e}", folder.display()))?;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async move {
+        // Read the TLS files first: a bad certificate stops the server instead of serving
+        // in the clear.
+        let pg_tls = match &config.tls {
+            Some((cert, key)) => Some(postgres::tls_acceptor(cert, key)?),
+            None => None,
+        };
+        let server = Server::start(&config)
+            .await
+            .map_err(|e| e.strip_backtrace())?;
+        let bind = |address| async move {
+            TcpListener::bind(address)
+                .await
+                .map_err(|e| format!("cannot listen on {address}: {e}"))
+        };
+        let pg = match config.postgres {
+            Some(address) => Some(bind(address).await?),
+            None => None,
+        };
+        let flight = match config.flight_sql {
+            Some(address) => Some(bind(address).await?),
+            None => None,
+        };
+        let mut listening = Vec::new();
+        if let Some(listener) = &pg {
+            listening.push(format!("PostgreSQL on {}", postgres::bound(listener)));
+        }
+        if let Some(listener) = &flight {
+            listening.push(format!("Flight SQL on {}", postgres::bound(listener)));
+        }
+        let tls = if config.tls.is_some() {
+            " (PostgreSQL with TLS)"
+        } else {
+            ""
+        };
+        eprintln!("dfanon-server: listening: {}{tls}", listening.join(", "));
+        let pg_task = async {
+            match pg {
+                Some(listener) => postgres::serve(server.clone(), listener, pg_tls)
+                    .await
+                    .map_err(|e| format!("postgres: {e}")),
+                None => std::future::pending().await,
+            }
+        };
+        let flight_task = async {
+            match flight {
+                Some(listener) => flight::serve(server.clone(), listener).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            result = pg_task => result,
+            result = flight_task => result,
+            _ = tokio::signal::ctrl_c() => {
+                eprintln!("dfanon-server: stopped");
+                Ok(())
+            }
+        }
+    })
+}

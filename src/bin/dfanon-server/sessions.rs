@@ -1,0 +1,161 @@
+//! The server's state: the owner's catalog (built by the `init` scripts), one store of
+//! releases and one ledger for every session, and a session per connection by role.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion_anonymize::{
+    public_session, register_with, run_script, Access, AnonymizeOptions, Principal,
+    RegisterOptions, SharedReleases,
+};
+
+use crate::config::{Config, Role, User};
+use crate::password::PasswordHash;
+
+/// What every connection of the server shares.
+pub struct Server {
+    /// The owner's session the `init` scripts ran in; every session reads its catalog.
+    owner: SessionContext,
+    releases: SharedReleases,
+    budget: AnonymizeOptions,
+    public: datafusion_anonymize::PublicPolicy,
+    users: HashMap<String, User>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").finish_non_exhaustive()
+    }
+}
+
+/// A logged-in user's session.
+pub struct Session {
+    pub role: Role,
+    pub ctx: SessionContext,
+}
+
+impl Server {
+    /// Builds the owner's catalog: registers the functions and runs the `init` scripts in
+    /// order, stopping at the first failing statement.
+    pub async fn start(config: &Config) -> Result<Arc<Self>> {
+        let session_config = SessionConfig::new().with_information_schema(true);
+        let owner = SessionContext::new_with_config(session_config);
+        let releases = SharedReleases::new();
+        let budget = AnonymizeOptions {
+            epsilon_budget: config.epsilon_budget,
+            delta_budget: config.delta_budget,
+            ledger_path: config.ledger.clone(),
+            ..AnonymizeOptions::default()
+        };
+        register_with(
+            &owner,
+            RegisterOptions {
+                budget: budget.clone(),
+                releases: Some(releases.clone()),
+                ..RegisterOptions::owner()
+            },
+        )?;
+        for file in &config.init {
+            let script = std::fs::read_to_string(file)
+                .map_err(|e| DataFusionError::Execution(format!("init {}: {e}", file.display())))?;
+            run_script(&owner, &script).await.map_err(|e| {
+                DataFusionError::Context(format!("init {}", file.display()), Box::new(e))
+            })?;
+        }
+        let server = Self {
+            owner,
+            releases,
+            budget,
+            public: config.policy.clone(),
+            users: config
+                .users
+                .iter()
+                .map(|u| (u.name.clone(), u.clone()))
+                .collect(),
+        };
+        // A public policy that cannot be registered is the owner's mistake: said at start.
+        server.public_session(None)?;
+        Ok(Arc::new(server))
+    }
+
+    /// The stored password of `user`, or one nothing matches when there is no such user
+    /// (so an unknown user and a wrong password look the same to the client).
+    pub fn password(&self, user: &str) -> PasswordHash {
+        self.users
+            .get(user)
+            .map(|u| u.password.clone())
+            .unwrap_or_else(PasswordHash::unmatchable)
+    }
+
+    /// Checks `password` for `user`; the user when it matches.
+    pub fn login(&self, user: &str, password: &str) -> Option<&User> {
+        let matches = self.password(user).matches(password);
+        self.users.get(user).filter(|_| matches)
+    }
+
+    /// A new session for the authenticated `user`: an owner session over the owner's
+    /// catalog, or a public session; both share the server's releases and ledger.
+    pub fn session(&self, user: &str) -> Result<Session> {
+        let found = self
+            .users
+            .get(user)
+            .ok_or_else(|| DataFusionError::Plan(format!("no user '{user}'")))?;
+        let ctx = match found.role {
+            Role::Owner => self.owner_session()?,
+            Role::Public => self.public_session(Some(found))?,
+        };
+        Ok(Session {
+            role: found.role,
+            ctx,
+        })
+    }
+
+    /// An owner's session: its own settings (`SET` changes only it), the owner's catalog,
+    /// every function.
+    fn owner_session(&self) -> Result<SessionContext> {
+        let state = self.owner.state();
+        // The shared catalog exists: making a default one would replace it with an empty one.
+        let config = state
+            .config()
+            .clone()
+            .with_create_default_catalog_and_schema(false);
+        let built = SessionStateBuilder::new()
+            .with_config(config)
+            .with_runtime_env(state.runtime_env().clone())
+            .with_catalog_list(state.catalog_list().clone())
+            .with_default_features()
+            .build();
+        let ctx = SessionContext::new_with_state(built);
+        register_with(
+            &ctx,
+            RegisterOptions {
+                budget: self.budget.clone(),
+                releases: Some(self.releases.clone()),
+                ..RegisterOptions::owner()
+            },
+        )?;
+        Ok(ctx)
+    }
+
+    fn public_session(&self, user: Option<&User>) -> Result<SessionContext> {
+        public_session(
+            &self.owner,
+            RegisterOptions {
+                access: Access::Public,
+                budget: self.budget.clone(),
+                public: self.public.clone(),
+                releases: Some(self.releases.clone()),
+                principal: user.and_then(|u| {
+                    u.epsilon_quota.map(|quota| Principal {
+                        name: u.name.clone(),
+                        epsilon_quota: quota,
+                    })
+                }),
+                ..RegisterOptions::default()
+            },
+        )
+    }
+}
