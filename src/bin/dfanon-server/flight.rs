@@ -61,10 +61,17 @@ struct FlightSession {
     ctx: SessionContext,
 }
 
+/// The sessions of the tokens handed out, and the tokens from oldest to newest.
+#[derive(Default)]
+struct Tokens {
+    sessions: HashMap<String, Arc<FlightSession>>,
+    order: VecDeque<String>,
+}
+
 /// The Flight SQL service: the server, and the session of every token handed out.
 pub struct FlightSql {
     server: Arc<Server>,
-    sessions: Mutex<(HashMap<String, Arc<FlightSession>>, VecDeque<String>)>,
+    tokens: Mutex<Tokens>,
     info: SqlInfoData,
 }
 
@@ -90,15 +97,13 @@ impl FlightSql {
         };
         Self {
             server,
-            sessions: Mutex::new((HashMap::new(), VecDeque::new())),
+            tokens: Mutex::new(Tokens::default()),
             info,
         }
     }
 
-    fn sessions(
-        &self,
-    ) -> std::sync::MutexGuard<'_, (HashMap<String, Arc<FlightSession>>, VecDeque<String>)> {
-        match self.sessions.lock() {
+    fn tokens(&self) -> std::sync::MutexGuard<'_, Tokens> {
+        match self.tokens.lock() {
             Ok(s) => s,
             Err(poisoned) => poisoned.into_inner(),
         }
@@ -114,8 +119,8 @@ impl FlightSql {
             .ok_or_else(|| {
                 Status::unauthenticated("log in first: the handshake takes Basic credentials and returns a bearer token")
             })?;
-        self.sessions()
-            .0
+        self.tokens()
+            .sessions
             .get(token)
             .cloned()
             .ok_or_else(|| Status::unauthenticated("unknown or expired token: log in again"))
@@ -260,24 +265,23 @@ impl FlightSqlService for FlightSql {
         rand::rng().fill_bytes(&mut bytes);
         let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         {
-            let mut sessions = self.sessions();
-            let (map, order) = &mut *sessions;
-            while map.len() >= MAX_SESSIONS {
-                match order.pop_front() {
+            let mut tokens = self.tokens();
+            while tokens.sessions.len() >= MAX_SESSIONS {
+                match tokens.order.pop_front() {
                     Some(old) => {
-                        map.remove(&old);
+                        tokens.sessions.remove(&old);
                     }
                     None => break,
                 }
             }
-            map.insert(
+            tokens.sessions.insert(
                 token.clone(),
                 Arc::new(FlightSession {
                     role: session.role,
                     ctx: session.ctx,
                 }),
             );
-            order.push_back(token.clone());
+            tokens.order.push_back(token.clone());
         }
         let reply = HandshakeResponse {
             protocol_version: 0,
@@ -369,7 +373,7 @@ impl FlightSqlService for FlightSql {
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
         self.session(&request)?;
-        let schema = query.clone().into_builder().schema();
+        let schema = query.into_builder().schema();
         Self::metadata_info(
             &schema,
             query.as_any().encode_to_vec(),
