@@ -120,18 +120,7 @@ pub fn register_with(ctx: &SessionContext, options: RegisterOptions) -> Result<(
 /// This is how a setup written in SQL with the owner's functions (hierarchy views, say)
 /// becomes a session for public users: `dfanon --public --init setup.sql` does it.
 pub fn public_session(owner: &SessionContext, options: RegisterOptions) -> Result<SessionContext> {
-    let state = owner.state();
-    let config = state
-        .config()
-        .clone()
-        .with_create_default_catalog_and_schema(false);
-    let public = SessionStateBuilder::new()
-        .with_config(config)
-        .with_runtime_env(state.runtime_env().clone())
-        .with_catalog_list(state.catalog_list().clone())
-        .with_default_features()
-        .build();
-    let ctx = SessionContext::new_with_state(public);
+    let ctx = session_over(owner);
     register_with(
         &ctx,
         RegisterOptions {
@@ -140,4 +129,38 @@ pub fn public_session(owner: &SessionContext, options: RegisterOptions) -> Resul
         },
     )?;
     Ok(ctx)
+}
+
+/// Another data owner's session over `owner`'s tables (shared both ways: a table either
+/// creates is seen by both), with its own settings (`SET` in one leaves the other as it
+/// was) and this crate's functions registered by `options` (its `access` is taken as
+/// [`Access::Owner`]). A server gives each owner's connection one, with
+/// [`RegisterOptions::releases`] shared so that their releases and ledger are one.
+pub fn owner_session(owner: &SessionContext, options: RegisterOptions) -> Result<SessionContext> {
+    let ctx = session_over(owner);
+    register_with(
+        &ctx,
+        RegisterOptions {
+            access: Access::Owner,
+            ..options
+        },
+    )?;
+    Ok(ctx)
+}
+
+/// A session with `owner`'s configuration, runtime and catalogs, and nothing registered.
+fn session_over(owner: &SessionContext) -> SessionContext {
+    let state = owner.state();
+    // The shared catalogs exist: making a default one would replace them with empty ones.
+    let config = state
+        .config()
+        .clone()
+        .with_create_default_catalog_and_schema(false);
+    let built = SessionStateBuilder::new()
+        .with_config(config)
+        .with_runtime_env(state.runtime_env().clone())
+        .with_catalog_list(state.catalog_list().clone())
+        .with_default_features()
+        .build();
+    SessionContext::new_with_state(built)
 }

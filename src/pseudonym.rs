@@ -38,6 +38,12 @@ impl std::fmt::Debug for PseudonymKey {
 }
 
 impl PseudonymKey {
+    /// The identity of this key's bytes, shared by its clones (never its content): what
+    /// keeps releases drawn with different keys apart in a shared store of releases.
+    pub(crate) fn identity(&self) -> *const () {
+        Arc::as_ptr(&self.0) as *const ()
+    }
+
     /// A key of at least [`MIN_KEY_BYTES`] bytes (e.g. 32 bytes from `/dev/urandom`).
     pub fn new(bytes: &[u8]) -> Result<Self> {
         if bytes.len() < MIN_KEY_BYTES {

@@ -348,6 +348,24 @@ async fn public_microaggregation_follows_the_owners_settings() -> Result<()> {
     Ok(())
 }
 
+#[tokio::test]
+async fn public_users_make_demo_tables_of_at_most_the_papers_size() -> Result<()> {
+    let ctx = session(declared(), 3.0).await?;
+    assert_eq!(
+        outcome(&ctx, "SELECT COUNT(*) FROM nps_demo(1361001)").await,
+        Err("Error during planning: nps_demo(): rows must be at most 1361000 in this session, got 1361001".to_string())
+    );
+    assert_eq!(
+        outcome(&ctx, "SELECT COUNT(*) FROM nps_demo(1000, 3)").await,
+        Ok(())
+    );
+    // The data owner may make larger ones.
+    let owner = SessionContext::new();
+    register_with(&owner, RegisterOptions::owner())?;
+    assert!(owner.sql("SELECT * FROM nps_demo(1361001)").await.is_ok());
+    Ok(())
+}
+
 fn datafusion_anonymize_public_failure() -> &'static str {
     "anonymize(): the release could not be computed with these arguments; the data owner sees the reason by making the same call in an owner session"
 }

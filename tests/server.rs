@@ -66,6 +66,11 @@ fn hash(password: &str) -> String {
 
 impl Site {
     fn new() -> Self {
+        Self::with_settings("")
+    }
+
+    /// A site whose configuration also has `settings` (top-level keys, one per line).
+    fn with_settings(settings: &str) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let setup = format!(
             "CREATE TABLE nps AS SELECT * FROM nps_demo(20000, 7);\n{}",
@@ -80,6 +85,7 @@ public_tables = ["nps_hierarchy_*"]
 public_methods = ["ipa", "dp_histogram"]
 ledger = "ledger.json"
 epsilon_budget = 3
+{settings}
 
 [[user]]
 name = "owner"
@@ -215,17 +221,26 @@ fn psql_path() -> &'static PathBuf {
 
 /// Runs `sql` with psql as `user`: its rows, or the error psql printed.
 fn psql(port: u16, user: &str, password: &str, sql: &str) -> Result<Rows, String> {
-    let out = Command::new(psql_path())
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-U",
-            user,
-            "-d",
-            "datafusion",
-        ])
+    psql_with(psql_command("127.0.0.1"), port, user, password, sql)
+}
+
+/// psql for the server on `host`, with the environment of this process.
+fn psql_command(host: &str) -> Command {
+    let mut command = Command::new(psql_path());
+    command.args(["-h", host]);
+    command
+}
+
+/// Runs `sql` with `psql` (from [`psql_command`]) as `user`.
+fn psql_with(
+    mut psql: Command,
+    port: u16,
+    user: &str,
+    password: &str,
+    sql: &str,
+) -> Result<Rows, String> {
+    let out = psql
+        .args(["-p", &port.to_string(), "-U", user, "-d", "datafusion"])
         .args([
             "-X",
             "-q",
@@ -262,7 +277,10 @@ fn python() -> &'static PathBuf {
         let ready = || {
             python.exists()
                 && Command::new(&python)
-                    .args(["-c", "import psycopg, adbc_driver_flightsql.dbapi"])
+                    .args([
+                        "-c",
+                        "import psycopg, adbc_driver_flightsql.dbapi, cryptography",
+                    ])
                     .status()
                     .map(|s| s.success())
                     .unwrap_or(false)
@@ -284,6 +302,7 @@ fn python() -> &'static PathBuf {
                 "adbc-driver-flightsql>=1.3,<2",
                 "adbc-driver-manager>=1.3,<2",
                 "pyarrow>=16",
+                "cryptography>=42",
             ])
             .status()
             .map(|s| s.success())
@@ -296,6 +315,13 @@ fn python() -> &'static PathBuf {
     })
 }
 
+/// The Python script `name` of `tests/server`.
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/server")
+        .join(name)
+}
+
 /// Runs `statements` with the Python client `kind` (`psycopg` or `adbc`) as `user`, one
 /// connection for all of them.
 fn client(
@@ -305,9 +331,24 @@ fn client(
     password: &str,
     statements: &[&str],
 ) -> Vec<Result<Rows, String>> {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/server/clients.py");
-    let out = Command::new(python())
-        .arg(script)
+    client_with(kind, None, port, user, password, statements)
+}
+
+/// [`client`], with TLS checked against the authority `tls_root` when given.
+fn client_with(
+    kind: &str,
+    tls_root: Option<&Path>,
+    port: u16,
+    user: &str,
+    password: &str,
+    statements: &[&str],
+) -> Vec<Result<Rows, String>> {
+    let mut command = Command::new(python());
+    if let Some(root) = tls_root {
+        command.env("DFANON_TLS_ROOT", root);
+    }
+    let out = command
+        .arg(script("clients.py"))
         .args([kind, "127.0.0.1", &port.to_string(), user, password])
         .args(statements)
         .output()
@@ -635,4 +676,395 @@ fn the_readme_example_serves_q1_to_psql_and_adbc_with_one_charge() {
     let releases = (charged + 1).to_string();
     let after = psql(again.postgres, "owner", "owner-demo", BUDGET).expect("budget");
     assert_eq!(after.first().map(|row| row[0].clone()), Some(releases));
+}
+
+/// Server CPU time (user + system) in seconds, from `/proc`.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) end with ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// CPU seconds the server spends over `wait`.
+fn cpu_over(server: &Running, wait: Duration) -> f64 {
+    let before = cpu_seconds(server.child.id());
+    std::thread::sleep(wait);
+    cpu_seconds(server.child.id()) - before
+}
+
+/// A statement that runs for ever: rows streamed, or one count at the end.
+const ENDLESS_ROWS: &str = "SELECT * FROM generate_series(1, 9223372036854775807)";
+const ENDLESS_COUNT: &str = "SELECT COUNT(*) FROM generate_series(1, 9223372036854775807)";
+
+#[test]
+fn a_client_that_goes_away_stops_its_statement() {
+    let site = Site::new();
+    let server = site.start();
+    // psql reading an endless stream of rows, then killed.
+    let mut reader = psql_command("127.0.0.1")
+        .args([
+            "-p",
+            &server.postgres.to_string(),
+            "-U",
+            "analyst",
+            "-d",
+            "datafusion",
+        ])
+        .args(["-X", "-q", "-A", "-t", "-c", ENDLESS_ROWS])
+        .env("PGPASSWORD", "analyst-pw")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("psql runs");
+    std::thread::sleep(Duration::from_millis(1000));
+    let busy = cpu_over(&server, Duration::from_millis(1000));
+    assert!(
+        busy > 0.3,
+        "the server works for psql: {busy} s of CPU in 1 s"
+    );
+    let _ = reader.kill();
+    let _ = reader.wait();
+    std::thread::sleep(Duration::from_millis(700));
+    let idle = cpu_over(&server, Duration::from_millis(2000));
+    assert!(idle < 0.2, "the server stopped: {idle} s of CPU in 2 s");
+
+    // ADBC waiting for an endless count (nothing sent yet), then killed.
+    let mut counter = Command::new(python())
+        .arg(script("clients.py"))
+        .args([
+            "adbc",
+            "127.0.0.1",
+            &server.flight.to_string(),
+            "analyst",
+            "analyst-pw",
+        ])
+        .arg(ENDLESS_COUNT)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python runs");
+    std::thread::sleep(Duration::from_millis(3000));
+    let busy = cpu_over(&server, Duration::from_millis(1000));
+    assert!(
+        busy > 0.3,
+        "the server works for ADBC: {busy} s of CPU in 1 s"
+    );
+    let _ = counter.kill();
+    let _ = counter.wait();
+    std::thread::sleep(Duration::from_millis(700));
+    let idle = cpu_over(&server, Duration::from_millis(2000));
+    assert!(idle < 0.2, "the server stopped: {idle} s of CPU in 2 s");
+    // The server serves on.
+    assert_eq!(
+        psql(server.postgres, "analyst", "analyst-pw", "SELECT 1"),
+        Ok(vec![vec!["1".to_string()]])
+    );
+}
+
+#[test]
+fn ctrl_c_in_psql_cancels_the_statement_under_way() {
+    let site = Site::new();
+    let server = site.start();
+    for (user, password) in [("analyst", "analyst-pw"), ("owner", "owner-pw")] {
+        let counter = psql_command("127.0.0.1")
+            .args([
+                "-p",
+                &server.postgres.to_string(),
+                "-U",
+                user,
+                "-d",
+                "datafusion",
+            ])
+            .args(["-X", "-q", "-A", "-t", "-c", ENDLESS_COUNT])
+            .env("PGPASSWORD", password)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("psql runs");
+        std::thread::sleep(Duration::from_millis(1500));
+        let busy = cpu_over(&server, Duration::from_millis(1000));
+        assert!(
+            busy > 0.3,
+            "{user}: the server works: {busy} s of CPU in 1 s"
+        );
+        // What Ctrl-C does: psql sends a cancel request on a second connection.
+        let interrupted = Command::new("kill")
+            .args(["-INT", &counter.id().to_string()])
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(interrupted, "kill -INT psql");
+        let out = counter.wait_with_output().expect("psql ends");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("canceling statement due to user request"),
+            "{user}: psql said {said}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        let idle = cpu_over(&server, Duration::from_millis(2000));
+        assert!(
+            idle < 0.2,
+            "{user}: the server stopped: {idle} s of CPU in 2 s"
+        );
+    }
+}
+
+#[test]
+fn a_public_statement_past_its_time_is_stopped_and_gives_its_slot_back() {
+    let site = Site::with_settings(
+        "public_statement_timeout_seconds = 2\npublic_concurrent_statements = 1",
+    );
+    let server = site.start();
+    let says = "canceling statement due to statement timeout: a public user's statement may run 2 s (public_statement_timeout_seconds)";
+    for (name, outcome) in [
+        (
+            "psql",
+            psql(server.postgres, "analyst", "analyst-pw", ENDLESS_ROWS),
+        ),
+        (
+            "psql",
+            psql(server.postgres, "analyst", "analyst-pw", ENDLESS_COUNT),
+        ),
+        ("ADBC", one("adbc", server.flight, "analyst", ENDLESS_COUNT)),
+    ] {
+        assert!(
+            outcome.as_ref().is_err_and(|e| e.contains(says)),
+            "{name}: {outcome:?}"
+        );
+    }
+    // The one slot is free again: a public statement runs at once.
+    let started = Instant::now();
+    assert_eq!(
+        one("psycopg", server.postgres, "analyst", "SELECT 1"),
+        Ok(vec![vec!["1".to_string()]])
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // The owner has no time limit and no slot to wait for.
+    let owner = std::thread::spawn({
+        let port = server.postgres;
+        move || {
+            psql(
+                port,
+                "owner",
+                "owner-pw",
+                "SELECT COUNT(*) FROM generate_series(1, 300000000)",
+            )
+        }
+    });
+    assert_eq!(
+        owner.join().expect("the owner's thread ends"),
+        Ok(vec![vec!["300000000".to_string()]])
+    );
+}
+
+#[test]
+fn a_failed_login_runs_nothing_sent_after_it() {
+    let site = Site::new();
+    let server = site.start();
+    let out = Command::new(python())
+        .arg(script("failed_login.py"))
+        .args(["127.0.0.1", &server.postgres.to_string(), "owner"])
+        .arg("CREATE TABLE broken_in AS SELECT 1 AS a")
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let outcome: serde_json::Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|_| panic!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    assert!(
+        outcome["login"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("FATAL 28P01")),
+        "{outcome}"
+    );
+    // Whatever the server answered after the refusal, it was no success.
+    for answer in outcome["after"].as_array().cloned().unwrap_or_default() {
+        let answer = answer.as_str().unwrap_or_default();
+        assert!(!matches!(answer, "C" | "T" | "D"), "{outcome}");
+    }
+    assert_eq!(
+        psql(
+            server.postgres,
+            "owner",
+            "owner-pw",
+            "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'broken_in'"
+        ),
+        Ok(vec![vec!["0".to_string()]])
+    );
+}
+
+#[test]
+fn with_tls_both_protocols_are_encrypted_and_checked_and_plaintext_is_refused() {
+    let site = Site::with_settings("tls_cert = \"cert.pem\"\ntls_key = \"key.pem\"");
+    let made = Command::new(python())
+        .arg(script("make_cert.py"))
+        .arg(site.dir.path())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(made, "make_cert.py failed");
+    let ca = site.dir.path().join("ca.pem");
+    let server = site.start();
+    let mut verified = psql_command("localhost");
+    verified
+        .env("PGSSLMODE", "verify-full")
+        .env("PGSSLROOTCERT", &ca);
+    let by_psql = psql_with(
+        verified,
+        server.postgres,
+        "analyst",
+        "analyst-pw",
+        "SELECT value FROM nps_hierarchy_sex ORDER BY value",
+    );
+    let rows = vec![vec!["F".to_string()], vec!["M".to_string()]];
+    assert_eq!(by_psql, Ok(rows.clone()));
+    for (kind, port) in [("psycopg", server.postgres), ("adbc", server.flight)] {
+        let outcome = client_with(
+            kind,
+            Some(&ca),
+            port,
+            "analyst",
+            "analyst-pw",
+            &["SELECT value FROM nps_hierarchy_sex ORDER BY value"],
+        )
+        .remove(0);
+        assert_eq!(outcome, Ok(rows.clone()), "{kind}");
+    }
+    // Without TLS: refused by the server (PostgreSQL) or not understood (Flight SQL).
+    let mut plain = psql_command("127.0.0.1");
+    plain.env("PGSSLMODE", "disable");
+    let refused = psql_with(plain, server.postgres, "analyst", "analyst-pw", "SELECT 1");
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.contains("this server accepts only connections with TLS")),
+        "{refused:?}"
+    );
+    let plain_flight = one("adbc", server.flight, "analyst", "SELECT 1");
+    assert!(plain_flight.is_err(), "{plain_flight:?}");
+    // A client that trusts another authority does not connect.
+    let other = tempfile::tempdir().expect("temp dir");
+    let made = Command::new(python())
+        .arg(script("make_cert.py"))
+        .arg(other.path())
+        .arg("another authority")
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(made, "make_cert.py failed");
+    let mut untrusted = psql_command("localhost");
+    untrusted
+        .env("PGSSLMODE", "verify-full")
+        .env("PGSSLROOTCERT", other.path().join("ca.pem"));
+    let refused = psql_with(
+        untrusted,
+        server.postgres,
+        "analyst",
+        "analyst-pw",
+        "SELECT 1",
+    );
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.contains("certificate verify failed")),
+        "{refused:?}"
+    );
+    let untrusted_flight = client_with(
+        "adbc",
+        Some(&other.path().join("ca.pem")),
+        server.flight,
+        "analyst",
+        "analyst-pw",
+        &["SELECT 1"],
+    )
+    .remove(0);
+    assert!(untrusted_flight.is_err(), "{untrusted_flight:?}");
+}
+
+#[test]
+fn public_statements_fuzzed_through_both_protocols_leave_the_server_serving() {
+    fuzz_both_protocols(1500, 400, None);
+}
+
+/// The fuzzing of public statements for a while (`FUZZ_SECONDS`, default 600 per
+/// protocol): `cargo test --release --test server -- --ignored`.
+#[test]
+#[ignore = "long fuzzing run; see its documentation"]
+fn fuzz_public_statements_for_a_while() {
+    let seconds: f64 = std::env::var("FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(600.0);
+    fuzz_both_protocols(usize::MAX, usize::MAX, Some(seconds));
+}
+
+fn fuzz_both_protocols(psycopg: usize, adbc: usize, seconds: Option<f64>) {
+    let site = Site::with_settings(
+        "public_statement_timeout_seconds = 3\npublic_concurrent_statements = 2",
+    );
+    let mut server = site.start();
+    for (kind, port, count, seed) in [
+        ("psycopg", server.postgres, psycopg, "11"),
+        ("adbc", server.flight, adbc, "12"),
+    ] {
+        let mut command = Command::new(python());
+        command
+            .arg(script("fuzz.py"))
+            .args([
+                kind,
+                "127.0.0.1",
+                &port.to_string(),
+                "analyst",
+                "analyst-pw",
+                seed,
+            ])
+            .arg(count.to_string());
+        if let Some(seconds) = seconds {
+            command.arg(seconds.to_string());
+        }
+        let out = command.output().expect("python runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let summary: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|_| {
+            panic!("{kind}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr))
+        });
+        eprintln!("fuzz {kind}: {summary}");
+        assert_eq!(summary["lost"], serde_json::json!([]), "{kind}: {summary}");
+        assert!(summary["rows"].as_u64() > Some(10), "{kind}: {summary}");
+        assert!(summary["errors"].as_u64() > Some(10), "{kind}: {summary}");
+        assert!(
+            matches!(server.child.try_wait(), Ok(None)),
+            "the server ended during the {kind} run"
+        );
+    }
+    // The owner's tables are as they were, and Q1 still runs for a public user.
+    assert_eq!(
+        psql(
+            server.postgres,
+            "owner",
+            "owner-pw",
+            "SELECT COUNT(*) FROM nps"
+        ),
+        Ok(vec![vec!["20000".to_string()]])
+    );
+    assert_eq!(
+        psql(
+            server.postgres,
+            "owner",
+            "owner-pw",
+            "SELECT COUNT(*) FROM nps_hierarchy_sex"
+        ),
+        Ok(vec![vec!["2".to_string()]])
+    );
+    assert!(psql(server.postgres, "analyst2", "analyst2-pw", Q1).is_ok());
+    let _ = server.child.kill();
 }

@@ -8,8 +8,8 @@ use datafusion::arrow::compute::concat_batches;
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 use datafusion_anonymize::{
-    public_session, register_with, run_script, Principal, PublicPolicy, RegisterOptions,
-    SharedReleases,
+    owner_session, public_session, register_with, run_script, Principal, PublicPolicy,
+    RegisterOptions, SharedReleases,
 };
 
 const SETUP: &str = "
@@ -103,7 +103,8 @@ async fn rows(ctx: &SessionContext, sql: &str) -> std::result::Result<String, St
 }
 
 #[tokio::test]
-async fn one_request_from_two_users_and_the_owner_is_one_release_and_one_charge() -> Result<()> {
+async fn one_request_from_two_users_is_one_release_and_one_charge_and_the_owners_is_its_own(
+) -> Result<()> {
     let site = Site::new().await?;
     let alice = site.user("alice", None)?;
     let bob = site.user("bob", None)?;
@@ -111,8 +112,15 @@ async fn one_request_from_two_users_and_the_owner_is_one_release_and_one_charge(
     let by_alice = rows(&alice, &sql).await;
     assert!(by_alice.is_ok(), "{by_alice:?}");
     assert_eq!(rows(&bob, &sql).await, by_alice);
-    assert_eq!(rows(&site.owner, &sql).await, by_alice);
     assert_eq!(site.spent().await?, (1, 1.0));
+    // The owner's draw of the same arguments is not a public one (it fails on records a
+    // public draw leaves out): drawn and charged apart, then served from the store.
+    let by_owner = rows(&site.owner, &sql).await;
+    assert!(by_owner.is_ok(), "{by_owner:?}");
+    assert_eq!(site.spent().await?, (2, 2.0));
+    assert_eq!(rows(&site.owner, &sql).await, by_owner);
+    assert_eq!(rows(&alice, &sql).await, by_alice);
+    assert_eq!(site.spent().await?, (2, 2.0));
     Ok(())
 }
 
@@ -162,5 +170,105 @@ async fn registrations_with_their_own_stores_charge_separately() -> Result<()> {
     assert_eq!(site.spent().await?, (1, 1.0));
     let own = rows(&alone, "SELECT releases FROM privacy_budget()").await;
     assert!(own.as_ref().is_ok_and(|t| t.contains("| 1 ")), "{own:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn owner_sessions_share_tables_and_releases_and_keep_their_own_settings() -> Result<()> {
+    let site = Site::new().await?;
+    let second = owner_session(
+        &site.owner,
+        RegisterOptions {
+            releases: Some(site.releases.clone()),
+            ..RegisterOptions::owner()
+        },
+    )?;
+    // A table made in either session is seen by the other.
+    second
+        .sql("CREATE TABLE made_by_second AS SELECT 7 AS x")
+        .await?
+        .collect()
+        .await?;
+    assert!(rows(&site.owner, "SELECT x FROM made_by_second")
+        .await
+        .is_ok_and(|t| t.contains("| 7 |")));
+    // A setting changed in one leaves the other as it was.
+    let set = rows(&second, "SET datafusion.execution.batch_size = 17").await;
+    assert!(set.is_ok(), "{set:?}");
+    assert_eq!(second.state().config().batch_size(), 17);
+    assert_eq!(site.owner.state().config().batch_size(), 8192);
+    // The same request in both owner sessions is one release and one charge.
+    let sql = release(1.0, "age=1, sex=1");
+    let first = rows(&site.owner, &sql).await;
+    assert!(first.is_ok(), "{first:?}");
+    assert_eq!(rows(&second, &sql).await, first);
+    assert_eq!(site.spent().await?, (1, 1.0));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_release_whose_client_went_away_is_charged_to_nobody() -> Result<()> {
+    let site = Site::new().await?;
+    // The method's first progress report says the draw is under way, then waits until the
+    // test lets it go on (by then the query is gone, and the method stops).
+    let (started, wait_started) = std::sync::mpsc::channel::<()>();
+    let (go_on, wait_go_on) = std::sync::mpsc::channel::<()>();
+    let wait_go_on = std::sync::Mutex::new(wait_go_on);
+    let started = std::sync::Mutex::new(started);
+    let progress: datafusion_anonymize::ProgressFn = std::sync::Arc::new(move |_, _, _| {
+        if let Ok(started) = started.lock() {
+            let _ = started.send(());
+        }
+        if let Ok(wait) = wait_go_on.lock() {
+            let _ = wait.recv_timeout(std::time::Duration::from_secs(10));
+        }
+    });
+    let policy = PublicPolicy {
+        tables: vec!["h_*".into()],
+        ..PublicPolicy::default()
+    };
+    let alice = public_session(
+        &site.owner,
+        RegisterOptions {
+            releases: Some(site.releases.clone()),
+            principal: Some(Principal {
+                name: "alice".into(),
+                epsilon_quota: 1.0,
+            }),
+            progress: Some(progress),
+            ..RegisterOptions::public(policy, 3.0)
+        },
+    )?;
+    let sql = release(1.0, "age=1, sex=1");
+    let query = {
+        let alice = alice.clone();
+        let sql = sql.clone();
+        tokio::spawn(async move { rows(&alice, &sql).await })
+    };
+    let waited = tokio::task::spawn_blocking(move || {
+        wait_started.recv_timeout(std::time::Duration::from_secs(30))
+    })
+    .await;
+    assert!(matches!(waited, Ok(Ok(()))), "the draw never started");
+    // Charged while the draw runs.
+    assert_eq!(site.spent().await?, (1, 1.0));
+    query.abort();
+    assert!(query.await.is_err_and(|e| e.is_cancelled()));
+    // The query is gone (its work stops as the runtime drops it): both charges are taken
+    // back, the table's and alice's quota.
+    let mut spent = site.spent().await?;
+    for _ in 0..500 {
+        if spent == (0, 0.0) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        spent = site.spent().await?;
+    }
+    assert_eq!(spent, (0, 0.0));
+    drop(go_on);
+    // alice's whole quota is still hers: the same release now is made and charged once.
+    let again = rows(&alice, &sql).await;
+    assert!(again.is_ok(), "{again:?}");
+    assert_eq!(site.spent().await?, (1, 1.0));
     Ok(())
 }

@@ -83,13 +83,20 @@ pub struct AnonymizeRequest {
 }
 
 impl AnonymizeRequest {
-    /// Cache key: canonical arguments plus the identity of every table involved.
+    /// Cache key: canonical arguments plus the identity of every table involved, of the
+    /// key of pseudonyms, and who asked (an owner's and a public user's draws of the same
+    /// arguments differ: a public one leaves out the records it cannot use, an owner's
+    /// fails naming them).
     pub fn cache_key(&self) -> String {
         let mut key = format!(
-            "{}|src@{:p}",
+            "{}|{}|src@{:p}",
+            if self.public { "public" } else { "owner" },
             self.canonical_args,
             Arc::as_ptr(&self.source) as *const ()
         );
+        if let Some(pseudonyms) = &self.pseudonym_key {
+            key.push_str(&format!("|pseudonyms@{:p}", pseudonyms.identity()));
+        }
         for q in &self.qi {
             if let Some(h) = &q.hierarchy {
                 key.push_str(&format!("|{}@{:p}", q.column, Arc::as_ptr(h) as *const ()));

@@ -7,9 +7,13 @@ psycopg 3 speaks the PostgreSQL wire protocol (a ClientCursor inlines parameters
 statements reach the server as text); adbc-driver-flightsql speaks Arrow Flight SQL and
 logs in with a Basic handshake that returns a bearer token. Values are printed as text,
 as psql prints them, so the three clients' rows compare directly.
+
+The environment variable DFANON_TLS_ROOT (a PEM file) makes both clients connect with
+TLS and check the server's certificate against it.
 """
 
 import json
+import os
 import sys
 
 
@@ -21,55 +25,57 @@ def text(value):
     return str(value)
 
 
-def run_psycopg(host, port, user, password, statements):
+def connect_psycopg(host, port, user, password):
     import psycopg
 
+    tls = {}
+    root = os.environ.get("DFANON_TLS_ROOT")
+    if root:
+        tls = {"sslmode": "verify-full", "sslrootcert": root}
+    return psycopg.connect(
+        host=host, port=port, user=user, password=password, dbname="datafusion",
+        autocommit=True, cursor_factory=psycopg.ClientCursor, connect_timeout=20, **tls,
+    )
+
+
+def connect_adbc(host, port, user, password):
+    import adbc_driver_flightsql.dbapi as flight
+
+    kwargs = {"username": user, "password": password}
+    scheme = "grpc"
+    root = os.environ.get("DFANON_TLS_ROOT")
+    if root:
+        scheme = "grpc+tls"
+        with open(root) as f:
+            kwargs["adbc.flight.sql.client_option.tls_root_certs"] = f.read()
+    return flight.connect(f"{scheme}://{host}:{port}", db_kwargs=kwargs)
+
+
+CONNECT = {"psycopg": connect_psycopg, "adbc": connect_adbc}
+
+
+def execute(conn, sql):
+    """The outcome of one statement: {"rows": ...} or {"error": ...}."""
     try:
-        conn = psycopg.connect(
-            host=host, port=port, user=user, password=password, dbname="datafusion",
-            autocommit=True, cursor_factory=psycopg.ClientCursor, connect_timeout=20,
-        )
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            rows = cur.fetchall() if cur.description else []
+        return {"rows": [[text(v) for v in row] for row in rows]}
+    except Exception as e:
+        return {"error": str(e)}
+
+
+def main():
+    kind, host, port, user, password, *statements = sys.argv[1:]
+    try:
+        conn = CONNECT[kind](host, int(port), user, password)
     except Exception as e:  # the login itself failed
         for _ in statements:
             print(json.dumps({"error": str(e)}))
         return
     with conn:
         for sql in statements:
-            try:
-                with conn.cursor() as cur:
-                    cur.execute(sql)
-                    rows = cur.fetchall() if cur.description else []
-                print(json.dumps({"rows": [[text(v) for v in row] for row in rows]}))
-            except Exception as e:
-                print(json.dumps({"error": str(e)}))
-
-
-def run_adbc(host, port, user, password, statements):
-    import adbc_driver_flightsql.dbapi as flight
-
-    try:
-        conn = flight.connect(
-            f"grpc://{host}:{port}", db_kwargs={"username": user, "password": password}
-        )
-    except Exception as e:
-        for _ in statements:
-            print(json.dumps({"error": str(e)}))
-        return
-    with conn:
-        for sql in statements:
-            try:
-                with conn.cursor() as cur:
-                    cur.execute(sql)
-                    rows = cur.fetchall()
-                print(json.dumps({"rows": [[text(v) for v in row] for row in rows]}))
-            except Exception as e:
-                print(json.dumps({"error": str(e)}))
-
-
-def main():
-    kind, host, port, user, password, *statements = sys.argv[1:]
-    run = {"psycopg": run_psycopg, "adbc": run_adbc}[kind]
-    run(host, int(port), user, password, statements)
+            print(json.dumps(execute(conn, sql)))
     sys.stdout.flush()
 
 

@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use datafusion_anonymize::{
     parse_budget_limit, PublicPolicy, DEFAULT_PUBLIC_MAX_RELEASE_ROWS, DEFAULT_PUBLIC_METHODS,
@@ -11,6 +12,9 @@ use datafusion_anonymize::{
 use serde::Deserialize;
 
 use crate::password::PasswordHash;
+
+/// How long a public statement may take unless `public_statement_timeout_seconds` says.
+pub const DEFAULT_PUBLIC_STATEMENT_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// What `server.toml` holds, as written (paths relative to the file's folder).
 #[derive(Debug, Deserialize)]
@@ -30,6 +34,8 @@ struct File {
     public_person: Option<String>,
     public_min_epsilon: Option<f64>,
     public_max_release_rows: Option<u64>,
+    public_concurrent_statements: Option<usize>,
+    public_statement_timeout_seconds: Option<u64>,
     ledger: Option<PathBuf>,
     epsilon_budget: Option<toml::Value>,
     delta_budget: Option<toml::Value>,
@@ -70,9 +76,14 @@ pub struct User {
 pub struct Config {
     pub postgres: Option<SocketAddr>,
     pub flight_sql: Option<SocketAddr>,
+    /// The certificate chain and key (PEM): both protocols are then served with TLS only.
     pub tls: Option<(PathBuf, PathBuf)>,
     pub init: Vec<PathBuf>,
     pub policy: PublicPolicy,
+    /// How many public statements run at once (the others wait for a slot).
+    pub public_concurrent_statements: usize,
+    /// How long one public statement may take, its wait for a slot included.
+    pub public_statement_timeout: Duration,
     pub ledger: Option<PathBuf>,
     pub epsilon_budget: f64,
     pub delta_budget: f64,
@@ -106,9 +117,6 @@ pub fn parse(text: &str, folder: &Path) -> Result<Config, String> {
         return Err("give at least one listen address: postgres = \"127.0.0.1:5433\" and/or flight_sql = \"127.0.0.1:50061\"".into());
     }
     let tls = match (file.tls_cert, file.tls_key) {
-        (Some(_), Some(_)) if flight_sql.is_some() => {
-            return Err("tls_cert and tls_key apply to the PostgreSQL protocol only: Flight SQL is served without TLS, so a configuration with TLS cannot also set flight_sql (leave it out, or put Flight SQL behind a TLS-terminating proxy on loopback)".into())
-        }
         (Some(cert), Some(key)) => Some((resolve(cert), resolve(key))),
         (None, None) => None,
         _ => return Err("tls_cert and tls_key go together: give both or neither".into()),
@@ -144,6 +152,21 @@ pub fn parse(text: &str, folder: &Path) -> Result<Config, String> {
         max_release_rows: file
             .public_max_release_rows
             .unwrap_or(DEFAULT_PUBLIC_MAX_RELEASE_ROWS),
+    };
+    let public_concurrent_statements = match file.public_concurrent_statements {
+        Some(0) => return Err(
+            "public_concurrent_statements = 0 would let no public statement run; give 1 or more"
+                .into(),
+        ),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(2, |n| n.get()),
+    };
+    let public_statement_timeout = match file.public_statement_timeout_seconds {
+        Some(0) => {
+            return Err("public_statement_timeout_seconds = 0 would stop every public statement at once; give 1 or more".into())
+        }
+        Some(seconds) => Duration::from_secs(seconds),
+        None => DEFAULT_PUBLIC_STATEMENT_TIMEOUT,
     };
     let mut names = BTreeSet::new();
     let mut users = Vec::new();
@@ -200,6 +223,8 @@ pub fn parse(text: &str, folder: &Path) -> Result<Config, String> {
         tls,
         init: file.init.into_iter().map(resolve).collect(),
         policy,
+        public_concurrent_statements,
+        public_statement_timeout,
         ledger: file.ledger.map(resolve),
         epsilon_budget,
         delta_budget,

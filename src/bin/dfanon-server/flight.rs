@@ -4,6 +4,7 @@
 //! role.
 
 use std::collections::{HashMap, VecDeque};
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
@@ -35,25 +36,45 @@ use rand::RngCore;
 use tokio::net::TcpListener;
 use tonic::metadata::MetadataValue;
 use tonic::transport::server::TcpIncoming;
+use tonic::transport::{Identity, ServerTlsConfig};
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::config::Role;
+use crate::limits::{bounded, guarded, stop_signal, Stop};
 use crate::sessions::Server;
 use crate::statements::check_public_df;
 
 /// Most sessions (tokens) kept at once; the oldest is forgotten first.
 const MAX_SESSIONS: usize = 1024;
 
-/// Serves Flight SQL clients on `listener` until the process ends.
-/// Flight SQL is served without TLS; the configuration refuses `tls_cert` with
-/// `flight_sql` (see `config`).
-pub async fn serve(server: Arc<Server>, listener: TcpListener) -> Result<(), String> {
+/// Serves Flight SQL clients on `listener` until the process ends (with TLS only, when
+/// `tls` is given).
+pub async fn serve(
+    server: Arc<Server>,
+    listener: TcpListener,
+    tls: Option<ServerTlsConfig>,
+) -> Result<(), String> {
     let service = FlightServiceServer::new(FlightSql::new(server));
-    tonic::transport::Server::builder()
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = tls {
+        builder = builder
+            .tls_config(tls)
+            .map_err(|e| format!("flight_sql: TLS: {e}"))?;
+    }
+    builder
         .add_service(service)
         .serve_with_incoming(TcpIncoming::from(listener))
         .await
         .map_err(|e| format!("flight_sql: {e}"))
+}
+
+/// The TLS identity of the PEM certificate chain and private key files.
+pub fn tls_config(cert: &Path, key: &Path) -> Result<ServerTlsConfig, String> {
+    let read = |path: &Path, what: &str| {
+        std::fs::read(path).map_err(|e| format!("{what} {}: {e}", path.display()))
+    };
+    let identity = Identity::from_pem(read(cert, "tls_cert")?, read(key, "tls_key")?);
+    Ok(ServerTlsConfig::new().identity(identity))
 }
 
 struct FlightSession {
@@ -142,8 +163,39 @@ impl FlightSql {
             .map_err(|e| Status::invalid_argument(e.strip_backtrace()))
     }
 
-    /// Runs `sql` in `session` and streams its batches.
+    /// Runs `sql` in `session` and streams its batches (a public user's statement in one
+    /// of the server's slots, until its deadline).
     async fn execute(
+        &self,
+        session: &FlightSession,
+        sql: &str,
+    ) -> Result<Response<DoGetStream>, Status> {
+        let stopped = |stop: Stop| match stop {
+            Stop::Failed => Status::internal(stop.to_string()),
+            Stop::Cancelled | Stop::TimedOut(_) => Status::deadline_exceeded(stop.to_string()),
+        };
+        if session.role == Role::Owner {
+            let started = guarded(self.start(session, sql)).await.map_err(stopped)??;
+            let stream = bounded(started.into_inner(), None, stop_signal(None, None), stopped);
+            return Ok(Response::new(Box::pin(stream)));
+        }
+        let admission = self.server.admission();
+        let deadline = admission.deadline();
+        let stop = stop_signal(None, Some(deadline));
+        let slot = tokio::select! {
+            slot = admission.enter(deadline) => slot,
+            stop = stop.clone() => return Err(stopped(stop)),
+        };
+        let started = tokio::select! {
+            started = guarded(self.start(session, sql)) => started.map_err(stopped)??,
+            stop = stop.clone() => return Err(stopped(stop)),
+        };
+        let stream = bounded(started.into_inner(), Some(slot), stop, stopped);
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    /// Plans `sql` in `session` and starts it: the stream of its batches.
+    async fn start(
         &self,
         session: &FlightSession,
         sql: &str,
@@ -169,23 +221,8 @@ impl FlightSql {
         Ok(Response::new(Box::pin(stream)))
     }
 
-    /// A FlightInfo for `plan`'s result, fetched with `ticket`.
+    /// A FlightInfo for a result of `schema`, fetched with `ticket`.
     fn info(
-        plan: &LogicalPlan,
-        ticket: Vec<u8>,
-        descriptor: FlightDescriptor,
-    ) -> Result<Response<FlightInfo>, Status> {
-        let schema: Schema = plan.schema().as_arrow().clone();
-        let endpoint = FlightEndpoint::new().with_ticket(Ticket::new(ticket));
-        let info = FlightInfo::new()
-            .try_with_schema(&schema)
-            .map_err(|e| Status::internal(format!("cannot encode the schema: {e}")))?
-            .with_endpoint(endpoint)
-            .with_descriptor(descriptor);
-        Ok(Response::new(info))
-    }
-
-    fn metadata_info(
         schema: &Schema,
         ticket: Vec<u8>,
         descriptor: FlightDescriptor,
@@ -196,6 +233,22 @@ impl FlightSql {
             .with_endpoint(FlightEndpoint::new().with_ticket(Ticket::new(ticket)))
             .with_descriptor(descriptor);
         Ok(Response::new(info))
+    }
+
+    /// The FlightInfo of a metadata command (`command` is its own ticket) for a logged-in
+    /// client.
+    fn command_info(
+        &self,
+        schema: &Schema,
+        command: impl ProstMessageExt,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.session(&request)?;
+        Self::info(
+            schema,
+            command.as_any().encode_to_vec(),
+            request.into_inner(),
+        )
     }
 }
 
@@ -305,7 +358,11 @@ impl FlightSqlService for FlightSql {
         let ticket = TicketStatementQuery {
             statement_handle: query.query.into_bytes().into(),
         };
-        Self::info(&plan, ticket.as_any().encode_to_vec(), request.into_inner())
+        Self::info(
+            plan.schema().as_arrow(),
+            ticket.as_any().encode_to_vec(),
+            request.into_inner(),
+        )
     }
 
     async fn do_get_statement(
@@ -354,7 +411,11 @@ impl FlightSqlService for FlightSql {
         let plan = self
             .plan(&session, handle_text(&query.prepared_statement_handle)?)
             .await?;
-        Self::info(&plan, query.as_any().encode_to_vec(), request.into_inner())
+        Self::info(
+            plan.schema().as_arrow(),
+            query.as_any().encode_to_vec(),
+            request.into_inner(),
+        )
     }
 
     async fn do_get_prepared_statement(
@@ -372,13 +433,7 @@ impl FlightSqlService for FlightSql {
         query: CommandGetCatalogs,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        self.session(&request)?;
-        let schema = query.into_builder().schema();
-        Self::metadata_info(
-            &schema,
-            query.as_any().encode_to_vec(),
-            request.into_inner(),
-        )
+        self.command_info(&query.into_builder().schema(), query, request)
     }
 
     async fn do_get_catalogs(
@@ -399,13 +454,7 @@ impl FlightSqlService for FlightSql {
         query: CommandGetDbSchemas,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        self.session(&request)?;
-        let schema = query.clone().into_builder().schema();
-        Self::metadata_info(
-            &schema,
-            query.as_any().encode_to_vec(),
-            request.into_inner(),
-        )
+        self.command_info(&query.clone().into_builder().schema(), query, request)
     }
 
     async fn do_get_schemas(
@@ -430,13 +479,7 @@ impl FlightSqlService for FlightSql {
         query: CommandGetTables,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        self.session(&request)?;
-        let schema = query.clone().into_builder().schema();
-        Self::metadata_info(
-            &schema,
-            query.as_any().encode_to_vec(),
-            request.into_inner(),
-        )
+        self.command_info(&query.clone().into_builder().schema(), query, request)
     }
 
     async fn do_get_tables(
@@ -482,12 +525,10 @@ impl FlightSqlService for FlightSql {
         query: CommandGetSqlInfo,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        self.session(&request)?;
-        let schema = query.clone().into_builder(&self.info).schema();
-        Self::metadata_info(
-            &schema,
-            query.as_any().encode_to_vec(),
-            request.into_inner(),
+        self.command_info(
+            &query.clone().into_builder(&self.info).schema(),
+            query,
+            request,
         )
     }
 

@@ -6,6 +6,7 @@
 mod catalog;
 mod config;
 mod flight;
+mod limits;
 mod password;
 mod postgres;
 mod sessions;
@@ -87,9 +88,12 @@ fn serve(config: PathBuf) -> Result<(), String> {
     runtime.block_on(async move {
         // Read the TLS files first: a bad certificate stops the server instead of serving
         // in the clear.
-        let pg_tls = match &config.tls {
-            Some((cert, key)) => Some(postgres::tls_acceptor(cert, key)?),
-            None => None,
+        let (pg_tls, flight_tls) = match &config.tls {
+            Some((cert, key)) => (
+                Some(postgres::tls_acceptor(cert, key)?),
+                Some(flight::tls_config(cert, key)?),
+            ),
+            None => (None, None),
         };
         let server = Server::start(&config)
             .await
@@ -115,7 +119,7 @@ fn serve(config: PathBuf) -> Result<(), String> {
             listening.push(format!("Flight SQL on {}", postgres::bound(listener)));
         }
         let tls = if config.tls.is_some() {
-            " (PostgreSQL with TLS)"
+            " (TLS only)"
         } else {
             ""
         };
@@ -130,7 +134,7 @@ fn serve(config: PathBuf) -> Result<(), String> {
         };
         let flight_task = async {
             match flight {
-                Some(listener) => flight::serve(server.clone(), listener).await,
+                Some(listener) => flight::serve(server.clone(), listener, flight_tls).await,
                 None => std::future::pending().await,
             }
         };

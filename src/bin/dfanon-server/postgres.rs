@@ -2,6 +2,7 @@
 //! statement handling (result encoding, `pg_catalog`, `SET`/`SHOW`, transactions,
 //! cursors), and one session per connection, chosen by the logged-in user's role.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -21,16 +22,21 @@ use datafusion_postgres::{DfSessionService, QueryHook};
 use pgwire::api::auth::sasl::scram::ScramAuth;
 use pgwire::api::auth::sasl::SASLAuthStartupHandler;
 use pgwire::api::auth::{
-    AuthSource, DefaultServerParameterProvider, LoginInfo, Password, StartupHandler,
+    AuthSource, DefaultServerParameterProvider, LoginInfo, Password, ServerParameterProvider,
+    StartupHandler,
 };
+use pgwire::api::cancel::{CancelHandler, DefaultCancelHandler};
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{FieldInfo, Response, Tag};
 use pgwire::api::stmt::QueryParser;
 use pgwire::api::store::PortalStore;
-use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers, Type, METADATA_USER};
+use pgwire::api::{
+    ClientInfo, ClientPortalStore, ConnectionHandle, ConnectionManager, PgWireConnectionState,
+    PgWireServerHandlers, Type, METADATA_USER,
+};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
-use pgwire::messages::PgWireBackendMessage;
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::tokio::process_socket;
 use pgwire::tokio::tokio_rustls::rustls::pki_types::pem::PemObject;
 use pgwire::tokio::tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -40,6 +46,7 @@ use tokio::net::TcpListener;
 
 use crate::catalog::WithPgCatalog;
 use crate::config::Role;
+use crate::limits::{bounded, guarded, stop_signal, Slot, Stop, StopSignal};
 use crate::password::ITERATIONS;
 use crate::sessions::Server;
 use crate::statements::check_public;
@@ -53,7 +60,7 @@ pub async fn serve(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
 ) -> std::io::Result<()> {
-    let handlers = Arc::new(Handlers::new(server));
+    let handlers = Arc::new(Handlers::new(server, tls.is_some()));
     loop {
         let (socket, peer) = listener.accept().await?;
         let handlers = handlers.clone();
@@ -93,16 +100,24 @@ struct Handlers {
     passwords: Arc<Passwords>,
     parameters: Arc<DefaultServerParameterProvider>,
     service: Arc<RoleService>,
+    tls_required: bool,
+    /// The logged-in connections, for cancel requests.
+    connections: Arc<ConnectionManager>,
+    cancel: Arc<DefaultCancelHandler>,
 }
 
 impl Handlers {
-    fn new(server: Arc<Server>) -> Self {
+    fn new(server: Arc<Server>, tls_required: bool) -> Self {
         let mut parameters = DefaultServerParameterProvider::default();
         parameters.server_version = format!("16.6 (dfanon-server {})", env!("CARGO_PKG_VERSION"));
+        let connections = Arc::new(ConnectionManager::new());
         Self {
             passwords: Arc::new(Passwords(server.clone())),
             parameters: Arc::new(parameters),
             service: Arc::new(RoleService::new(server)),
+            tls_required,
+            connections: connections.clone(),
+            cancel: Arc::new(DefaultCancelHandler::new(connections)),
         }
     }
 }
@@ -116,11 +131,58 @@ impl PgWireServerHandlers for Handlers {
         self.service.clone()
     }
 
+    /// Cancel requests (Ctrl-C in psql) stop the connection's statement under way.
+    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
+        self.cancel.clone()
+    }
+
     /// A handler per connection: it holds the state of that connection's SCRAM exchange.
     fn startup_handler(&self) -> Arc<impl StartupHandler> {
         let mut scram = ScramAuth::new(self.passwords.clone());
         scram.set_iterations(ITERATIONS);
-        Arc::new(SASLAuthStartupHandler::new(self.parameters.clone()).with_scram(scram))
+        Arc::new(Login {
+            scram: SASLAuthStartupHandler::new(self.parameters.clone())
+                .with_scram(scram)
+                .with_connection_manager(self.connections.clone()),
+            tls_required: self.tls_required,
+        })
+    }
+}
+
+/// A connection's user, recorded when their login succeeded. Every statement asks for it:
+/// after a failed login the protocol loop may still read what the client sends next.
+struct LoggedIn;
+
+/// The login of one connection: TLS first when the server has it, then SCRAM-SHA-256.
+struct Login<P> {
+    scram: SASLAuthStartupHandler<P>,
+    tls_required: bool,
+}
+
+#[async_trait]
+impl<P: ServerParameterProvider> StartupHandler for Login<P> {
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + futures::Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: std::fmt::Debug,
+        PgWireError: From<<C as futures::Sink<PgWireBackendMessage>>::Error>,
+    {
+        if self.tls_required && !client.is_secure() {
+            return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
+                "FATAL".to_string(),
+                "28000".to_string(),
+                "this server accepts only connections with TLS: connect with sslmode=require (or verify-full)".to_string(),
+            ))));
+        }
+        self.scram.on_startup(client, message).await?;
+        if matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            client.session_extensions().insert(LoggedIn);
+        }
+        Ok(())
     }
 }
 
@@ -147,8 +209,11 @@ struct RoleService {
     parser: Arc<RoleParser>,
 }
 
-/// A connection's session, kept with the connection.
-struct Connection(Arc<DfSessionService>);
+/// A connection's session and its user's role, kept with the connection.
+struct Connection {
+    service: Arc<DfSessionService>,
+    role: Role,
+}
 
 impl RoleService {
     fn new(server: Arc<Server>) -> Self {
@@ -164,13 +229,20 @@ impl RoleService {
     }
 }
 
-/// The session service of `client`'s connection, made for its user on first use.
-fn connection_service<C: ClientInfo + ?Sized>(
+/// The session of `client`'s connection, made for its user on first use.
+fn connection<C: ClientInfo + ?Sized>(
     server: &Server,
     client: &C,
-) -> PgWireResult<Arc<DfSessionService>> {
+) -> PgWireResult<Arc<Connection>> {
+    if client.session_extensions().get::<LoggedIn>().is_none() {
+        return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
+            "FATAL".to_string(),
+            "28000".to_string(),
+            "not logged in".to_string(),
+        ))));
+    }
     if let Some(connection) = client.session_extensions().get::<Connection>() {
-        return Ok(connection.0.clone());
+        return Ok(connection);
     }
     let user = client
         .metadata()
@@ -199,11 +271,86 @@ fn connection_service<C: ClientInfo + ?Sized>(
     hooks.push(Arc::new(CursorStatementHook));
     hooks.push(Arc::new(SetShowHook));
     hooks.push(Arc::new(TransactionStatementHook));
-    let service = Arc::new(DfSessionService::new_with_hooks(ctx, hooks));
-    client
-        .session_extensions()
-        .insert(Connection(service.clone()));
-    Ok(service)
+    let connection = Arc::new(Connection {
+        service: Arc::new(DfSessionService::new_with_hooks(ctx, hooks)),
+        role: session.role,
+    });
+    client.session_extensions().insert(Connection {
+        service: connection.service.clone(),
+        role: connection.role,
+    });
+    Ok(connection)
+}
+
+/// A statement under way on a connection: the slot a public user's statement holds, and
+/// what stops it (the client's cancel request; for public users, the time limit).
+struct Running {
+    slot: Option<Arc<Slot>>,
+    stop: StopSignal,
+}
+
+impl Running {
+    /// Starts a statement of `connection` (a public one waits for a slot, at most until
+    /// its deadline).
+    async fn begin<C: ClientInfo + ?Sized>(
+        server: &Server,
+        connection: &Connection,
+        client: &C,
+    ) -> PgWireResult<Self> {
+        let cancel = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
+            Some(handle) => Some(handle.start_query().await),
+            None => None,
+        };
+        if connection.role == Role::Owner {
+            return Ok(Self {
+                slot: None,
+                stop: stop_signal(cancel, None),
+            });
+        }
+        let admission = server.admission();
+        let deadline = admission.deadline();
+        let stop = stop_signal(cancel, Some(deadline));
+        tokio::select! {
+            slot = admission.enter(deadline) => Ok(Self { slot: Some(slot), stop }),
+            stopped = stop.clone() => Err(stop_error(stopped)),
+        }
+    }
+
+    /// Runs `work` (planning, starting) unless the statement must stop first; a panic in
+    /// it is an error of this statement.
+    async fn run<T>(&self, work: impl Future<Output = PgWireResult<T>>) -> PgWireResult<T> {
+        tokio::select! {
+            result = guarded(work) => result.map_err(stop_error)?,
+            stopped = self.stop.clone() => Err(stop_error(stopped)),
+        }
+    }
+
+    /// `response`, whose rows are read until the statement must stop, holding the slot.
+    fn bound(&self, response: Response) -> Response {
+        match response {
+            Response::Query(mut query) => {
+                let rows =
+                    std::mem::replace(&mut query.data_rows, Box::pin(futures::stream::empty()));
+                query.data_rows = Box::pin(bounded(
+                    rows,
+                    self.slot.clone(),
+                    self.stop.clone(),
+                    stop_error,
+                ));
+                Response::Query(query)
+            }
+            other => other,
+        }
+    }
+}
+
+/// The error of a stopped statement (PostgreSQL's query_canceled, or internal_error).
+fn stop_error(stop: Stop) -> PgWireError {
+    let code = match stop {
+        Stop::Failed => "XX000",
+        Stop::Cancelled | Stop::TimedOut(_) => "57014",
+    };
+    user_error(code, stop.to_string())
 }
 
 fn api_error(e: datafusion::error::DataFusionError) -> PgWireError {
@@ -233,8 +380,13 @@ impl SimpleQueryHandler for RoleService {
         C::Error: std::fmt::Debug,
         PgWireError: From<<C as futures::Sink<PgWireBackendMessage>>::Error>,
     {
-        let service = connection_service(&self.server, client)?;
-        SimpleQueryHandler::do_query(service.as_ref(), client, query).await
+        let connection = connection(&self.server, client)?;
+        let running = Running::begin(&self.server, &connection, client).await?;
+        let service = connection.service.as_ref();
+        let responses = running
+            .run(SimpleQueryHandler::do_query(service, client, query))
+            .await?;
+        Ok(responses.into_iter().map(|r| running.bound(r)).collect())
     }
 }
 
@@ -264,8 +416,15 @@ impl ExtendedQueryHandler for RoleService {
         C::Error: std::fmt::Debug,
         PgWireError: From<<C as futures::Sink<PgWireBackendMessage>>::Error>,
     {
-        let service = connection_service(&self.server, client)?;
-        ExtendedQueryHandler::do_query(service.as_ref(), client, portal, max_rows).await
+        let connection = connection(&self.server, client)?;
+        let running = Running::begin(&self.server, &connection, client).await?;
+        let service = connection.service.as_ref();
+        let response = running
+            .run(ExtendedQueryHandler::do_query(
+                service, client, portal, max_rows,
+            ))
+            .await?;
+        Ok(running.bound(response))
     }
 }
 
@@ -288,8 +447,12 @@ impl QueryParser for RoleParser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        let service = connection_service(&self.server, client)?;
-        service.query_parser().parse_sql(client, sql, types).await
+        let connection = connection(&self.server, client)?;
+        connection
+            .service
+            .query_parser()
+            .parse_sql(client, sql, types)
+            .await
     }
 
     fn get_parameter_types(&self, stmt: &Self::Statement) -> PgWireResult<Vec<Type>> {

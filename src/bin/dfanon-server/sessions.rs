@@ -5,14 +5,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_anonymize::{
-    public_session, register_with, run_script, Access, AnonymizeOptions, Principal,
+    owner_session, public_session, register_with, run_script, Access, AnonymizeOptions, Principal,
     RegisterOptions, SharedReleases,
 };
 
 use crate::config::{Config, Role, User};
+use crate::limits::Admission;
 use crate::password::PasswordHash;
 
 /// What every connection of the server shares.
@@ -23,6 +23,7 @@ pub struct Server {
     budget: AnonymizeOptions,
     public: datafusion_anonymize::PublicPolicy,
     users: HashMap<String, User>,
+    admission: Admission,
 }
 
 impl std::fmt::Debug for Server {
@@ -75,6 +76,10 @@ impl Server {
                 .iter()
                 .map(|u| (u.name.clone(), u.clone()))
                 .collect(),
+            admission: Admission::new(
+                config.public_concurrent_statements,
+                config.public_statement_timeout,
+            ),
         };
         // A public policy that cannot be registered is the owner's mistake: said at start.
         server.public_session(None)?;
@@ -88,6 +93,11 @@ impl Server {
             .get(user)
             .map(|u| u.password.clone())
             .unwrap_or_else(PasswordHash::unmatchable)
+    }
+
+    /// The slots and time limit of public users' statements.
+    pub fn admission(&self) -> &Admission {
+        &self.admission
     }
 
     /// Checks `password` for `user`; the user when it matches.
@@ -114,30 +124,16 @@ impl Server {
     }
 
     /// An owner's session: its own settings (`SET` changes only it), the owner's catalog,
-    /// every function.
+    /// every function, the shared releases and ledger.
     fn owner_session(&self) -> Result<SessionContext> {
-        let state = self.owner.state();
-        // The shared catalog exists: making a default one would replace it with an empty one.
-        let config = state
-            .config()
-            .clone()
-            .with_create_default_catalog_and_schema(false);
-        let built = SessionStateBuilder::new()
-            .with_config(config)
-            .with_runtime_env(state.runtime_env().clone())
-            .with_catalog_list(state.catalog_list().clone())
-            .with_default_features()
-            .build();
-        let ctx = SessionContext::new_with_state(built);
-        register_with(
-            &ctx,
+        owner_session(
+            &self.owner,
             RegisterOptions {
                 budget: self.budget.clone(),
                 releases: Some(self.releases.clone()),
                 ..RegisterOptions::owner()
             },
-        )?;
-        Ok(ctx)
+        )
     }
 
     fn public_session(&self, user: Option<&User>) -> Result<SessionContext> {

@@ -29,6 +29,10 @@ pub fn refusal(what: &str) -> String {
 /// `Ok` when a public user may run `statement`; otherwise the error to show.
 pub fn check_public(statement: &Statement) -> Result<(), String> {
     match statement {
+        // A bare SHOW is refused here: the protocol's own handler fails on it.
+        Statement::ShowVariable { variable } if variable.is_empty() => {
+            Err("SHOW needs the name of a setting: SHOW datestyle, SHOW ALL".to_string())
+        }
         Statement::Query(_)
         | Statement::ShowVariable { .. }
         | Statement::ShowTables { .. }
@@ -155,5 +159,9 @@ mod tests {
         ] {
             assert_eq!(check(sql), Err(refusal(what)), "{sql}");
         }
+        assert_eq!(
+            check("SHOW"),
+            Err("SHOW needs the name of a setting: SHOW datestyle, SHOW ALL".to_string())
+        );
     }
 }

@@ -98,7 +98,10 @@ impl FunctionCatalog {
             Arc::new(IntervalHierarchyFunction),
             Arc::new(MaskHierarchyFunction),
             Arc::new(TopBottomHierarchyFunction),
-            Arc::new(NpsDemoFunction::default()),
+            Arc::new(match options.access {
+                Access::Owner => NpsDemoFunction::for_owner(),
+                Access::Public => NpsDemoFunction::for_public(),
+            }),
             help.clone(),
         ]);
         let (table_functions, withheld): (Vec<_>, Vec<_>) = table_functions

@@ -1,6 +1,6 @@
 //! `nps_demo(...)`: the embedded NPS-shaped demo table.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -22,7 +22,7 @@ const NPS_PARAMS: &[ParamSpec] = &[
         "rows",
         ParamKind::Integer,
         ParamDefault::Integer(NPS_DEFAULT_ROWS as u64),
-        "number of rows",
+        "number of rows: at most 100000000 for the data owner, 1361000 (the default) for public users",
     ),
     ParamSpec::new(
         "seed",
@@ -32,15 +32,63 @@ const NPS_PARAMS: &[ParamSpec] = &[
     ),
 ];
 
-/// Largest demo table.
+/// Largest demo table the data owner may make.
 const MAX_DEMO_ROWS: u64 = 100_000_000;
 
-type DemoCells = Mutex<HashMap<(u64, u64), Arc<OnceCell<Arc<Vec<RecordBatch>>>>>>;
+/// Demo tables kept for later scans; making another forgets the oldest (a scan under way
+/// keeps its own), so the memory they hold is bounded whatever the calls ask for.
+const KEPT_DEMO_TABLES: usize = 2;
+
+type DemoCell = Arc<OnceCell<Arc<Vec<RecordBatch>>>>;
+
+/// The demo tables made, by `(rows, seed)`, and their keys from oldest to newest.
+#[derive(Debug, Default)]
+struct DemoCells {
+    cells: HashMap<(u64, u64), DemoCell>,
+    order: VecDeque<(u64, u64)>,
+}
+
+impl DemoCells {
+    fn cell(&mut self, key: (u64, u64)) -> DemoCell {
+        if let Some(cell) = self.cells.get(&key) {
+            return cell.clone();
+        }
+        while self.order.len() >= KEPT_DEMO_TABLES {
+            if let Some(oldest) = self.order.pop_front() {
+                self.cells.remove(&oldest);
+            }
+        }
+        self.order.push_back(key);
+        self.cells.entry(key).or_default().clone()
+    }
+}
 
 /// `nps_demo(rows, seed)`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct NpsDemoFunction {
-    cells: DemoCells,
+    cells: Mutex<DemoCells>,
+    /// The most rows one call may ask for.
+    max_rows: u64,
+}
+
+impl NpsDemoFunction {
+    /// For the data owner: tables of up to 100,000,000 rows.
+    pub fn for_owner() -> Self {
+        Self::with_max_rows(MAX_DEMO_ROWS)
+    }
+
+    /// For public users: tables of at most the paper's size (1,361,000 rows), so that no
+    /// call makes the server hold more than a few of those.
+    pub fn for_public() -> Self {
+        Self::with_max_rows(NPS_DEFAULT_ROWS as u64)
+    }
+
+    fn with_max_rows(max_rows: u64) -> Self {
+        Self {
+            cells: Mutex::default(),
+            max_rows,
+        }
+    }
 }
 
 impl SqlTableFunction for NpsDemoFunction {
@@ -61,16 +109,16 @@ impl SqlTableFunction for NpsDemoFunction {
         let bound = bind(self.name(), NPS_PARAMS, &["rows", "seed"], args)?;
         let values = ParamValues::parse(self.name(), "nps_demo", NPS_PARAMS, bound.values())?;
         let rows = values.u64("rows")?;
-        if rows > MAX_DEMO_ROWS {
-            return plan_err!("nps_demo(): rows must be at most {MAX_DEMO_ROWS}, got {rows}");
+        if rows > self.max_rows {
+            return plan_err!(
+                "nps_demo(): rows must be at most {} in this session, got {rows}",
+                self.max_rows
+            );
         }
         let seed = values.u64("seed")?;
-        let cell = {
-            let mut cells = match self.cells.lock() {
-                Ok(c) => c,
-                Err(p) => p.into_inner(),
-            };
-            cells.entry((rows, seed)).or_default().clone()
+        let cell = match self.cells.lock() {
+            Ok(mut c) => c.cell((rows, seed)),
+            Err(p) => p.into_inner().cell((rows, seed)),
         };
         Ok(Arc::new(LazyTable::new(
             nps_schema(),
@@ -83,7 +131,7 @@ impl SqlTableFunction for NpsDemoFunction {
 struct NpsProducer {
     rows: u64,
     seed: u64,
-    cell: Arc<OnceCell<Arc<Vec<RecordBatch>>>>,
+    cell: DemoCell,
 }
 
 #[async_trait]
@@ -101,5 +149,24 @@ impl BatchProducer for NpsProducer {
             })
             .await
             .map(|batches| batches.clone() as Arc<dyn BatchSource>)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_most_two_demo_tables_are_kept() {
+        let mut cells = DemoCells::default();
+        let first = cells.cell((10, 1));
+        assert!(Arc::ptr_eq(&first, &cells.cell((10, 1))));
+        cells.cell((10, 2));
+        cells.cell((10, 3));
+        assert_eq!(cells.cells.len(), 2);
+        assert_eq!(cells.order, [(10, 2), (10, 3)]);
+        // The oldest was forgotten: asking again makes a new one.
+        assert!(!Arc::ptr_eq(&first, &cells.cell((10, 1))));
+        assert_eq!(cells.order, [(10, 3), (10, 1)]);
     }
 }

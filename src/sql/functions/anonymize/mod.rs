@@ -24,7 +24,7 @@ use tokio::sync::OnceCell;
 use crate::access::{Principal, RegisterOptions};
 use crate::budget::account::Limits;
 use crate::budget::ledger::{table_key, Ledger, SLACK};
-use crate::budget::{self, charge_release, Cost};
+use crate::budget::{self, charge_release, Cost, ReleaseCharge};
 use crate::engine::{self, AnonymizeRequest, ReleaseOutput};
 use crate::progress::ProgressFn;
 use crate::pseudonym::PseudonymKey;
@@ -68,7 +68,8 @@ pub enum ReleaseView {
 
 /// The releases and privacy ledger of one or more registrations: every registration has
 /// its own unless [`crate::RegisterOptions::releases`] gives one to share (a server's
-/// sessions share one, so the same request from two users is one release and one charge).
+/// sessions share one, so the same request from two users is one release and one charge;
+/// an owner's and a public user's requests are drawn apart, as their semantics differ).
 #[derive(Clone, Default)]
 pub struct SharedReleases(Arc<ReleaseStore>);
 
@@ -218,18 +219,26 @@ impl ReleaseCache {
                     state.config_options(),
                 )
                 .map_err(|e| refund_quota(quota.as_ref(), e))?;
+                // Taken back if this future is dropped before the release exists (the
+                // client went away): nothing was released.
+                let mut pending = PendingCharges {
+                    charge: Some(charge),
+                    quota,
+                };
                 let computed = engine::compute_release(request, state, progress, limit);
                 match (computed.await, &self.public) {
-                    (Ok(output), _) => Ok(Arc::new(output)),
-                    (Err(e), None) => Err(refund_quota(quota.as_ref(), charge.refund(e))),
+                    (Ok(output), _) => {
+                        pending.keep();
+                        Ok(Arc::new(output))
+                    }
+                    (Err(e), None) => Err(pending.refund(e)),
                     // A public user learns nothing from why a release failed: the refusal
                     // is the same for every cause, and refunded (its causes are the
                     // arguments, the public declarations and, for a source left without
                     // usable records, the one bit the threat model states).
-                    (Err(_), Some(_)) => Err(refund_quota(
-                        quota.as_ref(),
-                        charge.refund(DataFusionError::Execution(PUBLIC_FAILURE.into())),
-                    )),
+                    (Err(_), Some(_)) => {
+                        Err(pending.refund(DataFusionError::Execution(PUBLIC_FAILURE.into())))
+                    }
                 }
             })
             .await?;
@@ -312,6 +321,39 @@ struct QuotaCharge<'a> {
     account: String,
     cost: Cost,
     file: Option<PathBuf>,
+}
+
+/// The charges of a release being computed: kept when it is made, taken back when it
+/// fails or when its computation is dropped unfinished (nothing was released). A refund
+/// on drop that cannot be written leaves the charge (the safe side).
+struct PendingCharges<'a> {
+    charge: Option<ReleaseCharge<'a>>,
+    quota: Option<QuotaCharge<'a>>,
+}
+
+impl PendingCharges<'_> {
+    /// The release was made: the charges stay.
+    fn keep(&mut self) {
+        self.charge = None;
+        self.quota = None;
+    }
+
+    /// The release failed with `error`: takes the charges back; returns the error.
+    fn refund(&mut self, error: DataFusionError) -> DataFusionError {
+        let error = match self.charge.take() {
+            Some(charge) => charge.refund(error),
+            None => error,
+        };
+        refund_quota(self.quota.take().as_ref(), error)
+    }
+}
+
+impl Drop for PendingCharges<'_> {
+    fn drop(&mut self) {
+        if self.charge.is_some() || self.quota.is_some() {
+            let _ = self.refund(DataFusionError::Execution(String::new()));
+        }
+    }
 }
 
 /// Takes back `quota` (if any) after the release failed with `error`; returns the error.
