@@ -1068,3 +1068,42 @@ fn fuzz_both_protocols(psycopg: usize, adbc: usize, seconds: Option<f64>) {
     assert!(psql(server.postgres, "analyst2", "analyst2-pw", Q1).is_ok());
     let _ = server.child.kill();
 }
+
+/// Resident memory of the server in MB, from `/proc`.
+fn rss_mb(server: &Running) -> f64 {
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+#[test]
+fn connections_that_ended_leave_nothing_behind() {
+    let site = Site::new();
+    let server = site.start();
+    let connect = |user: &str| {
+        let sql = "SELECT COUNT(*) FROM nps_hierarchy_sex";
+        assert!(psql(server.postgres, user, &format!("{user}-pw"), sql).is_ok());
+    };
+    // The first connections make what every later one shares.
+    for _ in 0..8 {
+        connect("analyst");
+        connect("owner");
+    }
+    let before = rss_mb(&server);
+    for _ in 0..32 {
+        connect("analyst");
+        connect("owner");
+    }
+    let after = rss_mb(&server);
+    // A public session kept after its connection ended held about 5 MB (its pg_catalog):
+    // 32 of them would add 160 MB.
+    assert!(
+        after - before < 24.0,
+        "64 connections later the server holds {:.0} MB more ({before:.0} -> {after:.0} MB)",
+        after - before
+    );
+}

@@ -2,8 +2,12 @@
 //! session's catalog refuses new schemas, so the public `pg_catalog` lives in a wrapper
 //! around that catalog, built over what the public session sees (the published tables),
 //! never over the owner's tables.
+//!
+//! The `pg_catalog` schema lists the session's catalogs, so the catalogs only point to it
+//! (weakly) and the connection keeps it ([`PgCatalogKeeper`]): when the connection ends,
+//! both are freed instead of keeping each other alive.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 
 use datafusion::catalog::{CatalogProvider, CatalogProviderList, SchemaProvider};
 use datafusion::common::{exec_err, Result};
@@ -11,22 +15,31 @@ use datafusion::common::{exec_err, Result};
 /// The schema the wrapper adds.
 const PG_CATALOG: &str = "pg_catalog";
 
+type PgCatalogSlot = OnceLock<Arc<dyn SchemaProvider>>;
+
 /// A public session's catalogs with room for its own `pg_catalog` schema.
 #[derive(Debug)]
 pub struct WithPgCatalog {
     inner: Arc<dyn CatalogProviderList>,
     catalog: String,
-    pg_catalog: Arc<OnceLock<Arc<dyn SchemaProvider>>>,
+    pg_catalog: Weak<PgCatalogSlot>,
 }
 
+/// Keeps a public session's `pg_catalog` for as long as its connection lasts.
+#[derive(Debug)]
+pub struct PgCatalogKeeper(#[allow(dead_code)] Arc<PgCatalogSlot>);
+
 impl WithPgCatalog {
-    /// Wraps `inner`; catalog `catalog` takes one `pg_catalog` schema.
-    pub fn new(inner: Arc<dyn CatalogProviderList>, catalog: &str) -> Self {
-        Self {
+    /// Wraps `inner`; catalog `catalog` takes one `pg_catalog` schema, kept by the
+    /// returned keeper.
+    pub fn new(inner: Arc<dyn CatalogProviderList>, catalog: &str) -> (Self, PgCatalogKeeper) {
+        let slot = Arc::new(OnceLock::new());
+        let wrapper = Self {
             inner,
             catalog: catalog.to_string(),
-            pg_catalog: Arc::new(OnceLock::new()),
-        }
+            pg_catalog: Arc::downgrade(&slot),
+        };
+        (wrapper, PgCatalogKeeper(slot))
     }
 }
 
@@ -58,7 +71,13 @@ impl CatalogProviderList for WithPgCatalog {
 #[derive(Debug)]
 struct CatalogWithPg {
     inner: Arc<dyn CatalogProvider>,
-    pg_catalog: Arc<OnceLock<Arc<dyn SchemaProvider>>>,
+    pg_catalog: Weak<PgCatalogSlot>,
+}
+
+impl CatalogWithPg {
+    fn pg_catalog(&self) -> Option<Arc<dyn SchemaProvider>> {
+        self.pg_catalog.upgrade()?.get().cloned()
+    }
 }
 
 impl CatalogProvider for CatalogWithPg {
@@ -69,7 +88,7 @@ impl CatalogProvider for CatalogWithPg {
             .into_iter()
             .filter(|n| n != PG_CATALOG)
             .collect();
-        if self.pg_catalog.get().is_some() {
+        if self.pg_catalog().is_some() {
             names.push(PG_CATALOG.to_string());
         }
         names
@@ -77,7 +96,7 @@ impl CatalogProvider for CatalogWithPg {
 
     fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
         if name == PG_CATALOG {
-            return self.pg_catalog.get().cloned();
+            return self.pg_catalog();
         }
         self.inner.schema(name)
     }
@@ -90,7 +109,10 @@ impl CatalogProvider for CatalogWithPg {
         if name != PG_CATALOG {
             return self.inner.register_schema(name, schema);
         }
-        if self.pg_catalog.set(schema).is_err() {
+        let Some(slot) = self.pg_catalog.upgrade() else {
+            return exec_err!("this session's connection has ended");
+        };
+        if slot.set(schema).is_err() {
             return exec_err!("pg_catalog is already set up in this session");
         }
         Ok(None)

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::common::ParamValues;
+use datafusion::error::DataFusionError;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::sqlparser::ast::{Set, Statement};
@@ -44,7 +45,7 @@ use pgwire::tokio::tokio_rustls::rustls::{self, ServerConfig};
 use pgwire::tokio::tokio_rustls::TlsAcceptor;
 use tokio::net::TcpListener;
 
-use crate::catalog::WithPgCatalog;
+use crate::catalog::{PgCatalogKeeper, WithPgCatalog};
 use crate::config::Role;
 use crate::limits::{bounded, guarded, stop_signal, Slot, Stop, StopSignal};
 use crate::password::ITERATIONS;
@@ -141,10 +142,9 @@ impl PgWireServerHandlers for Handlers {
         let mut scram = ScramAuth::new(self.passwords.clone());
         scram.set_iterations(ITERATIONS);
         Arc::new(Login {
-            scram: SASLAuthStartupHandler::new(self.parameters.clone())
-                .with_scram(scram)
-                .with_connection_manager(self.connections.clone()),
+            scram: SASLAuthStartupHandler::new(self.parameters.clone()).with_scram(scram),
             tls_required: self.tls_required,
+            connections: self.connections.clone(),
         })
     }
 }
@@ -153,10 +153,17 @@ impl PgWireServerHandlers for Handlers {
 /// after a failed login the protocol loop may still read what the client sends next.
 struct LoggedIn;
 
-/// The login of one connection: TLS first when the server has it, then SCRAM-SHA-256.
+/// What a cancel request for this connection fires (registered at login). Kept under
+/// its own type: pgwire's protocol loop would otherwise take the same handle for itself
+/// and see our next statement's start as a cancel of its own.
+struct CancelHandle(Arc<ConnectionHandle>);
+
+/// The login of one connection: TLS first when the server has it, then SCRAM-SHA-256;
+/// a logged-in connection is registered for cancel requests.
 struct Login<P> {
     scram: SASLAuthStartupHandler<P>,
     tls_required: bool,
+    connections: Arc<ConnectionManager>,
 }
 
 #[async_trait]
@@ -180,7 +187,13 @@ impl<P: ServerParameterProvider> StartupHandler for Login<P> {
         }
         self.scram.on_startup(client, message).await?;
         if matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
-            client.session_extensions().insert(LoggedIn);
+            let (pid, secret_key) = client.pid_and_secret_key();
+            let (handle, registered) = self.connections.register(pid, secret_key);
+            let extensions = client.session_extensions();
+            extensions.insert(CancelHandle(handle));
+            // Unregistered when the connection ends.
+            extensions.insert(registered);
+            extensions.insert(LoggedIn);
         }
         Ok(())
     }
@@ -213,6 +226,8 @@ struct RoleService {
 struct Connection {
     service: Arc<DfSessionService>,
     role: Role,
+    /// A public session's own `pg_catalog`.
+    _pg_catalog: Option<PgCatalogKeeper>,
 }
 
 impl RoleService {
@@ -259,10 +274,13 @@ fn connection<C: ClientInfo + ?Sized>(
         .catalog
         .default_catalog
         .clone();
+    let mut pg_catalog = None;
     match session.role {
         Role::Public => {
             let visible = ctx.state().catalog_list().clone();
-            ctx.register_catalog_list(Arc::new(WithPgCatalog::new(visible, &catalog)));
+            let (catalogs, keeper) = WithPgCatalog::new(visible, &catalog);
+            ctx.register_catalog_list(Arc::new(catalogs));
+            pg_catalog = Some(keeper);
             hooks.push(Arc::new(PublicGate));
         }
         Role::Owner => hooks.push(Arc::new(SettingsHook)),
@@ -271,15 +289,15 @@ fn connection<C: ClientInfo + ?Sized>(
     hooks.push(Arc::new(CursorStatementHook));
     hooks.push(Arc::new(SetShowHook));
     hooks.push(Arc::new(TransactionStatementHook));
-    let connection = Arc::new(Connection {
+    client.session_extensions().insert(Connection {
         service: Arc::new(DfSessionService::new_with_hooks(ctx, hooks)),
         role: session.role,
+        _pg_catalog: pg_catalog,
     });
-    client.session_extensions().insert(Connection {
-        service: connection.service.clone(),
-        role: connection.role,
-    });
-    Ok(connection)
+    client
+        .session_extensions()
+        .get::<Connection>()
+        .ok_or_else(|| api_error(DataFusionError::Internal("the session was not kept".into())))
 }
 
 /// A statement under way on a connection: the slot a public user's statement holds, and
@@ -297,8 +315,8 @@ impl Running {
         connection: &Connection,
         client: &C,
     ) -> PgWireResult<Self> {
-        let cancel = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
-            Some(handle) => Some(handle.start_query().await),
+        let cancel = match client.session_extensions().get::<CancelHandle>() {
+            Some(handle) => Some(handle.0.start_query().await),
             None => None,
         };
         if connection.role == Role::Owner {
