@@ -231,3 +231,55 @@ pub fn parse(text: &str, folder: &Path) -> Result<Config, String> {
         users,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const USER: &str = "[[user]]\nname = \"owner\"\nrole = \"owner\"\npassword_hash = \"scram-sha-256$4096$bf4Y6FkSgtZjskk7kbKP+w==$z8eMlhFw7Ya8kfB0piWHWZkCoBHAxgH27A70pYMlcvs=\"\n";
+
+    fn parsed(settings: &str) -> Result<Config, String> {
+        parse(
+            &format!("postgres = \"127.0.0.1:5433\"\n{settings}\n{USER}"),
+            Path::new("/etc/dfanon"),
+        )
+    }
+
+    #[test]
+    fn public_statement_limits_have_defaults_and_refuse_zero() {
+        let config = parsed("").expect("parses");
+        assert_eq!(config.public_statement_timeout, Duration::from_secs(1800));
+        assert!(config.public_concurrent_statements >= 1);
+        let config =
+            parsed("public_concurrent_statements = 3\npublic_statement_timeout_seconds = 60")
+                .expect("parses");
+        assert_eq!(config.public_concurrent_statements, 3);
+        assert_eq!(config.public_statement_timeout, Duration::from_secs(60));
+        assert_eq!(
+            parsed("public_concurrent_statements = 0").err().as_deref(),
+            Some("public_concurrent_statements = 0 would let no public statement run; give 1 or more")
+        );
+        assert_eq!(
+            parsed("public_statement_timeout_seconds = 0").err().as_deref(),
+            Some("public_statement_timeout_seconds = 0 would stop every public statement at once; give 1 or more")
+        );
+    }
+
+    #[test]
+    fn tls_covers_both_protocols_and_its_files_go_together() {
+        let config =
+            parsed("flight_sql = \"127.0.0.1:50061\"\ntls_cert = \"c.pem\"\ntls_key = \"k.pem\"")
+                .expect("parses");
+        assert_eq!(
+            config.tls,
+            Some((
+                PathBuf::from("/etc/dfanon/c.pem"),
+                PathBuf::from("/etc/dfanon/k.pem")
+            ))
+        );
+        assert_eq!(
+            parsed("tls_cert = \"c.pem\"").err().as_deref(),
+            Some("tls_cert and tls_key go together: give both or neither")
+        );
+    }
+}
