@@ -707,12 +707,28 @@ fn cpu_over(server: &Running, wait: Duration) -> f64 {
 const ENDLESS_ROWS: &str = "SELECT * FROM generate_series(1, 9223372036854775807)";
 const ENDLESS_COUNT: &str = "SELECT COUNT(*) FROM generate_series(1, 9223372036854775807)";
 
+/// After `warm_up`, the server works for `client` (over 0.3 s of CPU in 1 s); once
+/// `client` is killed, it stops (under 0.2 s in 2 s).
+fn stops_when_killed(server: &Running, mut client: Child, warm_up: Duration, who: &str) {
+    std::thread::sleep(warm_up);
+    let busy = cpu_over(server, Duration::from_millis(1000));
+    assert!(
+        busy > 0.3,
+        "the server works for {who}: {busy} s of CPU in 1 s"
+    );
+    let _ = client.kill();
+    let _ = client.wait();
+    std::thread::sleep(Duration::from_millis(700));
+    let idle = cpu_over(server, Duration::from_millis(2000));
+    assert!(idle < 0.2, "the server stopped: {idle} s of CPU in 2 s");
+}
+
 #[test]
 fn a_client_that_goes_away_stops_its_statement() {
     let site = Site::new();
     let server = site.start();
     // psql reading an endless stream of rows, then killed.
-    let mut reader = psql_command("127.0.0.1")
+    let reader = psql_command("127.0.0.1")
         .args([
             "-p",
             &server.postgres.to_string(),
@@ -727,20 +743,10 @@ fn a_client_that_goes_away_stops_its_statement() {
         .stderr(Stdio::null())
         .spawn()
         .expect("psql runs");
-    std::thread::sleep(Duration::from_millis(1000));
-    let busy = cpu_over(&server, Duration::from_millis(1000));
-    assert!(
-        busy > 0.3,
-        "the server works for psql: {busy} s of CPU in 1 s"
-    );
-    let _ = reader.kill();
-    let _ = reader.wait();
-    std::thread::sleep(Duration::from_millis(700));
-    let idle = cpu_over(&server, Duration::from_millis(2000));
-    assert!(idle < 0.2, "the server stopped: {idle} s of CPU in 2 s");
+    stops_when_killed(&server, reader, Duration::from_millis(1000), "psql");
 
     // ADBC waiting for an endless count (nothing sent yet), then killed.
-    let mut counter = Command::new(python())
+    let counter = Command::new(python())
         .arg(script("clients.py"))
         .args([
             "adbc",
@@ -754,17 +760,7 @@ fn a_client_that_goes_away_stops_its_statement() {
         .stderr(Stdio::null())
         .spawn()
         .expect("python runs");
-    std::thread::sleep(Duration::from_millis(3000));
-    let busy = cpu_over(&server, Duration::from_millis(1000));
-    assert!(
-        busy > 0.3,
-        "the server works for ADBC: {busy} s of CPU in 1 s"
-    );
-    let _ = counter.kill();
-    let _ = counter.wait();
-    std::thread::sleep(Duration::from_millis(700));
-    let idle = cpu_over(&server, Duration::from_millis(2000));
-    assert!(idle < 0.2, "the server stopped: {idle} s of CPU in 2 s");
+    stops_when_killed(&server, counter, Duration::from_millis(3000), "ADBC");
     // The server serves on.
     assert_eq!(
         psql(server.postgres, "analyst", "analyst-pw", "SELECT 1"),
