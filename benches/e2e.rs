@@ -25,6 +25,11 @@
 //! written as CSV through stdout to a file, against `COPY … TO 'x.csv'` of the same release;
 //! it prints both medians, both peak memories and their ratio (`rss_ratio`).
 //!
+//! `python_q1_nps_1361000` runs the paper's Q1 over an IPA release of the NPS demo data
+//! (Parquet) end to end in a fresh process: a pandas DataFrame through the Python package,
+//! against CSV through the `dfanon` binary; it prints both medians and their ratio. It needs
+//! the virtual environment `cargo test --release --test python` makes, and says so without it.
+//!
 //! `server_q1_32clients` starts `dfanon-server` on the NPS demo data (1.36 M rows) and runs
 //! the paper's Q1 over one IPA release: first one client alone, then 32 clients at once
 //! (16 `psql` processes over the PostgreSQL protocol, 16 Flight SQL clients), `--runs`
@@ -860,11 +865,16 @@ async fn scale_case(
 /// and peak resident memory in MiB (its `VmHWM`, read every 10 ms while it runs; Linux, 0
 /// elsewhere).
 fn run_dfanon(args: &[String], stdout: std::process::Stdio) -> Result<(f64, f64)> {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dfanon"));
+    command.args(args).stdout(stdout);
+    run_measured(command)
+}
+
+/// Runs `command` and returns its wall time and peak resident memory in MiB (its `VmHWM`,
+/// read every 10 ms while it runs; Linux, 0 elsewhere); an error if it fails.
+fn run_measured(mut command: std::process::Command) -> Result<(f64, f64)> {
     let start = Instant::now();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dfanon"))
-        .args(args)
-        .stdout(stdout)
-        .spawn()?;
+    let mut child = command.spawn()?;
     let status_path = format!("/proc/{}/status", child.id());
     let mut peak_kb: f64 = 0.0;
     let status = loop {
@@ -882,10 +892,97 @@ fn run_dfanon(args: &[String], stdout: std::process::Stdio) -> Result<(f64, f64)
     };
     if !status.success() {
         return Err(datafusion::error::DataFusionError::Execution(format!(
-            "dfanon {args:?} failed: {status}"
+            "{command:?} failed: {status}"
         )));
     }
     Ok((start.elapsed().as_secs_f64(), peak_kb / 1024.0))
+}
+
+/// The paper's Q1 over an IPA release of the NPS demo data (1.36 M rows, Parquet), end to
+/// end in a fresh process each run: through the Python package (`ctx.sql(...).to_pandas()`
+/// on a datafusion-python context) and through the `dfanon` binary (CSV to stdout). Needs
+/// the virtual environment `cargo test --release --test python` makes; `None` without it.
+/// Returns both medians and both peak memories (Python, dfanon; the largest of the runs).
+fn python_q1_case(dir: &std::path::Path, runs: usize) -> Result<Option<[f64; 4]>> {
+    let python = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-venv/bin/python");
+    let ready = std::process::Command::new(&python)
+        .args(["-c", "import dfanon, pandas"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ready {
+        return Ok(None);
+    }
+    let source = dir.join("python_nps.parquet");
+    let hierarchies = dir.join("python_hierarchies.sql");
+    std::fs::write(&hierarchies, NPS_HIERARCHIES)?;
+    let generate = format!(
+        "COPY (SELECT * FROM nps_demo()) TO '{}' STORED AS PARQUET",
+        source.to_string_lossy()
+    );
+    run_dfanon(
+        &["-q".into(), "-c".into(), generate],
+        std::process::Stdio::null(),
+    )?;
+    let q1 = |args: &str| {
+        format!(
+            "SELECT age, COUNT(*) AS patients FROM anonymize('nps', {args}) \
+             WHERE sex = 'M' AND surgery = 'N' AND disease LIKE 'I6%' GROUP BY age ORDER BY age"
+        )
+    };
+    let named = "method => 'ipa', qi => 'age, sex, los, surgery, location', \
+        informative => 'disease', epsilon => 1.0";
+    let pairs = "'method =>', 'ipa', 'qi =>', 'age, sex, los, surgery, location', \
+        'informative =>', 'disease', 'epsilon =>', 1.0";
+    let script = format!(
+        "import sys, datafusion, dfanon\n\
+         ctx = datafusion.SessionContext()\n\
+         ctx.register_parquet('nps', sys.argv[1])\n\
+         dfanon.register(ctx, access='owner')\n\
+         dfanon.sql(ctx, open(sys.argv[2]).read())\n\
+         q1 = ctx.sql(\"{}\").to_pandas()\n\
+         assert len(q1) > 0\n",
+        q1(pairs)
+    );
+    let setup = dir.join("python_setup.sql");
+    std::fs::write(
+        &setup,
+        format!(
+            "CREATE EXTERNAL TABLE nps STORED AS PARQUET LOCATION '{}';\n",
+            source.to_string_lossy()
+        ),
+    )?;
+    let (mut python_times, mut dfanon_times) = (Vec::new(), Vec::new());
+    let (mut python_rss, mut dfanon_rss): (f64, f64) = (0.0, 0.0);
+    for _ in 0..runs {
+        let mut command = std::process::Command::new(&python);
+        command.args(["-c", &script]).arg(&source).arg(&hierarchies);
+        let (time, rss) = run_measured(command)?;
+        python_times.push(time);
+        python_rss = python_rss.max(rss);
+        let args: Vec<String> = vec![
+            "-q".into(),
+            "--no-progress".into(),
+            "--format".into(),
+            "csv".into(),
+            "-f".into(),
+            hierarchies.to_string_lossy().into(),
+            setup.to_string_lossy().into(),
+            "-c".into(),
+            q1(named),
+        ];
+        let (time, rss) = run_dfanon(&args, std::process::Stdio::null())?;
+        dfanon_times.push(time);
+        dfanon_rss = dfanon_rss.max(rss);
+    }
+    let _ = std::fs::remove_file(&source);
+    python_times.sort_by(|a, b| a.total_cmp(b));
+    dfanon_times.sort_by(|a, b| a.total_cmp(b));
+    Ok(Some([
+        python_times[runs / 2],
+        dfanon_times[runs / 2],
+        python_rss,
+        dfanon_rss,
+    ]))
 }
 
 /// The export case: a seeded IPA release of `rows` NPS-shaped rows written by `dfanon
@@ -1315,6 +1412,17 @@ async fn main() -> Result<()> {
         );
     }
     #[cfg(feature = "server")]
+    if wanted("python_q1_nps_1361000") {
+        match python_q1_case(dir.path(), runs)? {
+            Some([python, dfanon, python_rss, dfanon_rss]) => println!(
+                "CASE name=python_q1_nps_1361000 rows=1361000 median_s={python:.3} peak_rss_mb={python_rss:.0} dfanon_median_s={dfanon:.3} dfanon_rss_mb={dfanon_rss:.0} ratio={:.2}",
+                python / dfanon
+            ),
+            None => println!(
+                "CASE name=python_q1_nps_1361000 skipped=needs the virtual environment of `cargo test --release --test python`"
+            ),
+        }
+    }
     if wanted("server_q1_32clients") {
         let c = server_case(dir.path(), runs).await?;
         println!(

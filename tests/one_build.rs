@@ -8,6 +8,11 @@ use std::collections::BTreeSet;
 use std::process::Command;
 
 fn resolved(edges: &str) -> BTreeSet<String> {
+    resolved_for("datafusion-anonymize", edges)
+}
+
+/// The packages and features `package` of the workspace resolves, one line each.
+fn resolved_for(package: &str, edges: &str) -> BTreeSet<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = Command::new(cargo)
         .args([
@@ -15,6 +20,8 @@ fn resolved(edges: &str) -> BTreeSet<String> {
             "--offline",
             "--manifest-path",
             concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"),
+            "-p",
+            package,
             "-e",
             edges,
             "-f",
@@ -71,4 +78,42 @@ fn the_feature_gated_binaries_are_in_the_default_build() {
             "feature '{feature}' is not on by default: {root}"
         );
     }
+}
+
+/// The Python package (`python/`, built by maturin into the same build directory) resolves
+/// every crate of the DataFusion stack with the features this crate's build has, so it
+/// compiles only itself, pyo3 and datafusion-ffi on top of the build `cargo test --release`
+/// made (arrow's `ffi` feature, which datafusion-ffi needs, is on in this crate for that).
+#[test]
+fn the_python_package_shares_the_datafusion_build() {
+    let main = resolved("normal,build");
+    let python = resolved_for("dfanon-python", "normal,build");
+    let stack = |line: &&String| {
+        [
+            "datafusion",
+            "arrow",
+            "parquet",
+            "object_store",
+            "sqlparser",
+            "tokio ",
+            "ballista",
+            "tonic",
+            "prost",
+            "petgraph",
+            "indexmap",
+        ]
+        .iter()
+        .any(|p| line.starts_with(p))
+            && !line.starts_with("datafusion-ffi ")
+    };
+    let differing: Vec<&String> = python
+        .iter()
+        .filter(stack)
+        .filter(|line| !main.contains(*line))
+        .collect();
+    assert!(
+        differing.is_empty(),
+        "the Python package resolves these with other features than this crate: {differing:#?}"
+    );
+    assert!(python.iter().any(|l| l.starts_with("datafusion v55.2.0 ")));
 }

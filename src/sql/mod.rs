@@ -2,6 +2,7 @@
 //! ([`functions`] lists them, one file each).
 
 pub mod args;
+pub mod call;
 pub mod docs;
 pub mod functions;
 pub mod lazy;

@@ -2,8 +2,9 @@
 
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::{plan_datafusion_err, Result};
+use datafusion::dataframe::DataFrame;
 use datafusion::prelude::SessionContext;
-use datafusion::sql::parser::DFParserBuilder;
+use datafusion::sql::parser::{DFParserBuilder, Statement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 
 /// Runs every statement of `script` in order, each one planned after the previous one ran
@@ -13,27 +14,48 @@ use datafusion::sql::sqlparser::dialect::dialect_from_str;
 /// `RESET anonymize.<setting>` is an error saying to `SET` the value instead
 /// ([`crate::budget_reset_error`]).
 pub async fn run_script(ctx: &SessionContext, script: &str) -> Result<Vec<RecordBatch>> {
-    let state = ctx.state();
-    let options = state.config().options();
-    let name = options.sql_parser.dialect;
-    let dialect = dialect_from_str(name)
-        .ok_or_else(|| plan_datafusion_err!("unsupported SQL dialect {name}"))?;
-    let statements = DFParserBuilder::new(script)
-        .with_dialect(dialect.as_ref())
-        .with_recursion_limit(options.sql_parser.recursion_limit.get())
-        .build()?
-        .parse_statements()?;
-    let mut last = Vec::new();
+    match script_dataframe(ctx, script).await? {
+        Some(last) => last.collect().await,
+        None => Ok(Vec::new()),
+    }
+}
+
+/// [`run_script`], but the last statement is planned and not run: its [`DataFrame`] is
+/// returned (data definition in it has taken effect, as with [`SessionContext::sql`]).
+/// `None` for a script without statements.
+pub async fn script_dataframe(ctx: &SessionContext, script: &str) -> Result<Option<DataFrame>> {
+    let statements = parse(ctx, script)?;
+    let mut last = None;
     for statement in statements {
+        if let Some(previous) = last.take() {
+            let _: Vec<RecordBatch> = DataFrame::collect(previous).await?;
+        }
         // DataFusion cannot reset an extension's settings ("Could not find config
         // namespace"): say what to do instead.
         if let Some(e) = crate::budget::config::reset_error(&statement.to_string()) {
             return Err(e);
         }
         let plan = ctx.state().statement_to_plan(statement).await?;
-        last = ctx.execute_logical_plan(plan).await?.collect().await?;
+        last = Some(ctx.execute_logical_plan(plan).await?);
     }
     Ok(last)
+}
+
+/// The statements of `script`, in the session's SQL dialect (parsed before anything runs,
+/// and apart from the async code: the dialect is not `Send`).
+fn parse(ctx: &SessionContext, script: &str) -> Result<Vec<Statement>> {
+    let state = ctx.state();
+    let options = state.config().options();
+    let name = options.sql_parser.dialect;
+    let dialect = dialect_from_str(name)
+        .ok_or_else(|| plan_datafusion_err!("unsupported SQL dialect {name}"))?;
+    Ok(DFParserBuilder::new(script)
+        .with_dialect(dialect.as_ref())
+        .with_recursion_limit(options.sql_parser.recursion_limit.get())
+        .build()?
+        .parse_statements()?
+        .into_iter()
+        .collect())
 }
 
 #[cfg(test)]
@@ -90,5 +112,35 @@ mod tests {
             .unwrap_or_default();
         assert!(err.contains("SELEC"), "{err}");
         assert!(ctx.table("t").await.is_err(), "the first statement ran");
+    }
+
+    #[tokio::test]
+    async fn the_last_statement_is_planned_and_runs_when_collected() -> Result<()> {
+        let ctx = SessionContext::new();
+        let last = script_dataframe(
+            &ctx,
+            "CREATE TABLE t (a BIGINT); INSERT INTO t VALUES (1); INSERT INTO t VALUES (2)",
+        )
+        .await?
+        .expect("a statement");
+        let count = |ctx: SessionContext| async move {
+            let rows = ctx.sql("SELECT count(*) FROM t").await?.collect().await?;
+            Ok::<i64, datafusion::error::DataFusionError>(
+                rows[0].column(0).as_primitive::<Int64Type>().value(0),
+            )
+        };
+        // The statements before the last ran; the last runs when its rows are read.
+        assert_eq!(count(ctx.clone()).await?, 1);
+        last.collect().await?;
+        assert_eq!(count(ctx.clone()).await?, 2);
+        assert!(script_dataframe(&ctx, " -- nothing\n").await?.is_none());
+        Ok(())
+    }
+
+    #[test]
+    fn a_script_future_can_be_spawned() {
+        fn spawnable<T: Send + 'static>(_: &T) {}
+        let ctx = SessionContext::new();
+        spawnable(&async move { script_dataframe(&ctx, "SELECT 1").await.map(|_| ()) });
     }
 }

@@ -1,0 +1,187 @@
+//! A result of the package's engine as a table of the user's `SessionContext`.
+//!
+//! The host plans and polls it across the FFI boundary; all of its work (planning the
+//! engine's query, drawing the release, expanding its rows) runs on this package's runtime
+//! and reaches the host through a channel, batch by batch. Scanning it twice runs the same
+//! engine query twice, which serves the cached release the second time.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::array::RecordBatchOptions;
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{exec_err, Column, Result};
+use datafusion::dataframe::DataFrame;
+use datafusion::datasource::TableType;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::logical_expr::Expr;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+};
+use futures::channel::mpsc;
+use futures::{SinkExt, StreamExt};
+
+use crate::runtime::runtime;
+
+/// The rows of one engine query (a release, its metadata, any `dfanon.sql` result).
+#[derive(Debug, Clone)]
+pub struct EngineView {
+    df: DataFrame,
+    schema: SchemaRef,
+}
+
+impl EngineView {
+    /// The rows `df` gives.
+    pub fn new(df: DataFrame) -> Self {
+        let schema = Arc::new(df.schema().as_arrow().clone());
+        Self { df, schema }
+    }
+}
+
+#[async_trait]
+impl TableProvider for EngineView {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::View
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        // Only logical plan building here: the host polls this future without our runtime.
+        let mut df = self.df.clone();
+        let mut no_columns = false;
+        match projection {
+            // COUNT(*): the rows are counted, their columns dropped.
+            Some(projection) if projection.is_empty() => no_columns = true,
+            Some(projection) => {
+                let columns: Vec<Expr> = projection
+                    .iter()
+                    .map(|i| Expr::Column(Column::from(self.df.schema().qualified_field(*i))))
+                    .collect();
+                df = df.select(columns)?;
+            }
+            None => {}
+        }
+        if let Some(limit) = limit {
+            df = df.limit(0, Some(limit))?;
+        }
+        let schema = if no_columns {
+            Arc::new(Schema::empty())
+        } else {
+            Arc::new(df.schema().as_arrow().clone())
+        };
+        Ok(Arc::new(EngineExec {
+            properties: Arc::new(PlanProperties::new(
+                EquivalenceProperties::new(schema.clone()),
+                Partitioning::UnknownPartitioning(1),
+                EmissionType::Incremental,
+                Boundedness::Bounded,
+            )),
+            df,
+            schema,
+            no_columns,
+        }))
+    }
+}
+
+/// Runs an engine query on our runtime and hands its batches over.
+#[derive(Debug)]
+struct EngineExec {
+    df: DataFrame,
+    /// The rows' schema: the query's, or none with `no_columns`.
+    schema: SchemaRef,
+    /// Hand over only the number of rows of each batch.
+    no_columns: bool,
+    properties: Arc<PlanProperties>,
+}
+
+impl DisplayAs for EngineExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("DfanonExec")
+    }
+}
+
+impl ExecutionPlan for EngineExec {
+    fn name(&self) -> &str {
+        "DfanonExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        _children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        if partition != 0 {
+            return exec_err!("DfanonExec has one partition, not {partition}");
+        }
+        let (mut tx, rx) = mpsc::channel::<Result<RecordBatch>>(2);
+        let df = self.df.clone();
+        let (schema, no_columns) = (self.schema.clone(), self.no_columns);
+        // Ends when the rows end or the host drops the stream (the send then fails).
+        runtime().spawn(async move {
+            match df.execute_stream().await {
+                Ok(mut stream) => {
+                    while let Some(batch) = stream.next().await {
+                        let batch = match batch {
+                            Ok(b) if no_columns => RecordBatch::try_new_with_options(
+                                schema.clone(),
+                                vec![],
+                                &RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+                            )
+                            .map_err(Into::into),
+                            other => other,
+                        };
+                        let failed = batch.is_err();
+                        if tx.send(batch).await.is_err() || failed {
+                            break;
+                        }
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e)).await;
+                }
+            }
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.schema.clone(),
+            rx,
+        )))
+    }
+}

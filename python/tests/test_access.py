@@ -1,0 +1,74 @@
+"""A public registration keeps the privacy rules of the Rust crate; the budget holds."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import QI, budget, context, rows
+
+import dfanon
+
+DP = dict(
+    method="dp_histogram",
+    qi=QI,
+    sensitive="disease",
+    epsilon=1.0,
+    levels="age=1, sex=0, los=1, surgery=0, location=1",
+)
+
+
+@pytest.fixture
+def public(nps):
+    return context(nps, access="public", epsilon_budget=2.5, public_tables=["nps_hierarchy_*"])
+
+
+def test_public_users_release_within_the_budget(public):
+    first = dfanon.anonymize(public, "nps", **DP).to_arrow_table()
+    again = public.sql(
+        "SELECT * FROM anonymize('nps', 'method =>', 'dp_histogram', 'qi =>', "
+        "'age, sex, los, surgery, location', 'sensitive =>', 'disease', 'epsilon =>', 1.0, "
+        "'levels =>', 'age=1, sex=0, los=1, surgery=0, location=1')"
+    ).to_arrow_table()
+    assert rows(again) == rows(first)
+    assert budget(public) == (1, 1.0)
+    dfanon.anonymize(public, "nps", **{**DP, "epsilon": 1.5}).count()
+    assert budget(public) == (2, 2.5)
+    with pytest.raises(Exception, match="privacy budget exceeded for table .datafusion.public.nps."):
+        dfanon.anonymize(public, "nps", **{**DP, "epsilon": 0.5}).count()
+    assert budget(public) == (2, 2.5)
+
+
+def test_public_users_cannot_reach_what_the_owner_did_not_publish(public):
+    # Owner-only functions are not registered at all.
+    with pytest.raises(Exception, match="anonymize_diagnostics"):
+        public.sql("SELECT * FROM anonymize_diagnostics('nps', 'qi =>', 'sex')")
+    with pytest.raises(dfanon.DfanonError, match="owner-only function"):
+        dfanon.sql(public, "SELECT * FROM anonymize_diagnostics('nps', qi => 'sex')")
+    # The budget is fixed at registration.
+    with pytest.raises(dfanon.DfanonError, match="anonymize"):
+        dfanon.sql(public, "SET anonymize.epsilon_budget = 100")
+    # A seed would make every draw known.
+    with pytest.raises(dfanon.DfanonError, match="seed"):
+        dfanon.anonymize(public, "nps", **DP, seed=1)
+    # Only the methods the owner allows.
+    with pytest.raises(dfanon.DfanonError, match="ipa"):
+        dfanon.anonymize(public, "nps", **{**DP, "method": "ipa"})
+    # The sources themselves are not readable, nor anything else unpublished.
+    with pytest.raises(dfanon.DfanonError, match="nps"):
+        dfanon.sql(public, "SELECT * FROM nps")
+    with pytest.raises(dfanon.DfanonError):
+        dfanon.sql(public, "CREATE TABLE copy AS SELECT 1")
+    assert budget(public) == (0, 0.0)
+
+
+def test_owners_budget_is_refused_past_its_end(nps):
+    ctx = context(nps, access="owner", epsilon_budget=1.5)
+    dfanon.anonymize(ctx, "nps", **DP).count()
+    dfanon.anonymize(ctx, "nps", **DP).count()
+    assert budget(ctx) == (1, 1.0)
+    with pytest.raises(Exception, match="privacy budget exceeded for table 'datafusion.public.nps'"):
+        dfanon.anonymize(ctx, "nps", **{**DP, "epsilon": 0.75}).count()
+    assert budget(ctx) == (1, 1.0)
+    # The owner may raise it.
+    dfanon.sql(ctx, "SET anonymize.epsilon_budget = 2")
+    dfanon.anonymize(ctx, "nps", **{**DP, "epsilon": 0.75}).count()
+    assert budget(ctx) == (2, 1.75)
