@@ -67,8 +67,18 @@ fn venv() -> PathBuf {
 fn wheel(python: &Path) -> PathBuf {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-wheels");
     let _ = std::fs::remove_dir_all(&out);
+    // cargo gives this test process variables of its own (CARGO_MANIFEST_DIR, CARGO_PKG_*,
+    // ...), and build scripts under DataFusion rerun when such a variable changes: with
+    // them, the nested build would compile DataFusion again, and the next `cargo test` once
+    // more. So maturin gets the environment cargo was started with.
+    let mut maturin = Command::new(python);
+    for (key, _) in std::env::vars_os() {
+        if key.to_str().is_some_and(set_by_cargo_for_tests) {
+            maturin.env_remove(key);
+        }
+    }
     run(
-        Command::new(python)
+        maturin
             .args([
                 "-m",
                 "maturin",
@@ -98,6 +108,24 @@ fn wheel(python: &Path) -> PathBuf {
     wheel
 }
 
+/// Whether cargo sets the variable `key` for the test processes it runs (and not the user).
+fn set_by_cargo_for_tests(key: &str) -> bool {
+    [
+        "CARGO",
+        "CARGO_MANIFEST_DIR",
+        "CARGO_MANIFEST_PATH",
+        "CARGO_CRATE_NAME",
+        "CARGO_BIN_NAME",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_RUSTC_CURRENT_DIR",
+        "OUT_DIR",
+    ]
+    .contains(&key)
+        || key.starts_with("CARGO_PKG_")
+        || key.starts_with("CARGO_BIN_EXE_")
+}
+
 #[test]
 fn the_python_package_passes_its_tests() {
     let python = venv();
@@ -108,6 +136,7 @@ fn the_python_package_passes_its_tests() {
             .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
             .arg(root.join("python/tests"))
             .current_dir(root)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
             .env("DFANON_BIN", env!("CARGO_BIN_EXE_dfanon"))
             .env("DFANON_WHEEL", &wheel)
             .env(
