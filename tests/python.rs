@@ -36,13 +36,12 @@ fn run(command: &mut Command, what: &str) {
 fn venv() -> PathBuf {
     let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-venv");
     let python = venv.join("bin/python");
-    let check = format!(
-        "import maturin, pytest, pandas, pyarrow, datafusion; assert datafusion.__version__.startswith('55.')"
-    );
+    let check = "import maturin, pytest, pandas, pyarrow, datafusion; \
+        assert datafusion.__version__.startswith('55.')";
     let ready = || {
         python.exists()
             && Command::new(&python)
-                .args(["-c", &check])
+                .args(["-c", check])
                 .status()
                 .map(|s| s.success())
                 .unwrap_or(false)
