@@ -9,6 +9,7 @@
 //! ([`datafusion_anonymize::FunctionCall`]), so every entry point makes the same request
 //! of the same engine: one release and one charge per request.
 
+mod channel;
 mod runtime;
 mod sources;
 mod view;

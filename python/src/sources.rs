@@ -26,21 +26,15 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::memory::MemorySchemaProvider;
 use datafusion::catalog::{SchemaProvider, Session, TableProvider};
 use datafusion::common::hash_utils::{create_hashes, RandomState};
-use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{exec_err, DataFusionError, Result};
 use datafusion::datasource::TableType;
-use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::Expr;
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
-use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
-};
-use futures::channel::mpsc;
+use datafusion::physical_plan::ExecutionPlan;
 use futures::SinkExt;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
+
+use crate::channel::{ChannelExec, Producer, Sender};
 
 /// The user's Python `SessionContext`, held weakly (a `weakref.ref`): the registration
 /// must not keep the user's context alive.
@@ -389,73 +383,33 @@ impl TableProvider for PythonTable {
             None => (0..self.schema.fields().len()).collect(),
         };
         let schema = Arc::new(self.schema.project(&columns)?);
-        Ok(Arc::new(PythonScanExec {
-            properties: Arc::new(PlanProperties::new(
-                EquivalenceProperties::new(schema.clone()),
-                Partitioning::UnknownPartitioning(1),
-                EmissionType::Incremental,
-                Boundedness::Bounded,
-            )),
-            source: self.source.clone(),
-            schema,
-            columns,
-            limit,
-        }))
+        Ok(Arc::new(ChannelExec::new(
+            schema.clone(),
+            Arc::new(PythonRead {
+                source: self.source.clone(),
+                schema,
+                columns,
+                limit,
+            }),
+        )))
     }
 }
 
 /// Reads a Python table's columns on a thread of its own.
 #[derive(Debug)]
-struct PythonScanExec {
+struct PythonRead {
     source: Arc<Source>,
     schema: SchemaRef,
     columns: Vec<usize>,
     limit: Option<usize>,
-    properties: Arc<PlanProperties>,
 }
 
-impl DisplayAs for PythonScanExec {
-    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "PythonScanExec: table={}", self.source.name)
-    }
-}
-
-impl ExecutionPlan for PythonScanExec {
+impl Producer for PythonRead {
     fn name(&self) -> &str {
         "PythonScanExec"
     }
 
-    fn properties(&self) -> &Arc<PlanProperties> {
-        &self.properties
-    }
-
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![]
-    }
-
-    fn apply_expressions(
-        &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
-    ) -> Result<TreeNodeRecursion> {
-        Ok(TreeNodeRecursion::Continue)
-    }
-
-    fn with_new_children(
-        self: Arc<Self>,
-        _children: Vec<Arc<dyn ExecutionPlan>>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        Ok(self)
-    }
-
-    fn execute(
-        &self,
-        partition: usize,
-        _context: Arc<TaskContext>,
-    ) -> Result<SendableRecordBatchStream> {
-        if partition != 0 {
-            return exec_err!("PythonScanExec has one partition, not {partition}");
-        }
-        let (mut tx, rx) = mpsc::channel::<Result<RecordBatch>>(2);
+    fn start(&self, mut tx: Sender) -> Result<()> {
         let source = self.source.clone();
         let schema = self.schema.clone();
         let columns = self.columns.clone();
@@ -490,9 +444,6 @@ impl ExecutionPlan for PythonScanExec {
             .map_err(|e| {
                 DataFusionError::Execution(format!("dfanon: cannot start a reader: {e}"))
             })?;
-        Ok(Box::pin(RecordBatchStreamAdapter::new(
-            self.schema.clone(),
-            rx,
-        )))
+        Ok(())
     }
 }

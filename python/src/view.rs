@@ -5,7 +5,6 @@
 //! and reaches the host through a channel, batch by batch. Scanning it twice runs the same
 //! engine query twice, which serves the cached release the second time.
 
-use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -13,21 +12,14 @@ use datafusion::arrow::array::RecordBatchOptions;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{Session, TableProvider};
-use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{exec_err, Column, Result};
+use datafusion::common::{Column, Result};
 use datafusion::dataframe::DataFrame;
 use datafusion::datasource::TableType;
-use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::Expr;
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
-use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
-};
-use futures::channel::mpsc;
+use datafusion::physical_plan::ExecutionPlan;
 use futures::{SinkExt, StreamExt};
 
+use crate::channel::{ChannelExec, Producer, Sender};
 use crate::runtime::runtime;
 
 /// The rows of one engine query (a release, its metadata, any `dfanon.sql` result).
@@ -85,73 +77,33 @@ impl TableProvider for EngineView {
         } else {
             Arc::new(df.schema().as_arrow().clone())
         };
-        Ok(Arc::new(EngineExec {
-            properties: Arc::new(PlanProperties::new(
-                EquivalenceProperties::new(schema.clone()),
-                Partitioning::UnknownPartitioning(1),
-                EmissionType::Incremental,
-                Boundedness::Bounded,
-            )),
-            df,
-            schema,
-            no_columns,
-        }))
+        Ok(Arc::new(ChannelExec::new(
+            schema.clone(),
+            Arc::new(EngineRun {
+                df,
+                schema,
+                no_columns,
+            }),
+        )))
     }
 }
 
 /// Runs an engine query on our runtime and hands its batches over.
 #[derive(Debug)]
-struct EngineExec {
+struct EngineRun {
     df: DataFrame,
     /// The rows' schema: the query's, or none with `no_columns`.
     schema: SchemaRef,
     /// Hand over only the number of rows of each batch.
     no_columns: bool,
-    properties: Arc<PlanProperties>,
 }
 
-impl DisplayAs for EngineExec {
-    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("DfanonExec")
-    }
-}
-
-impl ExecutionPlan for EngineExec {
+impl Producer for EngineRun {
     fn name(&self) -> &str {
         "DfanonExec"
     }
 
-    fn properties(&self) -> &Arc<PlanProperties> {
-        &self.properties
-    }
-
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![]
-    }
-
-    fn apply_expressions(
-        &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
-    ) -> Result<TreeNodeRecursion> {
-        Ok(TreeNodeRecursion::Continue)
-    }
-
-    fn with_new_children(
-        self: Arc<Self>,
-        _children: Vec<Arc<dyn ExecutionPlan>>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        Ok(self)
-    }
-
-    fn execute(
-        &self,
-        partition: usize,
-        _context: Arc<TaskContext>,
-    ) -> Result<SendableRecordBatchStream> {
-        if partition != 0 {
-            return exec_err!("DfanonExec has one partition, not {partition}");
-        }
-        let (mut tx, rx) = mpsc::channel::<Result<RecordBatch>>(2);
+    fn start(&self, mut tx: Sender) -> Result<()> {
         let df = self.df.clone();
         let (schema, no_columns) = (self.schema.clone(), self.no_columns);
         // Ends when the rows end or the host drops the stream (the send then fails).
@@ -179,9 +131,6 @@ impl ExecutionPlan for EngineExec {
                 }
             }
         });
-        Ok(Box::pin(RecordBatchStreamAdapter::new(
-            self.schema.clone(),
-            rx,
-        )))
+        Ok(())
     }
 }
