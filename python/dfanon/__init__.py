@@ -117,13 +117,32 @@ def register(
         max_release_rows,
     )
     for name in reg.table_functions():
-        function = reg.table_function(name)
+        function = _TableFunction(reg, name)
         for alias in dict.fromkeys([name, name.upper()]):
-            ctx.register_udtf(datafusion.TableFunction(alias, function, ctx))
+            ctx.register_udtf(datafusion.udtf(function, alias))
     for scalar in reg.scalar_functions():
         ctx.register_udf(datafusion.ScalarUDF.from_pycapsule(scalar))
     _REGISTRATIONS[ctx] = reg
     return reg
+
+
+class _TableFunction:
+    """A table function of dfanon in the context's own SQL: DataFusion hands it the
+    arguments as expressions (constants once simplified), in the positional form."""
+
+    def __init__(self, reg: Registration, name: str) -> None:
+        self._reg = reg
+        self._name = name
+
+    def __call__(self, *args: Any) -> Any:
+        return self._reg.call_positional_form(self._name, [_constant(a) for a in args])
+
+
+def _constant(expr: Any) -> tuple[bool, Any]:
+    """``(True, value)`` for a constant expression, ``(False, None)`` for any other."""
+    if expr.variant_name() != "Literal":
+        return False, None
+    return True, expr.python_value().as_py()
 
 
 def registration(ctx: datafusion.SessionContext) -> Registration:

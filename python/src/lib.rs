@@ -8,6 +8,12 @@
 //! user's context turn each call into the engine's SQL text
 //! ([`datafusion_anonymize::FunctionCall`]), so every entry point makes the same request
 //! of the same engine: one release and one charge per request.
+//!
+//! Those table functions are Python callables (`datafusion.udtf`) returning an FFI table
+//! provider, not FFI table functions: datafusion-ffi 55's `ForeignTableFunction` reads the
+//! exporting library's private data with the host's own memory layout (its tokio
+//! `Handle`), and with the PyPI `datafusion` wheel (another rustc and tokio) that read is
+//! garbage and crashed the process now and then.
 
 mod channel;
 mod runtime;
@@ -18,10 +24,10 @@ use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
-use datafusion::common::{DataFusionError, Result, ScalarValue};
+use datafusion::catalog::TableProvider;
+use datafusion::common::{Column, DataFusionError, Result, ScalarValue};
 use datafusion::execution::FunctionRegistry;
-use datafusion::logical_expr::ScalarUDF;
+use datafusion::logical_expr::{Expr, ScalarUDF};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_anonymize::{
     function_docs, parse_budget_limit, parse_ledger_path, register_with, script_dataframe, Access,
@@ -30,7 +36,6 @@ use datafusion_anonymize::{
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
 use datafusion_ffi::table_provider::FFI_TableProvider;
 use datafusion_ffi::udf::FFI_ScalarUDF;
-use datafusion_ffi::udtf::FFI_TableFunction;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -206,14 +211,28 @@ impl Registration {
         exported(self.engine.access, FunctionKind::Table)
     }
 
-    /// The table function `name`, for `datafusion.TableFunction`.
-    fn table_function(&self, name: &str) -> TableFunctionExport {
-        TableFunctionExport {
-            function: Arc::new(EngineFunction {
-                engine: self.engine.clone(),
-                name: name.to_ascii_lowercase(),
-            }),
+    /// The call of the table function `function` from the user's own SQL: its arguments
+    /// in DataFusion's positional form (`'name =>'` before a named argument's value), each
+    /// as `(is_constant, value)`.
+    fn call_positional_form(
+        &self,
+        py: Python<'_>,
+        function: &str,
+        args: Vec<(bool, Bound<'_, PyAny>)>,
+    ) -> PyResult<EngineTable> {
+        let mut exprs = Vec::with_capacity(args.len());
+        for (i, (constant, value)) in args.iter().enumerate() {
+            exprs.push(if *constant {
+                Expr::Literal(scalar(function, &format!("{}", i + 1), value)?, None)
+            } else {
+                // Not a constant: FunctionCall refuses it, naming the argument.
+                Expr::Column(Column::from_name(format!("argument {}", i + 1)))
+            });
         }
+        let sql = FunctionCall::from_exprs(function, &exprs)
+            .and_then(|call| call.to_sql())
+            .map_err(py_error)?;
+        self.sql(py, sql)
     }
 
     /// The scalar functions, for `datafusion.udf`.
@@ -299,39 +318,6 @@ impl EngineTable {
     }
 }
 
-/// A table function of the engine, called from the user's SQL.
-#[derive(Debug)]
-struct EngineFunction {
-    engine: Arc<Engine>,
-    name: String,
-}
-
-impl TableFunctionImpl for EngineFunction {
-    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let sql = FunctionCall::from_exprs(&self.name, args.exprs())?.to_sql()?;
-        Ok(Arc::new(self.engine.sql(sql)?))
-    }
-}
-
-/// A table function for `datafusion.TableFunction(name, function, ctx)`.
-#[pyclass(frozen, module = "dfanon._native")]
-struct TableFunctionExport {
-    function: Arc<EngineFunction>,
-}
-
-#[pymethods]
-impl TableFunctionExport {
-    fn __datafusion_table_function__<'py>(
-        &self,
-        py: Python<'py>,
-        session: Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyCapsule>> {
-        let function: Arc<dyn TableFunctionImpl> = self.function.clone();
-        let ffi = FFI_TableFunction::new_with_ffi_codec(function, None, codec(&session)?);
-        PyCapsule::new_with_value(py, ffi, c"datafusion_table_function")
-    }
-}
-
 /// A scalar function for `datafusion.udf(...)`.
 #[pyclass(frozen, module = "dfanon._native")]
 struct ScalarFunctionExport {
@@ -360,7 +346,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Registration>()?;
     m.add_class::<EngineTable>()?;
-    m.add_class::<TableFunctionExport>()?;
     m.add_class::<ScalarFunctionExport>()?;
     Ok(())
 }
