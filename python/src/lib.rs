@@ -25,7 +25,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use datafusion::catalog::TableProvider;
-use datafusion::common::{Column, DataFusionError, Result, ScalarValue};
+use datafusion::common::{Column, DataFusionError, ScalarValue};
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::{Expr, ScalarUDF};
 use datafusion::prelude::{SessionConfig, SessionContext};
@@ -68,14 +68,15 @@ struct Engine {
 
 impl Engine {
     /// The result of `script` (several statements: the last one's rows), as a table.
-    fn sql(self: &Arc<Self>, script: String) -> Result<EngineView> {
+    /// Ctrl-C stops it (see [`wait`]).
+    fn sql(self: &Arc<Self>, py: Python<'_>, script: String) -> PyResult<EngineView> {
         self.tables.new_request();
         let ctx = self.ctx.clone();
-        let df = wait(async move { script_dataframe(&ctx, &script).await })??;
-        match df {
+        let df = wait(py, async move { script_dataframe(&ctx, &script).await })?;
+        match df.map_err(py_error)? {
             Some(df) => Ok(EngineView::new(df)),
-            None => Err(DataFusionError::Plan(
-                "dfanon.sql(): the text holds no SQL statement".to_string(),
+            None => Err(DfanonError::new_err(
+                "dfanon.sql(): the text holds no SQL statement",
             )),
         }
     }
@@ -176,8 +177,7 @@ impl Registration {
 
     /// Runs `script` (statements separated by `;`) in the engine; the last one's rows.
     fn sql(&self, py: Python<'_>, script: String) -> PyResult<EngineTable> {
-        let engine = self.engine.clone();
-        let view = py.detach(move || engine.sql(script)).map_err(py_error)?;
+        let view = self.engine.sql(py, script)?;
         Ok(EngineTable { view })
     }
 
