@@ -69,6 +69,7 @@ pub use budget::config::{
 pub use progress::ProgressFn;
 pub use pseudonym::PseudonymKey;
 pub use sql::call::FunctionCall;
+pub use sql::copy_output::{CopyGuard, CopyOutput};
 pub use sql::docs::{FunctionDoc, FunctionKind, ParamDoc};
 pub use sql::functions::{cli_help_section, function_docs, functions_markdown, SharedReleases};
 pub use sql::script::{run_script, script_dataframe};

@@ -3,7 +3,9 @@
 //! The host plans and polls it across the FFI boundary; all of its work (planning the
 //! engine's query, drawing the release, expanding its rows) runs on this package's runtime
 //! and reaches the host through a channel, batch by batch. Scanning it twice runs the same
-//! engine query twice, which serves the cached release the second time.
+//! engine query twice, which serves the cached release the second time. A `COPY` to a
+//! local path that fails, or whose stream the host drops before its end, leaves nothing
+//! behind.
 
 use std::sync::Arc;
 
@@ -15,8 +17,9 @@ use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{Column, Result};
 use datafusion::dataframe::DataFrame;
 use datafusion::datasource::TableType;
-use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::{Expr, LogicalPlan};
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion_anonymize::{CopyGuard, CopyOutput};
 use futures::{SinkExt, StreamExt};
 
 use crate::channel::{ChannelExec, Producer, Sender};
@@ -27,13 +30,23 @@ use crate::runtime::runtime;
 pub struct EngineView {
     df: DataFrame,
     schema: SchemaRef,
+    /// The target of `df` if it is a `COPY … TO`.
+    copy_target: Option<String>,
 }
 
 impl EngineView {
     /// The rows `df` gives.
     pub fn new(df: DataFrame) -> Self {
         let schema = Arc::new(df.schema().as_arrow().clone());
-        Self { df, schema }
+        let copy_target = match df.logical_plan() {
+            LogicalPlan::Copy(copy) => Some(copy.output_url.clone()),
+            _ => None,
+        };
+        Self {
+            df,
+            schema,
+            copy_target,
+        }
     }
 }
 
@@ -83,6 +96,7 @@ impl TableProvider for EngineView {
                 df,
                 schema,
                 no_columns,
+                copy_target: self.copy_target.clone(),
             }),
         )))
     }
@@ -96,6 +110,8 @@ struct EngineRun {
     schema: SchemaRef,
     /// Hand over only the number of rows of each batch.
     no_columns: bool,
+    /// The local output of a `COPY`, removed unless the statement runs to its end.
+    copy_target: Option<String>,
 }
 
 impl Producer for EngineRun {
@@ -106,11 +122,20 @@ impl Producer for EngineRun {
     fn start(&self, mut tx: Sender) -> Result<()> {
         let df = self.df.clone();
         let (schema, no_columns) = (self.schema.clone(), self.no_columns);
+        // As it is before the statement runs. A COPY's one batch (its row count) comes
+        // after everything is written.
+        let mut copy = Some(CopyGuard::new(
+            self.copy_target.as_deref().and_then(CopyOutput::before),
+        ));
         // Ends when the rows end or the host drops the stream (the send then fails).
         runtime().spawn(async move {
             match df.execute_stream().await {
                 Ok(mut stream) => {
                     while let Some(batch) = stream.next().await {
+                        // The first batch: finished if it is rows, removed if an error.
+                        if let (Ok(_), Some(copy)) = (&batch, copy.take()) {
+                            copy.finished();
+                        }
                         let batch = match batch {
                             Ok(b) if no_columns => RecordBatch::try_new_with_options(
                                 schema.clone(),

@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod call;
+pub mod copy_output;
 pub mod docs;
 pub mod functions;
 pub mod lazy;

@@ -7,6 +7,8 @@ use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::{DFParserBuilder, Statement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 
+use super::copy_output::{CopyGuard, CopyOutput};
+
 /// Runs every statement of `script` in order, each one planned after the previous one ran
 /// (so a script may create a table and then read it), and returns the last statement's
 /// rows. The script is parsed with the session's SQL dialect, so comments and `;` inside
@@ -22,13 +24,17 @@ pub async fn run_script(ctx: &SessionContext, script: &str) -> Result<Vec<Record
 
 /// [`run_script`], but the last statement is planned and not run: its [`DataFrame`] is
 /// returned (data definition in it has taken effect, as with [`SessionContext::sql`]).
-/// `None` for a script without statements.
+/// `None` for a script without statements. A `COPY` to a local path before the last
+/// statement that fails, or whose future is dropped while it writes, leaves nothing
+/// behind ([`CopyGuard`]); the caller guards the last one.
 pub async fn script_dataframe(ctx: &SessionContext, script: &str) -> Result<Option<DataFrame>> {
     let statements = parse(ctx, script)?;
-    let mut last = None;
+    let mut last: Option<DataFrame> = None;
     for statement in statements {
         if let Some(previous) = last.take() {
+            let guard = CopyGuard::new(CopyOutput::of_plan(previous.logical_plan()));
             let _: Vec<RecordBatch> = DataFrame::collect(previous).await?;
+            guard.finished();
         }
         // DataFusion cannot reset an extension's settings ("Could not find config
         // namespace"): say what to do instead.
@@ -134,6 +140,31 @@ mod tests {
         last.collect().await?;
         assert_eq!(count(ctx.clone()).await?, 2);
         assert!(script_dataframe(&ctx, " -- nothing\n").await?.is_none());
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_failed_copy_before_the_last_statement_leaves_nothing() -> Result<()> {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let target = dir.path().join("out.csv");
+        // The first batches are written; a later one divides by zero.
+        let script = format!(
+            "COPY (SELECT CASE WHEN x < 150000 THEN x ELSE 1 / (x - x) END AS y \
+             FROM generate_series(1, 300000) AS t(x)) TO '{}' STORED AS CSV; SELECT 1",
+            target.display()
+        );
+        let ctx = SessionContext::new();
+        let err = script_dataframe(&ctx, &script)
+            .await
+            .err()
+            .map(|e| e.to_string());
+        assert!(err.unwrap_or_default().contains("Divide by zero"));
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
         Ok(())
     }
 

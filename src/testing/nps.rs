@@ -48,7 +48,7 @@ pub fn nps_base(rows_wanted: usize, seed: u64) -> NpsBase {
             &["11,12,21,27,31,40", "11,12,21,40"],
         ),
     ];
-    let batches = generate_nps(rows_wanted, seed, 65_536).expect("demo data");
+    let batches = generate_nps(rows_wanted, seed, 65_536, &|| false).expect("demo data");
     let mut records: std::collections::HashMap<(Vec<u32>, String), u64> =
         std::collections::HashMap::new();
     for batch in &batches {

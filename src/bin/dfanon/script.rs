@@ -10,9 +10,7 @@
 //! - [`Script::interrupted`] is what Ctrl-C does: remove a partial `COPY` output and exit
 //!   with status 130.
 
-use std::collections::HashSet;
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -27,6 +25,7 @@ use datafusion::sql::parser::{DFParserBuilder, Statement};
 use datafusion::sql::sqlparser::ast::Statement as SqlStatement;
 use datafusion::sql::sqlparser::dialect::{dialect_from_str, Dialect};
 use datafusion::sql::sqlparser::tokenizer::{Location, Token, Tokenizer};
+use datafusion_anonymize::CopyOutput;
 use datafusion_cli::exec;
 use datafusion_cli::print_format::PrintFormat;
 use datafusion_cli::print_options::{MaxRows, PrintOptions};
@@ -352,94 +351,6 @@ fn flush() -> std::result::Result<(), ArrowError> {
         .map_err(|e| ArrowError::IoError(e.to_string(), e))
 }
 
-/// Most files listed under a `COPY` target directory when looking for what it wrote.
-const MAX_LISTED: usize = 100_000;
-
-/// A local `COPY` target as it was before the statement, to remove what an interrupted or
-/// failed statement left: the target itself if it did not exist, new files in a target
-/// directory, and the object store's staging files (`<name>#<n>`) beside a target file.
-struct CopyOutput {
-    path: PathBuf,
-    existed: bool,
-    before: HashSet<PathBuf>,
-}
-
-impl CopyOutput {
-    /// `None` for targets that are not local paths (`s3://…` and the like).
-    fn before(target: &str) -> Option<Self> {
-        let local = match target.strip_prefix("file://") {
-            Some(path) => path,
-            None if target.contains("://") => return None,
-            None => target,
-        };
-        let path = PathBuf::from(local);
-        let existed = path.exists();
-        let before = match path.is_dir() {
-            true => list_files(&path),
-            false => HashSet::new(),
-        };
-        Some(Self {
-            path,
-            existed,
-            before,
-        })
-    }
-
-    /// Removes what the statement wrote; best effort (what cannot be removed stays).
-    fn remove_partial(&self) {
-        if let (Some(name), Some(parent)) = (self.path.file_name(), self.path.parent()) {
-            let parent = match parent.as_os_str().is_empty() {
-                true => Path::new("."),
-                false => parent,
-            };
-            let staged = format!("{}#", name.to_string_lossy());
-            if let Ok(entries) = std::fs::read_dir(parent) {
-                for entry in entries.flatten() {
-                    if entry.file_name().to_string_lossy().starts_with(&staged) {
-                        let _ = std::fs::remove_file(entry.path());
-                    }
-                }
-            }
-        }
-        if !self.existed {
-            let _ = match self.path.is_dir() {
-                true => std::fs::remove_dir_all(&self.path),
-                false => std::fs::remove_file(&self.path),
-            };
-        } else if self.path.is_dir() {
-            for file in list_files(&self.path) {
-                if !self.before.contains(&file) {
-                    let _ = std::fs::remove_file(file);
-                }
-            }
-        }
-    }
-}
-
-/// The files under `dir`, at most [`MAX_LISTED`].
-fn list_files(dir: &Path) -> HashSet<PathBuf> {
-    let mut files = HashSet::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            if files.len() >= MAX_LISTED {
-                return files;
-            }
-            match entry.file_type() {
-                Ok(kind) if kind.is_dir() => pending.push(entry.path()),
-                Ok(_) => {
-                    files.insert(entry.path());
-                }
-                Err(_) => {}
-            }
-        }
-    }
-    files
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -457,39 +368,5 @@ mod tests {
                 "SELECT 'é;' "
             ]
         );
-    }
-
-    #[test]
-    fn an_interrupted_copy_to_a_new_file_leaves_nothing() {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let target = dir.path().join("x.csv");
-        let copy = CopyOutput::before(&target.to_string_lossy()).expect("local");
-        let keep = dir.path().join("other.csv");
-        std::fs::write(&keep, "kept").expect("write");
-        std::fs::write(dir.path().join("x.csv#1"), "partial").expect("write");
-        copy.remove_partial();
-        let left: Vec<_> = std::fs::read_dir(dir.path())
-            .expect("list")
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().to_string())
-            .collect();
-        assert_eq!(left, vec!["other.csv".to_string()]);
-    }
-
-    #[test]
-    fn an_interrupted_copy_into_a_directory_removes_only_new_files() {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let out = dir.path().join("out");
-        std::fs::create_dir_all(out.join("year=2020")).expect("mkdir");
-        std::fs::write(out.join("year=2020/old.parquet"), "old").expect("write");
-        let copy = CopyOutput::before(&out.to_string_lossy()).expect("local");
-        std::fs::write(out.join("year=2020/new.parquet#1"), "partial").expect("write");
-        std::fs::write(out.join("new.parquet"), "partial").expect("write");
-        copy.remove_partial();
-        assert_eq!(
-            list_files(&out),
-            HashSet::from([out.join("year=2020/old.parquet")])
-        );
-        assert!(CopyOutput::before("s3://bucket/x.csv").is_none());
     }
 }

@@ -135,11 +135,14 @@ pub fn nps_schema() -> SchemaRef {
 /// # Errors
 ///
 /// `batch_size = 0` is an [`ArrowError::InvalidArgumentError`]; building a batch can
-/// only fail on an internal inconsistency.
+/// only fail on an internal inconsistency. Generation stops with an error as soon as
+/// `stopped()` says so (asked once per batch): the query that asked for the table was
+/// cancelled.
 pub fn generate_nps(
     rows: usize,
     seed: u64,
     batch_size: usize,
+    stopped: &dyn Fn() -> bool,
 ) -> Result<Vec<RecordBatch>, ArrowError> {
     if batch_size == 0 {
         return Err(ArrowError::InvalidArgumentError(
@@ -163,6 +166,11 @@ pub fn generate_nps(
 
     let mut writer = BatchWriter::new(nps_schema(), rows, batch_size);
     for i in 0..rows {
+        if i % batch_size == 0 && stopped() {
+            return Err(ArrowError::ComputeError(
+                "nps_demo(): cancelled: the query that asked for the table was stopped".to_string(),
+            ));
+        }
         let row = match planted.next_if(|(pos, _)| *pos == i) {
             Some((_, row)) => row,
             None => model.background_row(&mut rng),

@@ -122,7 +122,7 @@ fn records(batches: &[RecordBatch]) -> Vec<Rec<'_>> {
 fn default_batches() -> &'static [RecordBatch] {
     static DATA: OnceLock<Vec<RecordBatch>> = OnceLock::new();
     DATA.get_or_init(|| {
-        generate_nps(NPS_DEFAULT_ROWS, NPS_DEFAULT_SEED, 65_536).expect("generation")
+        generate_nps(NPS_DEFAULT_ROWS, NPS_DEFAULT_SEED, 65_536, &|| false).expect("generation")
     })
 }
 
@@ -201,23 +201,23 @@ fn tables_11_and_12_means_round_exactly_at_default_size() {
 
 #[test]
 fn same_seed_gives_identical_batches() {
-    let a = generate_nps(50_000, 7, 8_192).expect("generation");
-    let b = generate_nps(50_000, 7, 8_192).expect("generation");
+    let a = generate_nps(50_000, 7, 8_192, &|| false).expect("generation");
+    let b = generate_nps(50_000, 7, 8_192, &|| false).expect("generation");
     assert_eq!(a, b);
-    let c = generate_nps(50_000, 8, 8_192).expect("generation");
+    let c = generate_nps(50_000, 8, 8_192, &|| false).expect("generation");
     assert_ne!(a, c);
     assert_ne!(records(&a), records(&c));
 }
 
 #[test]
 fn batch_size_only_changes_the_cuts() {
-    let a = generate_nps(30_000, 3, 1_000).expect("generation");
-    let b = generate_nps(30_000, 3, 65_536).expect("generation");
+    let a = generate_nps(30_000, 3, 1_000, &|| false).expect("generation");
+    let b = generate_nps(30_000, 3, 65_536, &|| false).expect("generation");
     assert_eq!(a.len(), 30);
     assert!(a.iter().all(|batch| batch.num_rows() == 1_000));
     assert_eq!(b.len(), 1);
     assert_eq!(records(&a), records(&b));
-    let c = generate_nps(10, 3, 3).expect("generation");
+    let c = generate_nps(10, 3, 3, &|| false).expect("generation");
     assert_eq!(
         c.iter().map(RecordBatch::num_rows).collect::<Vec<_>>(),
         vec![3, 3, 3, 1]
@@ -345,11 +345,13 @@ fn female_only_and_male_only_codes_keep_their_sex() {
 
 #[test]
 fn small_sizes_work() {
-    assert!(generate_nps(0, 1, 10).expect("generation").is_empty());
-    let one = generate_nps(1, 1, 10).expect("generation");
+    assert!(generate_nps(0, 1, 10, &|| false)
+        .expect("generation")
+        .is_empty());
+    let one = generate_nps(1, 1, 10, &|| false).expect("generation");
     assert_eq!(one.len(), 1);
     assert_eq!(one[0].num_rows(), 1);
-    let thousand = generate_nps(1_000, 1, 256).expect("generation");
+    let thousand = generate_nps(1_000, 1, 256, &|| false).expect("generation");
     assert_eq!(
         thousand.iter().map(RecordBatch::num_rows).sum::<usize>(),
         1_000
@@ -358,7 +360,7 @@ fn small_sizes_work() {
     // Every scaled stroke count rounds to zero at this size.
     assert!(records(&thousand).iter().all(|r| !is_planted(r)));
     assert!(matches!(
-        generate_nps(10, 1, 0),
+        generate_nps(10, 1, 0, &|| false),
         Err(ArrowError::InvalidArgumentError(_))
     ));
 }
@@ -366,7 +368,7 @@ fn small_sizes_work() {
 #[test]
 fn other_sizes_scale_the_stroke_counts() {
     let rows = NPS_DEFAULT_ROWS / 10;
-    let batches = generate_nps(rows, 11, 65_536).expect("generation");
+    let batches = generate_nps(rows, 11, 65_536, &|| false).expect("generation");
     let recs = records(&batches);
     assert_eq!(recs.len(), rows);
     let counts = stroke_counts(&recs);
@@ -447,7 +449,7 @@ fn records_fingerprint(recs: &[Rec<'_>]) -> u64 {
 #[test]
 fn output_is_pinned() {
     assert_eq!(records_fingerprint(default_records()), 15206203640825520109);
-    let small = generate_nps(50_000, 7, 8_192).expect("generation");
+    let small = generate_nps(50_000, 7, 8_192, &|| false).expect("generation");
     assert_eq!(records_fingerprint(&records(&small)), 14527630157082495237);
 }
 
@@ -520,4 +522,17 @@ fn stays_hit_exact_totals() {
     assert_eq!(target_los_sum(56, 982), 5_499);
     assert_eq!(scale_count(525, NPS_DEFAULT_ROWS), 525);
     assert_eq!(scale_count(525, 1_000), 0);
+}
+
+#[test]
+fn generation_stops_when_asked() {
+    let asked = std::cell::Cell::new(0);
+    let stopped = || {
+        asked.set(asked.get() + 1);
+        asked.get() > 2
+    };
+    let err = generate_nps(100_000, 1, 1_000, &stopped).expect_err("stopped");
+    assert!(err.to_string().contains("nps_demo(): cancelled"), "{err}");
+    // Asked before each of the first three batches, then it stopped.
+    assert_eq!(asked.get(), 3);
 }

@@ -13,6 +13,7 @@ use tokio::sync::OnceCell;
 
 use crate::demo::nps::{generate_nps, nps_schema, NPS_DEFAULT_ROWS, NPS_DEFAULT_SEED};
 use crate::params::{ParamDefault, ParamKind, ParamValues};
+use crate::progress::Cancel;
 use crate::sql::args::{bind, CallArgs, ParamSpec};
 use crate::sql::lazy::{BatchProducer, BatchSource, LazyTable};
 use crate::sql::planner::SqlTableFunction;
@@ -140,11 +141,16 @@ impl BatchProducer for NpsProducer {
         let (rows, seed) = (self.rows as usize, self.seed);
         self.cell
             .get_or_try_init(|| async move {
-                let batches = tokio::task::spawn_blocking(move || generate_nps(rows, seed, 65_536))
-                    .await
-                    .map_err(|e| {
-                        datafusion::error::DataFusionError::Execution(format!("nps_demo(): {e}"))
-                    })??;
+                // Generation stops when the query is dropped (blocking tasks cannot be aborted).
+                let cancel = Cancel::new();
+                let _stop_when_dropped = cancel.on_drop();
+                let batches = tokio::task::spawn_blocking(move || {
+                    generate_nps(rows, seed, 65_536, &|| cancel.is_cancelled())
+                })
+                .await
+                .map_err(|e| {
+                    datafusion::error::DataFusionError::Execution(format!("nps_demo(): {e}"))
+                })??;
                 Ok(Arc::new(batches))
             })
             .await
