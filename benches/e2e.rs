@@ -31,7 +31,7 @@
 //! imports, `ratio` its ratio to the whole `dfanon` process; `process_ratio` counts the
 //! Python interpreter's start and imports too (about 0.4 s for datafusion, pyarrow and
 //! pandas). It needs
-//! the virtual environment `cargo test --release --test python` makes, and says so without it.
+//! the virtual environment `cargo test --release -p dfanon --test python` makes, and says so without it.
 //!
 //! `server_q1_32clients` starts `dfanon-server` on the NPS demo data (1.36 M rows) and runs
 //! the paper's Q1 over one IPA release: first one client alone, then 32 clients at once
@@ -864,11 +864,34 @@ async fn scale_case(
     ))
 }
 
+/// The path of the workspace's binary `name` (`dfanon`, `dfanon-server`: each its own
+/// package, named as its binary), built first with this benchmark's profile into its build
+/// directory (nothing to do when it is up to date).
+fn tool(name: &str) -> Result<std::path::PathBuf> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .args(["build", "--release", "--quiet", "-p", name])
+        .arg("--manifest-path")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+        .status()?;
+    if !status.success() {
+        return Err(datafusion::error::DataFusionError::Execution(format!(
+            "cargo build -p {name} failed: {status}"
+        )));
+    }
+    // This benchmark runs from <build directory>/release/deps/.
+    let exe = std::env::current_exe()?;
+    let release = exe.parent().and_then(|deps| deps.parent()).ok_or_else(|| {
+        datafusion::error::DataFusionError::Execution("no build directory".into())
+    })?;
+    Ok(release.join(name))
+}
+
 /// Runs the `dfanon` binary with `args`, its stdout to `stdout`, and returns its wall time
 /// and peak resident memory in MiB (its `VmHWM`, read every 10 ms while it runs; Linux, 0
 /// elsewhere).
 fn run_dfanon(args: &[String], stdout: std::process::Stdio) -> Result<(f64, f64)> {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dfanon"));
+    let mut command = std::process::Command::new(tool("dfanon")?);
     command.args(args).stdout(stdout);
     run_measured(command)
 }
@@ -904,7 +927,7 @@ fn run_measured(mut command: std::process::Command) -> Result<(f64, f64)> {
 /// The paper's Q1 over an IPA release of the NPS demo data (1.36 M rows, Parquet), end to
 /// end in a fresh process each run: through the Python package (`ctx.sql(...).to_pandas()`
 /// on a datafusion-python context) and through the `dfanon` binary (CSV to stdout). Needs
-/// the virtual environment `cargo test --release --test python` makes; `None` without it.
+/// the virtual environment `cargo test --release -p dfanon --test python` makes; `None` without it.
 /// Returns the medians of the Python work (from the context's creation, after the imports,
 /// to the pandas DataFrame), of the `dfanon` process and of the whole Python process, and
 /// both peak memories (the largest of the runs).
@@ -1129,7 +1152,6 @@ async fn demo_parquet(dir: &std::path::Path, name: &str) -> Result<String> {
 }
 
 /// What the server case measured.
-#[cfg(feature = "server")]
 struct ServerCase {
     queries: usize,
     p50_ms: f64,
@@ -1140,13 +1162,11 @@ struct ServerCase {
 }
 
 /// The paper's Q1 (male, no surgery, stroke) over an IPA release, per released age label.
-#[cfg(feature = "server")]
 const SERVER_Q1: &str = "SELECT age, COUNT(*) AS patients FROM anonymize('nps', method => 'ipa', \
     qi => 'age, sex, los, surgery, location', informative => 'disease', epsilon => 1.0) \
     WHERE sex = 'M' AND surgery = 'N' AND disease LIKE 'I6%' GROUP BY age ORDER BY age";
 
 /// The peak resident memory of process `pid` so far, in MiB (Linux; 0 elsewhere).
-#[cfg(feature = "server")]
 fn process_peak_rss_mb(pid: u32) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
@@ -1160,7 +1180,6 @@ fn process_peak_rss_mb(pid: u32) -> f64 {
 }
 
 /// Q1 through `psql` as `analyst`; its wall time in ms.
-#[cfg(feature = "server")]
 fn psql_q1(port: u16) -> Result<f64> {
     let start = Instant::now();
     let out = std::process::Command::new("psql")
@@ -1187,7 +1206,6 @@ fn psql_q1(port: u16) -> Result<f64> {
 }
 
 /// Q1 through a Flight SQL client (arrow-flight's) as `analyst`; its wall time in ms.
-#[cfg(feature = "server")]
 async fn flight_q1(port: u16) -> Result<f64> {
     use arrow_flight::sql::client::FlightSqlServiceClient;
     use futures::TryStreamExt;
@@ -1227,12 +1245,11 @@ async fn flight_q1(port: u16) -> Result<f64> {
 }
 
 /// The server case (see the module documentation).
-#[cfg(feature = "server")]
 async fn server_case(dir: &std::path::Path, runs: usize) -> Result<ServerCase> {
     use std::io::BufRead;
     let hash = |password: &str| -> Result<String> {
         use std::io::Write;
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dfanon-server"))
+        let mut child = std::process::Command::new(tool("dfanon-server")?)
             .arg("hash-password")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -1258,7 +1275,7 @@ async fn server_case(dir: &std::path::Path, runs: usize) -> Result<ServerCase> {
             hash("analyst-pw")?
         ),
     )?;
-    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_dfanon-server"))
+    let mut server = std::process::Command::new(tool("dfanon-server")?)
         .arg("--config")
         .arg(&config)
         .stderr(std::process::Stdio::piped())
@@ -1433,7 +1450,6 @@ async fn main() -> Result<()> {
             rss / copy_rss
         );
     }
-    #[cfg(feature = "server")]
     if wanted("python_q1_nps_1361000") {
         match python_q1_case(dir.path(), runs)? {
             Some([python, dfanon, process, python_rss, dfanon_rss]) => println!(
@@ -1442,7 +1458,7 @@ async fn main() -> Result<()> {
                 process / dfanon
             ),
             None => println!(
-                "CASE name=python_q1_nps_1361000 skipped=needs the virtual environment of `cargo test --release --test python`"
+                "CASE name=python_q1_nps_1361000 skipped=needs the virtual environment of `cargo test --release -p dfanon --test python`"
             ),
         }
     }

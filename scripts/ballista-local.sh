@@ -23,7 +23,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "building dfanon, dfanon-scheduler and dfanon-executor (release)..."
-timeout 3600 cargo build --release --quiet --bin dfanon --bin dfanon-scheduler --bin dfanon-executor
+timeout 3600 cargo build --release --quiet -p dfanon --features dfanon/ballista -p dfanon-ballista
 bin="${CARGO_TARGET_DIR:-target}/release"
 
 echo "writing the NPS-shaped demo data to Parquet..."

@@ -1,6 +1,6 @@
 -- The main job on the embedded demo data:
 --   generate NPS-shaped data -> Parquet -> IPA release -> the paper's Q1-Q4 on original vs release.
--- Run with:  cargo run --release -- -f sql/nps_hierarchies.sql sql/demo.sql
+-- Run with:  cargo run --release -p dfanon -- -f sql/nps_hierarchies.sql sql/demo.sql
 
 -- 1. 1,361,000 synthetic patients, written to Parquet and read back as the source table.
 COPY (SELECT * FROM nps_demo()) TO 'out/nps.parquet' STORED AS PARQUET;
@@ -39,7 +39,7 @@ GROUP BY 1 ORDER BY 1;
 
 -- 5. Q1-Q4 on the original next to the release, with the evaluator of sql/paper_q1_q4.sql
 --    (an age interval is spread uniformly over its ages; docs/METHODS.md §1.12.2). The
---    section between the markers is a copy of that file's (tests/paper_evaluator.rs checks).
+--    section between the markers is a copy of that file's (tests/integration/paper_evaluator.rs checks).
 CREATE TABLE releases AS SELECT 'ipa' AS release, * FROM released WHERE disease LIKE 'I6%';
 CREATE TABLE release_means AS
   SELECT 'ipa' AS release, column_name, label, mean FROM anonymize_interval_means('nps',

@@ -3,7 +3,7 @@
 -- codes among about 700, exponential stays with a heavy tail, skewed locations), and
 -- deterministic (each column hashes the row number with its own constants). It checks that
 -- the IPA results hold on data the methods were not developed on:
---   cargo run --release -- -f sql/nps_hierarchies.sql sql/nps_other_generator.sql sql/paper_q1_q4.sql
+--   cargo run --release -p dfanon -- -f sql/nps_hierarchies.sql sql/nps_other_generator.sql sql/paper_q1_q4.sql
 -- (paper_q1_q4.sql keeps an existing table nps). ROWS below sets the size.
 CREATE TABLE nps_uniform AS
   SELECT

@@ -1,7 +1,7 @@
 -- The IPA paper's real-world queries Q1-Q4 (Lee & Chung 2020, Tables 9-12) on the original
 -- data and on releases, printed as the paper's tables with each query's relative L1 error
 -- sum |original - estimate| / sum original.
--- Run with:  cargo run --release -- -f sql/nps_hierarchies.sql sql/paper_q1_q4.sql
+-- Run with:  cargo run --release -p dfanon -- -f sql/nps_hierarchies.sql sql/paper_q1_q4.sql
 --
 -- Row labels follow the demo data (src/demo/nps/): in Tables 9-10 the row L counts ages
 -- [L-5, L-1] (FLOOR(age/5)*5 + 5), in Tables 11-12 the row L averages ages [L-10, L-1].

@@ -3,7 +3,7 @@
 -- k = 3, 5, 10 at h = 0.3 and for h = 0.25, 0.30, 0.35 at k = 5.
 -- Seven quasi-identifiers (the paper does not list them: Adult's first seven in ARX's
 -- order), occupation as the sensitive attribute (the paper's queries filter on it).
--- Run with:  cargo run --release -- -f sql/upa_adult.sql
+-- Run with:  cargo run --release -p dfanon -- -f sql/upa_adult.sql
 
 CREATE EXTERNAL TABLE adult STORED AS CSV LOCATION 'tests/data/adult/adult.csv' OPTIONS ('format.delimiter' ';', 'format.has_header' 'true');
 CREATE EXTERNAL TABLE adult_hierarchy_sex STORED AS CSV LOCATION 'tests/data/adult/adult_hierarchy_sex.csv' OPTIONS ('format.delimiter' ';', 'format.has_header' 'false');

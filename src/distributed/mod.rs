@@ -12,24 +12,21 @@
 //!   ([`local_state`]);
 //! * **the scheduler** receives the plan with each such table as a [`ShippedTable`]:
 //!   a release travels as its released histogram (classes × values × counts), never as
-//!   rows ([`AnonymizeLogicalCodec`]);
-//! * **the executors** receive [`ShippedExec`] scans ([`AnonymizePhysicalCodec`]) and
+//!   rows (the logical codec);
+//! * **the executors** receive [`ShippedExec`] scans (the physical codec) and
 //!   expand the histogram into rows batch by batch, in canonical order, as the query reads
 //!   them. Expanding is deterministic: the rows are the client's rows, nothing is drawn
 //!   again anywhere, and the budget is charged once, on the client.
 //!
-//! The codecs and the planner need no cluster to work (the tests run them in-process);
-//! the `ballista` feature adds the client connection and the scheduler and executor
-//! set-up ([`ballista`]).
+//! This module holds what needs no cluster: the planner and the bytes a shipped table
+//! travels as ([`wire`]). The plan codecs that carry those bytes in Ballista's protobuf
+//! plans, the client connection and the scheduler and executor set-up are the
+//! `dfanon-ballista` package's (`ballista/` in this repository), so that an application
+//! that embeds this crate compiles no cluster.
 
-pub mod codec;
 mod planner;
-mod wire;
+pub mod wire;
 
-#[cfg(feature = "ballista")]
-pub mod ballista;
-
-pub use crate::session::local_state;
+pub use crate::session::{local_state, PlansOnCluster};
 pub use crate::sql::shipped::{Shipped, ShippedExec, ShippedTable};
-pub use codec::{AnonymizeLogicalCodec, AnonymizePhysicalCodec};
 pub use planner::ClusterPlanner;

@@ -1,7 +1,9 @@
 //! Docs that cannot drift from the code. Three checks, each listing every offending item:
 //!
-//! 1. [`every_source_file_is_in_the_module_map`]: every `.rs` file under `src/` (recursively,
-//!    `src/bin/` included) is in the module map of `docs/ARCHITECTURE.md`.
+//! 1. [`every_source_file_is_in_the_module_map`]: every `.rs` file under the source folders
+//!    of the workspace's packages (`src/`, `cli/src/`, `server/src/`, `ballista/src/`,
+//!    `python/src/`, `one-build/src/`; recursively) is in the module map of
+//!    `docs/ARCHITECTURE.md`.
 //! 2. [`every_module_map_path_exists`]: every path the module map names exists, so renaming
 //!    or moving a mapped file fails until the map follows it.
 //! 3. [`every_methods_reference_resolves`]: every reference to a section of
@@ -9,7 +11,7 @@
 //!    heading of `docs/METHODS.md`.
 //!
 //! Plain Rust on the files of the repository; run with
-//! `cargo test --release --test docs_drift`.
+//! `cargo test --release --test integration docs_drift`.
 //!
 //! # The module map
 //!
@@ -135,6 +137,24 @@ struct Entry {
     path: String,
 }
 
+/// The source folders of the workspace's packages: the library's, then each tool's.
+const SOURCE_FOLDERS: [&str; 6] = [
+    "src",
+    "cli/src",
+    "server/src",
+    "ballista/src",
+    "python/src",
+    "one-build/src",
+];
+
+/// Every `.rs` file under [`SOURCE_FOLDERS`].
+fn source_files() -> Vec<String> {
+    SOURCE_FOLDERS
+        .iter()
+        .flat_map(|folder| files_under(folder, ".rs"))
+        .collect()
+}
+
 /// The module map's entries, and its unindented lines that do not start with a path.
 fn module_map() -> (Vec<Entry>, Vec<String>) {
     let text = read(ARCHITECTURE);
@@ -221,7 +241,7 @@ fn covered(file: &str, entries: &BTreeSet<&str>) -> bool {
 fn every_source_file_is_in_the_module_map() {
     let (entries, _) = module_map();
     let named: BTreeSet<&str> = entries.iter().map(|e| e.path.as_str()).collect();
-    let files = files_under("src", ".rs");
+    let files = source_files();
     assert!(
         files.len() >= 20,
         "found only {} .rs files under src/",
@@ -230,10 +250,10 @@ fn every_source_file_is_in_the_module_map() {
     let missing: Vec<&String> = files.iter().filter(|f| !covered(f, &named)).collect();
     assert!(
         missing.is_empty(),
-        "{} file(s) under src/ are not in the module map of {ARCHITECTURE}. Give each an entry \
-         (a line `src/.../file.rs  what it does` in the ```text block under `## Module map`; \
+        "{} source file(s) are not in the module map of {ARCHITECTURE}. Give each an entry \
+         (a line `src/.../file.rs  what it does` or `server/src/...` in the ```text block under `## Module map`; \
          test-only files are covered by an entry of their folder; rule: top of \
-         tests/docs_drift.rs):\n  {}",
+         tests/integration/docs_drift.rs):\n  {}",
         missing.len(),
         missing
             .iter()
@@ -275,7 +295,7 @@ fn every_module_map_path_exists() {
     assert!(
         problems.is_empty(),
         "the module map of {ARCHITECTURE} names {} path(s) that do not fit the tree \
-         (update the map to the files under src/; rule: top of tests/docs_drift.rs):\n  {}",
+         (update the map to the files under src/; rule: top of tests/integration/docs_drift.rs):\n  {}",
         problems.len(),
         problems.join("\n  ")
     );
@@ -529,7 +549,7 @@ fn referencing_files() -> Vec<String> {
         .collect();
     md.sort();
     files.extend(md);
-    files.extend(files_under("src", ".rs"));
+    files.extend(source_files());
     files
 }
 
@@ -592,12 +612,12 @@ fn every_methods_reference_resolves() {
     assert!(
         checked >= 100,
         "only {checked} references to {METHODS} found; has the citation form changed \
-         (rules: top of tests/docs_drift.rs)?"
+         (rules: top of tests/integration/docs_drift.rs)?"
     );
     assert!(
         problems.is_empty(),
         "{} reference(s) to {METHODS} do not resolve (point each at the right section, \
-         or number the heading; rules: top of tests/docs_drift.rs):\n  {}",
+         or number the heading; rules: top of tests/integration/docs_drift.rs):\n  {}",
         problems.len(),
         problems.join("\n  ")
     );

@@ -3,11 +3,11 @@
 //! `fuzz/`: no input panics, every rejection is an error value, accepted inputs are
 //! internally consistent.
 //!
-//! `cargo test --test fuzz_grammar` runs a few hundred cases per property. The `#[ignore]`d
+//! `cargo test --test integration fuzz_grammar` runs a few hundred cases per property. The `#[ignore]`d
 //! tests fuzz for a fixed time (default 600 s each, `FUZZ_SECONDS` to change):
 //!
 //! ```sh
-//! FUZZ_SECONDS=600 nice cargo test --test fuzz_grammar -- --ignored --test-threads 1
+//! FUZZ_SECONDS=600 nice cargo test --test integration fuzz_grammar -- --ignored --test-threads 1
 //! ```
 
 use std::time::{Duration, Instant};

@@ -74,7 +74,7 @@ impl Site {
         let dir = tempfile::tempdir().expect("temp dir");
         let setup = format!(
             "CREATE TABLE nps AS SELECT * FROM nps_demo(20000, 7);\n{}",
-            include_str!("../sql/nps_hierarchies.sql")
+            include_str!("../../sql/nps_hierarchies.sql")
         );
         std::fs::write(dir.path().join("setup.sql"), setup).expect("setup written");
         let config = format!(
@@ -315,11 +315,16 @@ fn python() -> &'static PathBuf {
     })
 }
 
-/// The Python script `name` of `tests/server`.
+/// The Python script `name` of `tests/clients`.
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/server")
+        .join("tests/clients")
         .join(name)
+}
+
+/// The repository's top folder (this package is `server/` in it).
+fn repository() -> &'static str {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/..")
 }
 
 /// Runs `statements` with the Python client `kind` (`psycopg` or `adbc`) as `user`, one
@@ -627,7 +632,7 @@ fn a_plaintext_password_in_the_configuration_is_refused() {
 /// or without it, and goes on counting.
 #[test]
 fn the_readme_example_serves_q1_to_psql_and_adbc_with_one_charge() {
-    let root = env!("CARGO_MANIFEST_DIR");
+    let root = repository();
     let dir = tempfile::tempdir().expect("temp dir");
     let example = std::fs::read_to_string(format!("{root}/examples/server/server.toml"))
         .expect("the example configuration");
@@ -993,7 +998,7 @@ fn public_statements_fuzzed_through_both_protocols_leave_the_server_serving() {
 }
 
 /// The fuzzing of public statements for a while (`FUZZ_SECONDS`, default 600 per
-/// protocol): `cargo test --release --test server -- --ignored`.
+/// protocol): `cargo test --release -p dfanon-server --test server -- --ignored`.
 #[test]
 #[ignore = "long fuzzing run; see its documentation"]
 fn fuzz_public_statements_for_a_while() {

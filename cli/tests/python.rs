@@ -86,7 +86,7 @@ fn wheel(python: &Path) -> PathBuf {
                 "--quiet",
                 "--manifest-path",
             ])
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python/Cargo.toml"))
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../python/Cargo.toml"))
             .arg("--out")
             .arg(&out)
             .env("CARGO_TARGET_DIR", target_dir()),
@@ -129,7 +129,9 @@ fn set_by_cargo_for_tests(key: &str) -> bool {
 fn the_python_package_passes_its_tests() {
     let python = venv();
     let wheel = wheel(&python);
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the repository holds this package");
     run(
         Command::new(&python)
             .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])

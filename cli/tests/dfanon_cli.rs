@@ -6,6 +6,9 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The demo's hierarchies, in the repository's `sql/` (this package is `cli/` in it).
+const HIERARCHIES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sql/nps_hierarchies.sql");
+
 fn dfanon() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_dfanon"));
     command.arg("-q").arg("--no-progress");
@@ -344,7 +347,7 @@ fn memory_limit_bounds_the_anonymization() {
                  FROM anonymize('nps', method => 'ipa', qi => 'age, sex, los, surgery, location', \
                  informative => 'disease', epsilon => 1.0, seed => 7)";
     let run_with = |limit: Option<&str>, commands: &[&str]| {
-        let mut args = vec!["--format", "csv", "-f", "sql/nps_hierarchies.sql"];
+        let mut args = vec!["--format", "csv", "-f", HIERARCHIES];
         if let Some(limit) = limit {
             // The fair pool gives each spilling operator its share, so whether the
             // aggregate spills does not depend on how its two partitions interleave (the

@@ -24,9 +24,9 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::PhysicalExtensionCodec;
 
-use super::{AnonymizeLogicalCodec, AnonymizePhysicalCodec, ClusterPlanner};
-use crate::session::PlansOnCluster;
-use crate::{register_with, RegisterOptions};
+use crate::codec::{AnonymizeLogicalCodec, AnonymizePhysicalCodec};
+use datafusion_anonymize::distributed::{ClusterPlanner, PlansOnCluster};
+use datafusion_anonymize::{register_with, RegisterOptions};
 
 /// Logical optimizer rules a cluster client leaves to the scheduler (which optimizes every
 /// plan it receives again): the plans they produce name columns by synthetic aliases

@@ -2,7 +2,7 @@
 //! functions (the file, `dfanon --help`, `anonymize_help()`) lists every registered one.
 //!
 //! After changing a function, regenerate the file with
-//! `UPDATE_DOCS=1 cargo test --release --test functions_doc`.
+//! `UPDATE_DOCS=1 cargo test --release --test integration functions_doc`.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -42,7 +42,7 @@ fn functions_md_is_up_to_date() {
             + 1;
         panic!(
             "docs/FUNCTIONS.md differs from functions_markdown() (first at line {line}); \
-             regenerate it with `UPDATE_DOCS=1 cargo test --release --test functions_doc`"
+             regenerate it with `UPDATE_DOCS=1 cargo test --release --test integration functions_doc`"
         );
     }
 }

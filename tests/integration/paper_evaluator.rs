@@ -13,7 +13,7 @@ use datafusion::prelude::SessionContext;
 use datafusion_anonymize::internals::{NPS_TABLE10_FEMALE_COUNTS, NPS_TABLE9_MALE_COUNTS};
 use datafusion_anonymize::run_script;
 
-const PAPER_SQL: &str = include_str!("../sql/paper_q1_q4.sql");
+const PAPER_SQL: &str = include_str!("../../sql/paper_q1_q4.sql");
 
 /// The evaluator section of `sql/paper_q1_q4.sql`.
 fn evaluator() -> &'static str {
@@ -192,7 +192,7 @@ async fn evaluator_reproduces_paper_k_anonymization_columns() -> Result<()> {
 /// The demo script's copy of the evaluator is the one of `sql/paper_q1_q4.sql`.
 #[test]
 fn demo_script_uses_the_same_evaluator() {
-    let demo = include_str!("../sql/demo.sql");
+    let demo = include_str!("../../sql/demo.sql");
     let section = |sql: &'static str| {
         let begin = sql.find("-- @evaluator begin").expect("begin marker");
         let end = sql.find("-- @evaluator end").expect("end marker");

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use ballista_scheduler::cluster::BallistaCluster;
 use ballista_scheduler::scheduler_process::start_server;
 use clap::Parser;
-use datafusion_anonymize::distributed::ballista::{scheduler_config, DEFAULT_SCHEDULER_PORT};
+use dfanon_ballista::{scheduler_config, DEFAULT_SCHEDULER_PORT};
 
 /// Command-line arguments.
 #[derive(Debug, Parser)]

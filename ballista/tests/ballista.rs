@@ -1,7 +1,6 @@
 //! Releases through an Apache DataFusion Ballista cluster (a scheduler and two executors
 //! started in this process, on loopback): the same seeded release as a local session, row
 //! for row, charged once to the client's ledger.
-#![cfg(feature = "ballista")]
 
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use std::sync::Arc;
@@ -10,11 +9,11 @@ use datafusion::arrow::compute::{cast, concat_batches};
 use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
-use datafusion_anonymize::distributed::ballista::{connect, start_standalone};
 use datafusion_anonymize::run_script;
 use datafusion_anonymize::{register_with, RegisterOptions};
+use dfanon_ballista::{connect, start_standalone};
 
-const HIERARCHIES: &str = include_str!("../sql/nps_hierarchies.sql");
+const HIERARCHIES: &str = include_str!("../../sql/nps_hierarchies.sql");
 
 /// A seeded IPA release of the demo data over all five quasi-identifiers.
 const RELEASE: &str = "anonymize('nps', method => 'ipa', qi => 'age, sex, los, surgery, location', informative => 'disease', epsilon => 1.0, seed => 11)";

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use ballista_executor::executor_process::start_executor_process;
 use clap::Parser;
-use datafusion_anonymize::distributed::ballista::{executor_config, DEFAULT_SCHEDULER_PORT};
+use dfanon_ballista::{executor_config, DEFAULT_SCHEDULER_PORT};
 
 /// Command-line arguments.
 #[derive(Debug, Parser)]

@@ -156,7 +156,8 @@ struct Args {
     ledger: Option<std::path::PathBuf>,
 
     /// Run queries on the Apache DataFusion Ballista cluster whose scheduler is at this URL
-    /// (df://HOST:PORT; start it with dfanon-scheduler and dfanon-executor). Releases are
+    /// (df://HOST:PORT; start it with dfanon-scheduler and dfanon-executor; this option is
+    /// there when dfanon is built with `--features ballista`). Releases are
     /// computed here, with their aggregate over the source on the cluster, and the ledger
     /// stays here. Sources must be files the executors can read (CREATE EXTERNAL TABLE).
     #[cfg(feature = "ballista")]
@@ -524,9 +525,7 @@ async fn run() -> Result<()> {
     #[cfg(feature = "ballista")]
     let ctx = match &args.ballista {
         Some(url) => {
-            let ctx =
-                datafusion_anonymize::distributed::ballista::connect(url, ctx.state(), options)
-                    .await?;
+            let ctx = dfanon_ballista::connect(url, ctx.state(), options).await?;
             if !args.quiet {
                 eprintln!("Queries run on the Ballista cluster at {url}.");
             }

@@ -24,8 +24,8 @@ use datafusion::physical_plan::{ExecutionPlan, PhysicalExpr};
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 
-use super::wire;
-use crate::sql::shipped::{ShippedExec, ShippedTable};
+use datafusion_anonymize::distributed::wire;
+use datafusion_anonymize::distributed::{ShippedExec, ShippedTable};
 
 /// The function codecs (scalar, higher-order, aggregate and window functions) both our
 /// codecs delegate unchanged to the codec they wrap.

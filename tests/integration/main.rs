@@ -1,0 +1,16 @@
+//! The integration tests of the library, one binary: a module per topic. (One binary links
+//! DataFusion once; each `tests/*.rs` file would link it again.)
+
+mod budget_file;
+mod docs_drift;
+mod functions_doc;
+mod fuzz_grammar;
+mod one_build;
+mod paper_evaluator;
+mod pseudonyms;
+mod public_access;
+mod release_props;
+mod report;
+mod report_browser;
+mod shared_releases;
+mod stale_release;
