@@ -12,3 +12,7 @@ CREATE VIEW nps_hierarchy_surgery AS
   SELECT * FROM (VALUES ('Y', '*'), ('N', '*')) AS h(value, level_1);
 CREATE VIEW nps_hierarchy_location AS
   SELECT * FROM interval_hierarchy('11,21..26,31..39', '11,12,21,27,31,40', '11,12,21,40');
+-- The demo's disease codes (every code nps_demo() can hold) and their groups: the public
+-- code list a public user names for dp_histogram, informative => 'disease:nps_hierarchy_disease'.
+CREATE VIEW nps_hierarchy_disease AS
+  SELECT * FROM nps_disease_hierarchy();

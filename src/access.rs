@@ -36,8 +36,16 @@ pub struct PublicPolicy {
     /// the session had when it was registered.
     pub tables: Vec<String>,
     /// The methods public users may call (default: the methods whose whole release is
-    /// differentially private, `dp_histogram` and `safepub`).
+    /// differentially private, `dp_histogram` and `safepub`). Any other method needs
+    /// [`PublicPolicy::allow_non_dp`].
     pub methods: Vec<String>,
+    /// The owner's consent to give public users methods whose release is not
+    /// differentially private (`ipa`, `kanon`, `upa`, `microaggregation`): their releases
+    /// disclose what their own guarantees say (IPA lists every real record's informative
+    /// value; releases of syntactic methods at several settings combine to single records),
+    /// and syntactic ones cost no budget, so they repeat freely. Default `false`: such a
+    /// method in [`PublicPolicy::methods`] is refused at registration.
+    pub allow_non_dp: bool,
     /// Smallest `k` a call of a syntactic method (`kanon`, `upa`) may use; syntactic
     /// methods are refused unless it and [`PublicPolicy::syntactic_qi`] are set.
     pub min_k: Option<u64>,
@@ -77,6 +85,7 @@ impl Default for PublicPolicy {
                 .iter()
                 .map(|m| m.to_string())
                 .collect(),
+            allow_non_dp: false,
             min_k: None,
             syntactic_qi: None,
             min_epsilon: DEFAULT_PUBLIC_MIN_EPSILON,

@@ -68,11 +68,15 @@ pub use budget::config::{
 };
 pub use progress::ProgressFn;
 pub use pseudonym::PseudonymKey;
+pub use public::statements::{
+    check_plan as check_public_plan, check_sql_statement as check_public_sql_statement,
+    check_statement as check_public_statement, PublicRefusal, PUBLIC_SETTINGS,
+};
 pub use sql::call::FunctionCall;
 pub use sql::copy_output::{CopyGuard, CopyOutput};
 pub use sql::docs::{FunctionDoc, FunctionKind, ParamDoc};
 pub use sql::functions::{cli_help_section, function_docs, functions_markdown, SharedReleases};
-pub use sql::script::{run_script, script_dataframe};
+pub use sql::script::{is_public, public_sql, run_script, script_dataframe};
 
 /// The anonymization methods: each one's name, as `anonymize(..., method => ...)` takes
 /// it, and a one-line description.
@@ -94,8 +98,27 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
 /// cannot create, change or copy anything; register the sources and public tables first,
 /// or build the session with [`public_session`] from the owner's.
 pub fn register_with(ctx: &SessionContext, options: RegisterOptions) -> Result<()> {
+    let mut options = options;
+    // The releases and ledger: the ones given, else those of the session `ctx` was made
+    // from (`public_session`, `owner_session`) or registered before, else new ones. So the
+    // owner's publications and charges and the public users' are in one store and one
+    // ledger.
+    let store = match options.releases.clone() {
+        Some(store) => store,
+        None => ctx
+            .state()
+            .config()
+            .get_extension::<SharedReleases>()
+            .map(|store| (*store).clone())
+            .unwrap_or_default(),
+    };
+    options.releases = Some(store.clone());
+    ctx.state_ref()
+        .write()
+        .config_mut()
+        .set_extension(Arc::new(store.clone()));
     let public = match options.access {
-        Access::Public => Some(public::install(ctx, &options)?),
+        Access::Public => Some(public::install(ctx, &options, store.published_names())?),
         Access::Owner => None,
     };
     let catalog = FunctionCatalog::build(&options, public);

@@ -3,7 +3,7 @@
 //! except files named `public_*.slt`, which see a session for public users. Their owner's
 //! setup is the file beside them named `<name>.init.sql`, run with the owner's rights
 //! first, as `dfanon --public --init` does; its `-- public-table: NAME`,
-//! `-- public-method: NAME`, `-- public-min-k: K`, `-- public-qi: COLUMNS` and
+//! `-- public-method: NAME`, `-- public-allow-non-dp: true`, `-- public-min-k: K`, `-- public-qi: COLUMNS` and
 //! `-- epsilon-budget: E` lines set the public policy. Run from the crate root (cargo does
 //! this), so paths like `tests/data/adult/...` resolve.
 
@@ -159,6 +159,7 @@ fn public_options(setup: &str) -> Result<datafusion_anonymize::RegisterOptions, 
         match key {
             "public-table" => policy.tables.push(value.to_string()),
             "public-method" => methods.push(value.to_string()),
+            "public-allow-non-dp" => policy.allow_non_dp = value == "true",
             "public-min-k" => policy.min_k = Some(value.parse().map_err(|e| bad(&e))?),
             "public-qi" => {
                 policy.syntactic_qi = Some(value.split(',').map(|c| c.trim().to_string()).collect())

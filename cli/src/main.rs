@@ -114,6 +114,12 @@ struct Args {
     #[clap(long = "public-method", value_name = "METHOD")]
     public_methods: Vec<String>,
 
+    /// Let public users call the methods enabled with --public-method whose release is not
+    /// differentially private (ipa, kanon, upa, microaggregation): they disclose what
+    /// their guarantees leave open. Only with --public.
+    #[clap(long = "public-allow-non-dp")]
+    public_allow_non_dp: bool,
+
     /// Smallest k of a public call of a syntactic method (kanon, upa); with --public-qi,
     /// needed before those methods can be enabled.
     #[clap(long = "public-min-k", value_name = "K")]
@@ -251,6 +257,7 @@ fn pseudonym_key(args: &Args) -> Result<Option<datafusion_anonymize::PseudonymKe
 fn public_policy(args: &Args) -> Result<PublicPolicy> {
     let mut policy = PublicPolicy {
         tables: args.public_tables.clone(),
+        allow_non_dp: args.public_allow_non_dp,
         min_k: args.public_min_k,
         syntactic_qi: args.public_qi.as_ref().map(|qi| {
             qi.split(',')
@@ -461,6 +468,7 @@ async fn run() -> Result<()> {
     budget.ledger_path = args.ledger.clone();
     let public_requested = !args.public_tables.is_empty()
         || !args.public_methods.is_empty()
+        || args.public_allow_non_dp
         || args.public_min_k.is_some()
         || args.public_qi.is_some()
         || args.public_person.is_some()
@@ -474,6 +482,11 @@ async fn run() -> Result<()> {
     if args.public && !budget.epsilon_budget.is_finite() && !args.quiet {
         eprintln!(
             "Note: no --epsilon-budget was given, so this public session releases nothing (every anonymize call is refused until the data owner sets a budget)."
+        );
+    }
+    if args.public && budget.ledger_path.is_none() && !args.quiet {
+        eprintln!(
+            "Note: no --ledger file was given, so the privacy budget lasts as long as this process: a new dfanon --public starts with the whole budget again. Give --ledger FILE to keep what was spent."
         );
     }
     let options = RegisterOptions {

@@ -98,6 +98,9 @@ impl Script {
     }
 
     async fn run_piece(&self, piece: Piece) -> Result<()> {
+        if datafusion_anonymize::is_public(&self.ctx) {
+            datafusion_anonymize::check_public_statement(&piece.statement)?;
+        }
         if let Statement::Reset(_) = &piece.statement {
             // DataFusion would answer "Could not find config namespace" for our settings.
             if let Some(e) = datafusion_anonymize::budget_reset_error(&piece.statement.to_string())

@@ -47,9 +47,10 @@ pub(crate) fn with_path_tables(ctx: SessionContext) -> SessionContext {
     ctx
 }
 
-/// The session as the interactive shell sees it: statements run as in `-c` and `-f`, and
-/// a `RESET` of an `anonymize.*` setting gets the crate's answer instead of DataFusion's
-/// "Could not find config namespace".
+/// The session as the interactive shell sees it: statements run as in `-c` and `-f`, a
+/// public session refuses what public users may not run, and a `RESET` of an
+/// `anonymize.*` setting gets the crate's answer instead of DataFusion's "Could not find
+/// config namespace".
 pub(crate) struct Repl(pub(crate) SessionContext);
 
 #[async_trait::async_trait]
@@ -81,6 +82,10 @@ impl datafusion_cli::cli_context::CliSessionContext for Repl {
         plan: datafusion::logical_expr::LogicalPlan,
     ) -> Result<datafusion::dataframe::DataFrame> {
         use datafusion::logical_expr::{LogicalPlan, ResetVariable, Statement};
+        // A public session runs only what public users may run (the shell hands over plans).
+        if datafusion_anonymize::is_public(&self.0) {
+            datafusion_anonymize::check_public_plan(&plan)?;
+        }
         if let LogicalPlan::Statement(Statement::ResetVariable(ResetVariable { variable })) = &plan
         {
             if let Some(e) = datafusion_anonymize::budget_reset_error(&format!("RESET {variable}"))

@@ -10,7 +10,7 @@ import dfanon
 DP = dict(
     method="dp_histogram",
     qi=QI,
-    sensitive="disease",
+    sensitive="disease:nps_hierarchy_disease",
     epsilon=1.0,
     levels="age=1, sex=0, los=1, surgery=0, location=1",
 )
@@ -25,7 +25,7 @@ def test_public_users_release_within_the_budget(public):
     first = dfanon.anonymize(public, "nps", **DP).to_arrow_table()
     again = public.sql(
         "SELECT * FROM anonymize('nps', 'method =>', 'dp_histogram', 'qi =>', "
-        "'age, sex, los, surgery, location', 'sensitive =>', 'disease', 'epsilon =>', 1.0, "
+        "'age, sex, los, surgery, location', 'sensitive =>', 'disease:nps_hierarchy_disease', 'epsilon =>', 1.0, "
         "'levels =>', 'age=1, sex=0, los=1, surgery=0, location=1')"
     ).to_arrow_table()
     assert rows(again) == rows(first)
@@ -55,8 +55,19 @@ def test_public_users_cannot_reach_what_the_owner_did_not_publish(public):
     # The sources themselves are not readable, nor anything else unpublished.
     with pytest.raises(dfanon.DfanonError, match="nps"):
         dfanon.sql(public, "SELECT * FROM nps")
-    with pytest.raises(dfanon.DfanonError):
+    with pytest.raises(dfanon.DfanonError, match="CREATE TABLE is not available to public users"):
         dfanon.sql(public, "CREATE TABLE copy AS SELECT 1")
+    # The session's settings are the owner's: a SET that would move the budget's account
+    # or choose a memory limit is refused.
+    for setting in (
+        "SET datafusion.catalog.default_schema = 'fresh1'",
+        "SET datafusion.runtime.memory_limit = '28K'",
+    ):
+        with pytest.raises(dfanon.DfanonError, match="is not available to public users"):
+            dfanon.sql(public, setting)
+    # dp_histogram takes the informative column's values from a published code list.
+    with pytest.raises(dfanon.DfanonError, match="values come from a published table"):
+        dfanon.anonymize(public, "nps", **{**DP, "sensitive": "disease"})
     assert budget(public) == (0, 0.0)
 
 

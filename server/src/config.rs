@@ -29,6 +29,8 @@ struct File {
     #[serde(default)]
     public_tables: Vec<String>,
     public_methods: Option<Vec<String>>,
+    #[serde(default)]
+    public_allow_non_dp: bool,
     public_min_k: Option<u64>,
     public_qi: Option<Vec<String>>,
     public_person: Option<String>,
@@ -143,6 +145,7 @@ pub fn parse(text: &str, folder: &Path) -> Result<Config, String> {
                 .map(|m| m.to_string())
                 .collect()
         }),
+        allow_non_dp: file.public_allow_non_dp,
         min_k: file.public_min_k,
         syntactic_qi: file.public_qi,
         min_epsilon: file

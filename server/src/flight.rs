@@ -42,7 +42,6 @@ use tonic::{Request, Response, Status, Streaming};
 use crate::config::Role;
 use crate::limits::{bounded, guarded, stop_signal, Stop};
 use crate::sessions::Server;
-use crate::statements::check_public_df;
 
 /// Most sessions (tokens) kept at once; the oldest is forgotten first.
 const MAX_SESSIONS: usize = 1024;
@@ -155,7 +154,8 @@ impl FlightSql {
             .sql_to_statement(sql, &dialect)
             .map_err(|e| Status::invalid_argument(e.strip_backtrace()))?;
         if session.role == Role::Public {
-            check_public_df(&statement).map_err(Status::permission_denied)?;
+            datafusion_anonymize::check_public_statement(&statement)
+                .map_err(|refusal| Status::permission_denied(refusal.message()))?;
         }
         state
             .statement_to_plan(statement)

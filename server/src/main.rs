@@ -10,7 +10,6 @@ mod limits;
 mod password;
 mod postgres;
 mod sessions;
-mod statements;
 
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;

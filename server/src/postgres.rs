@@ -50,7 +50,6 @@ use crate::config::Role;
 use crate::limits::{bounded, guarded, stop_signal, Slot, Stop, StopSignal};
 use crate::password::ITERATIONS;
 use crate::sessions::Server;
-use crate::statements::check_public;
 
 /// A statement as datafusion-postgres keeps it between Parse and Execute.
 type DfStatement = (String, Option<(Statement, LogicalPlan)>);
@@ -493,9 +492,9 @@ impl QueryParser for RoleParser {
 struct PublicGate;
 
 fn gate(statement: &Statement) -> Option<PgWireError> {
-    check_public(statement)
+    datafusion_anonymize::check_public_sql_statement(statement)
         .err()
-        .map(|message| user_error("42501", message))
+        .map(|refusal| user_error("42501", refusal.message().to_string()))
 }
 
 #[async_trait]

@@ -13,10 +13,12 @@ use std::time::{Duration, Instant};
 
 const SERVER: &str = env!("CARGO_BIN_EXE_dfanon-server");
 
-/// The paper's Q1 (male, no surgery, stroke) over an IPA release, per released age label.
-const Q1: &str = "SELECT age, COUNT(*) AS patients FROM anonymize('nps', method => 'ipa', \
-    qi => 'age, sex, los, surgery, location', informative => 'disease', epsilon => 1.0) \
-    WHERE sex = 'M' AND surgery = 'N' AND disease LIKE 'I6%' GROUP BY age ORDER BY age";
+/// The README's analyst query: men without surgery by age, over a differentially private
+/// histogram release (a method public users may call by default).
+const Q1: &str =
+    "SELECT age, COUNT(*) AS patients FROM anonymize('nps', method => 'dp_histogram', \
+    qi => 'age, sex, surgery', epsilon => 1.0) \
+    WHERE sex = 'M' AND surgery = 'N' GROUP BY age ORDER BY age";
 
 const BUDGET: &str =
     "SELECT releases, epsilon_spent FROM privacy_budget() WHERE table_name = 'datafusion.public.nps'";
@@ -83,6 +85,7 @@ flight_sql = "127.0.0.1:0"
 init = ["setup.sql"]
 public_tables = ["nps_hierarchy_*"]
 public_methods = ["ipa", "dp_histogram"]
+public_allow_non_dp = true
 ledger = "ledger.json"
 epsilon_budget = 3
 {settings}
@@ -524,7 +527,7 @@ fn quotas_and_the_table_budget_hold_across_both_protocols_and_a_kill() {
     let server = site.start();
     let dp = |epsilon: &str, levels: &str| {
         format!(
-            "SELECT COUNT(*) FROM anonymize('nps', method => 'dp_histogram', qi => 'age, sex, los, surgery, location', informative => 'disease', epsilon => {epsilon}, levels => '{levels}')"
+            "SELECT COUNT(*) FROM anonymize('nps', method => 'dp_histogram', qi => 'age, sex, los, surgery, location', informative => 'disease:nps_hierarchy_disease', epsilon => {epsilon}, levels => '{levels}')"
         )
     };
     let coarse = "age=3, sex=1, los=3, surgery=1, location=3";

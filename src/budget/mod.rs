@@ -22,9 +22,7 @@ use datafusion::common::{DataFusionError, Result};
 
 pub use account::Cost;
 use account::Limits;
-use ledger::{table_key, Ledger};
-
-use crate::privacy_unit::PrivacyUnit;
+use ledger::Ledger;
 
 /// A charge made for a release that is being computed. If the computation fails, nothing is
 /// released and [`ReleaseCharge::refund`] takes the charge back.
@@ -36,23 +34,18 @@ pub struct ReleaseCharge<'a> {
     file: Option<PathBuf>,
 }
 
-/// Charges `cost` to the account of the source table named `source_name` (as written in
-/// the call) in the privacy unit `unit`, under the limits and ledger file set in `config`.
-/// A table has one unit: a charge in another unit than its earlier releases is refused
-/// (see [`ledger::apply_charge`]).
+/// Charges `cost` to the ledger account `account` (the source's table in its privacy
+/// unit, [`crate::engine::AnonymizeRequest::account`]), under the limits and ledger file
+/// set in `config`. A table has one unit: a charge in another unit than its earlier
+/// releases is refused (see [`ledger::apply_charge`]).
 pub fn charge_release<'a>(
     ledger: &'a Ledger,
-    source_name: &str,
-    unit: &PrivacyUnit,
+    account: &str,
     cost: Cost,
     config: &ConfigOptions,
 ) -> Result<ReleaseCharge<'a>> {
     let options = config::options(config);
-    let table = unit.account(&table_key(
-        source_name,
-        &config.catalog.default_catalog,
-        &config.catalog.default_schema,
-    ));
+    let table = account.to_string();
     let limits = Limits {
         epsilon: options.epsilon_budget,
         delta: options.delta_budget,

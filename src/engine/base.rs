@@ -122,6 +122,7 @@ pub async fn load_base<R: RngCore + Send + ?Sized>(
     } else {
         frame = frame.aggregate(group, vec![count(lit(1)).alias("__anonymize_count")])?;
     }
+    let aggregate_schema = frame.schema().inner().clone();
     let mut batches = frame.collect().await.map_err(|e| {
         reading_error(
             "anonymize",
@@ -143,10 +144,19 @@ pub async fn load_base<R: RngCore + Send + ?Sized>(
     }
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     if rows == 0 {
-        return exec_err!(
-            "anonymize(): source table '{}' is empty",
-            request.source_name
-        );
+        // For a public user an empty table (or one whose records are all left out) is a
+        // table like any other: the release's own guarantee covers it (a DP method releases
+        // noise over its public cells). A refusal here would be a data-dependent outcome
+        // outside every mechanism.
+        if !request.public {
+            return exec_err!(
+                "anonymize(): source table '{}' is empty",
+                request.source_name
+            );
+        }
+        if batches.is_empty() {
+            batches.push(RecordBatch::new_empty(aggregate_schema));
+        }
     }
     let attrs = request.qi.len();
 

@@ -54,6 +54,9 @@ pub struct AnonymizeRequest {
     pub canonical_args: String,
     /// Source table name, as given.
     pub source_name: String,
+    /// The source's table in the ledger: its name resolved when the call was planned and
+    /// lower-cased (`datafusion.public.nps`; see [`crate::budget::ledger::table_key`]).
+    pub source_table: String,
     /// Source table.
     pub source: Arc<dyn TableProvider>,
     /// Quasi-identifiers in release order.
@@ -108,6 +111,12 @@ impl AnonymizeRequest {
             }
         }
         key
+    }
+
+    /// The ledger account every release of this request is charged to: the source's table
+    /// in the privacy unit.
+    pub fn account(&self) -> String {
+        self.unit.account(&self.source_table)
     }
 
     /// What the release costs in its privacy unit: the method's budget, or per person the
@@ -261,7 +270,18 @@ fn run_method(
             &size_advice(&*request.method, &size),
         )?;
     }
-    let output = request.method.run(&input, &mut rng)?;
+    let mut output = request.method.run(&input, &mut rng)?;
+    // A method's `warning` is about the data (SafePub's: most of the sample was
+    // suppressed), outside its guarantee: the owner reads it in `anonymize_warnings`, it is
+    // never public metadata.
+    let method_warnings = output
+        .metadata
+        .iter()
+        .filter(|(key, _)| key == "warning")
+        .map(|(_, text)| (request.method.name().to_string(), text.clone()))
+        .collect::<Vec<_>>();
+    output.metadata.retain(|(key, _)| key != "warning");
+    warnings.extend(method_warnings);
     let schema = request.release_schema();
     let information_loss = information_loss(
         &base.histogram,

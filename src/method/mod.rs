@@ -186,6 +186,12 @@ pub trait Method: Debug + Send + Sync {
         false
     }
 
+    /// Whether this configuration's guarantee is proven (docs/METHODS.md): an unproven one
+    /// (offered to reproduce a paper) is for the data owner only, never for public users.
+    fn proven(&self) -> bool {
+        true
+    }
+
     /// Whether the release comes with a catalog of its counterfeit rows
     /// (`anonymize_catalog(...)`).
     fn publishes_catalog(&self) -> bool {
@@ -237,6 +243,10 @@ pub struct MethodSpec {
     pub params: &'static [ParamSpec],
     /// Arguments of other methods this one refuses with a specific reason.
     pub refuses: &'static [(&'static str, &'static str)],
+    /// Whether everything the release shows (rows and public metadata) is differentially
+    /// private, what public users may call by default: `dp_histogram` and `safepub`. IPA
+    /// takes an ε, but its release is not DP (docs/METHODS.md §1.11).
+    pub release_is_dp: bool,
     /// Validates the arguments into a configured method. Errors are planning errors
     /// without a function-name prefix (the caller adds it).
     pub configure: fn(&MethodArgs<'_>) -> Result<Arc<dyn Method>>,

@@ -1,5 +1,5 @@
 //! The catalog a public session sees: the owner's catalog, showing only the tables the
-//! owner declared public, and refusing every change.
+//! owner declared public and the releases the owner published, and refusing every change.
 //!
 //! The wrappers sit between DataFusion and the owner's catalog, so tables the owner adds
 //! later (through the owner's own session) appear here as soon as they match a declared
@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use datafusion::catalog::{CatalogProvider, CatalogProviderList, SchemaProvider, TableProvider};
 use datafusion::common::{exec_err, DataFusionError, Result};
 
+use super::published::PublishedNames;
 use crate::access::PublicPolicy;
 
 /// Why a public session cannot change its catalog.
@@ -22,13 +23,34 @@ const READ_ONLY: &str = "this session is for public users: it cannot create, rep
 #[derive(Debug)]
 pub struct PublicCatalogList {
     inner: Arc<dyn CatalogProviderList>,
-    policy: Arc<PublicPolicy>,
+    visible: Visible,
 }
 
 impl PublicCatalogList {
-    /// Wraps the owner's `inner` catalogs under `policy`.
-    pub fn new(inner: Arc<dyn CatalogProviderList>, policy: Arc<PublicPolicy>) -> Self {
-        Self { inner, policy }
+    /// Wraps the owner's `inner` catalogs under `policy`, showing also the releases
+    /// `published` names.
+    pub fn new(
+        inner: Arc<dyn CatalogProviderList>,
+        policy: Arc<PublicPolicy>,
+        published: PublishedNames,
+    ) -> Self {
+        Self {
+            inner,
+            visible: Visible { policy, published },
+        }
+    }
+}
+
+/// Which tables a public session sees: the declared ones and the published releases.
+#[derive(Debug, Clone)]
+struct Visible {
+    policy: Arc<PublicPolicy>,
+    published: PublishedNames,
+}
+
+impl Visible {
+    fn shows(&self, table: &str) -> bool {
+        self.policy.is_public_table(table) || self.published.contains(table)
     }
 }
 
@@ -50,7 +72,7 @@ impl CatalogProviderList for PublicCatalogList {
         let inner = self.inner.catalog(name)?;
         Some(Arc::new(PublicCatalog {
             inner,
-            policy: self.policy.clone(),
+            visible: self.visible.clone(),
         }))
     }
 }
@@ -58,7 +80,7 @@ impl CatalogProviderList for PublicCatalogList {
 #[derive(Debug)]
 struct PublicCatalog {
     inner: Arc<dyn CatalogProvider>,
-    policy: Arc<PublicPolicy>,
+    visible: Visible,
 }
 
 impl CatalogProvider for PublicCatalog {
@@ -70,7 +92,7 @@ impl CatalogProvider for PublicCatalog {
         let inner = self.inner.schema(name)?;
         Some(Arc::new(PublicSchema {
             inner,
-            policy: self.policy.clone(),
+            visible: self.visible.clone(),
         }))
     }
 
@@ -94,7 +116,7 @@ impl CatalogProvider for PublicCatalog {
 #[derive(Debug)]
 struct PublicSchema {
     inner: Arc<dyn SchemaProvider>,
-    policy: Arc<PublicPolicy>,
+    visible: Visible,
 }
 
 #[async_trait]
@@ -103,12 +125,12 @@ impl SchemaProvider for PublicSchema {
         self.inner
             .table_names()
             .into_iter()
-            .filter(|t| self.policy.is_public_table(t))
+            .filter(|t| self.visible.shows(t))
             .collect()
     }
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>, DataFusionError> {
-        if !self.policy.is_public_table(name) {
+        if !self.visible.shows(name) {
             return Ok(None);
         }
         self.inner.table(name).await
@@ -127,6 +149,6 @@ impl SchemaProvider for PublicSchema {
     }
 
     fn table_exist(&self, name: &str) -> bool {
-        self.policy.is_public_table(name) && self.inner.table_exist(name)
+        self.visible.shows(name) && self.inner.table_exist(name)
     }
 }

@@ -16,16 +16,21 @@
 
 pub mod catalog;
 pub mod guard;
+pub mod published;
 pub mod records;
+pub mod settings;
+pub mod statements;
 
 use std::sync::Arc;
 
 use datafusion::catalog::{CatalogProviderList, TableProvider};
 use datafusion::common::{config_err, plan_err, DataFusionError, Result};
+use datafusion::execution::SessionState;
 use datafusion::prelude::SessionContext;
 
 use crate::access::{PublicPolicy, RegisterOptions};
-use crate::budget::account::Cost;
+use crate::budget::ledger::table_key;
+use crate::method::{find_method, Method};
 use crate::session::table_reference_candidates;
 
 /// The whole error a public user sees when a release cannot be computed: the same text
@@ -44,6 +49,7 @@ pub struct PublicRules {
     default_catalog: String,
     default_schema: String,
     epsilon_budget: f64,
+    owner_settings: settings::OwnerSettings,
 }
 
 impl PublicRules {
@@ -72,6 +78,19 @@ impl PublicRules {
             }
         }
         Ok(None)
+    }
+
+    /// The ledger account's table of the source `name`: the name resolved with the
+    /// registration's default catalog and schema (where [`Self::source`] finds it), never
+    /// with the session's current settings.
+    pub fn account_table(&self, name: &str) -> String {
+        table_key(name, &self.default_catalog, &self.default_schema)
+    }
+
+    /// Refuses a release in a session whose settings are no longer the owner's
+    /// ([`settings`]).
+    pub fn check_settings(&self, function: &str, state: &SessionState) -> Result<()> {
+        self.owner_settings.check(function, state)
     }
 
     /// Refuses the arguments a public user may not give: `seed` (a known seed makes every
@@ -125,10 +144,16 @@ impl PublicRules {
         &self,
         function: &str,
         method: &str,
-        cost: Cost,
+        configured: &dyn Method,
         k: Option<u64>,
         qi: &[String],
     ) -> Result<()> {
+        let cost = configured.budget();
+        if !configured.proven() {
+            return plan_err!(
+                "{function}(): method '{method}' with these options has no proven guarantee (its guarantee text says NOT PROVEN) and is available to the data owner only; public users use its defaults (for safepub: final_selection => 'last', search_sample => 'independent')"
+            );
+        }
         if SYNTACTIC_METHODS.contains(&method) {
             let (Some(min_k), Some(fixed)) = (self.policy.min_k, &self.policy.syntactic_qi) else {
                 return plan_err!(
@@ -182,12 +207,28 @@ fn quoted(names: &[String]) -> String {
 }
 
 /// Turns `ctx` into a public session: its catalog shows only the declared public tables
-/// and refuses changes, its table factories refuse, writes are refused. Returns the rules
+/// and the releases `published` names, and refuses changes; its table factories refuse,
+/// writes are refused. Returns the rules
 /// its `anonymize` functions check.
-pub fn install(ctx: &SessionContext, options: &RegisterOptions) -> Result<Arc<PublicRules>> {
+pub fn install(
+    ctx: &SessionContext,
+    options: &RegisterOptions,
+    published: published::PublishedNames,
+) -> Result<Arc<PublicRules>> {
     // A syntactic method enabled without the k and quasi-identifiers every call must use
     // would only fail the public users' calls: the owner hears it at registration.
     let policy = &options.public;
+    if !policy.allow_non_dp {
+        if let Some(method) = policy
+            .methods
+            .iter()
+            .find(|m| find_method(m).is_some_and(|spec| !spec.release_is_dp))
+        {
+            return config_err!(
+                "public method '{method}' does not release differentially private data: public users could read what its guarantee leaves open, as often as they like. Enable it only knowingly, with dfanon --public-allow-non-dp or PublicPolicy::allow_non_dp (public_allow_non_dp = true in server.toml)"
+            );
+        }
+    }
     if let Some(method) = policy
         .methods
         .iter()
@@ -209,10 +250,12 @@ pub fn install(ctx: &SessionContext, options: &RegisterOptions) -> Result<Arc<Pu
         default_catalog: defaults.default_catalog.clone(),
         default_schema: defaults.default_schema.clone(),
         epsilon_budget: options.budget.epsilon_budget,
+        owner_settings: settings::OwnerSettings::of(&state),
     });
     ctx.register_catalog_list(Arc::new(catalog::PublicCatalogList::new(
         owner_tables,
         policy,
+        published,
     )));
     for factory in ctx.state_ref().write().table_factories_mut().values_mut() {
         *factory = Arc::new(guard::RefusedFactory);

@@ -124,6 +124,11 @@ impl BoundArgs {
         self.values.contains_key(name)
     }
 
+    /// Takes the argument `name` out (a function that passes the others on).
+    pub fn remove(&mut self, name: &str) {
+        self.values.remove(name);
+    }
+
     /// A text argument.
     pub fn string(&self, name: &str) -> Result<Option<String>> {
         self.values

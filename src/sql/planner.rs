@@ -30,6 +30,11 @@ pub trait SqlTableFunction: Debug + Send + Sync {
     fn owner_only(&self) -> bool {
         false
     }
+    /// Why an owner-only function is the data owner's only, as the error a public user
+    /// gets says it.
+    fn owner_only_reason(&self) -> &'static str {
+        "it shows exact figures of the raw data"
+    }
     /// Builds the provider for one call.
     fn create(
         &self,
@@ -42,14 +47,17 @@ pub trait SqlTableFunction: Debug + Send + Sync {
 #[derive(Debug, Default)]
 pub struct FunctionPlanner {
     functions: HashMap<String, Arc<dyn SqlTableFunction>>,
-    /// Owner-only functions this registration withholds, named in a clear error.
-    withheld: Vec<String>,
+    /// Owner-only functions this registration withholds, with why, named in a clear error.
+    withheld: Vec<(String, &'static str)>,
 }
 
 impl FunctionPlanner {
     /// A planner for `functions`; calls of a `withheld` function get an error saying it is
     /// owner-only.
-    pub fn new(functions: Vec<Arc<dyn SqlTableFunction>>, withheld: Vec<String>) -> Self {
+    pub fn new(
+        functions: Vec<Arc<dyn SqlTableFunction>>,
+        withheld: Vec<(String, &'static str)>,
+    ) -> Self {
         Self {
             functions: functions
                 .into_iter()
@@ -80,9 +88,9 @@ impl RelationPlanner for FunctionPlanner {
         };
         let lower = ident.value.to_ascii_lowercase();
         let Some(function) = self.functions.get(&lower).cloned() else {
-            if self.withheld.contains(&lower) {
+            if let Some((_, reason)) = self.withheld.iter().find(|(name, _)| *name == lower) {
                 return plan_err!(
-                    "{lower}() is an owner-only function (it shows exact figures of the raw data) and is not available in this session, which was registered for public users; the data owner uses dfanon without --public, or registers with RegisterOptions::owner()"
+                    "{lower}() is an owner-only function ({reason}) and is not available in this session, which was registered for public users; the data owner uses dfanon without --public, or registers with RegisterOptions::owner()"
                 );
             }
             return Ok(RelationPlanning::Original(Box::new(relation)));

@@ -1,13 +1,14 @@
 //! Running a SQL script: several statements separated by `;`, as in `sql/*.sql`.
 
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::common::{plan_datafusion_err, Result};
+use datafusion::common::{plan_datafusion_err, plan_err, Result};
 use datafusion::dataframe::DataFrame;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::{DFParserBuilder, Statement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 
 use super::copy_output::{CopyGuard, CopyOutput};
+use crate::public::statements::check_statement;
 
 /// Runs every statement of `script` in order, each one planned after the previous one ran
 /// (so a script may create a table and then read it), and returns the last statement's
@@ -27,8 +28,17 @@ pub async fn run_script(ctx: &SessionContext, script: &str) -> Result<Vec<Record
 /// `None` for a script without statements. A `COPY` to a local path before the last
 /// statement that fails, or whose future is dropped while it writes, leaves nothing
 /// behind ([`CopyGuard`]); the caller guards the last one.
+///
+/// In a public session (a public registration, [`crate::Access::Public`]) every statement
+/// must be one a public user may run ([`crate::check_public_statement`]); one that is not
+/// refuses the whole script before anything runs.
 pub async fn script_dataframe(ctx: &SessionContext, script: &str) -> Result<Option<DataFrame>> {
     let statements = parse(ctx, script)?;
+    if is_public(ctx) {
+        for statement in &statements {
+            check_statement(statement)?;
+        }
+    }
     let mut last: Option<DataFrame> = None;
     for statement in statements {
         if let Some(previous) = last.take() {
@@ -45,6 +55,30 @@ pub async fn script_dataframe(ctx: &SessionContext, script: &str) -> Result<Opti
         last = Some(ctx.execute_logical_plan(plan).await?);
     }
     Ok(last)
+}
+
+/// Runs one statement of a public user in the public session `ctx`: refused unless a
+/// public user may run it ([`crate::check_public_statement`]), then planned and returned
+/// as a [`DataFrame`] (as [`SessionContext::sql`]). This is the door an embedding service
+/// puts between its users and a session registered for them; `ctx.sql` itself runs any
+/// statement, and the session then refuses releases once a setting was changed.
+pub async fn public_sql(ctx: &SessionContext, sql: &str) -> Result<DataFrame> {
+    let mut statements = parse(ctx, sql)?;
+    let statement = match (statements.pop(), statements.is_empty()) {
+        (Some(statement), true) => statement,
+        (None, _) => return plan_err!("public_sql(): the text holds no SQL statement"),
+        (Some(_), false) => {
+            return plan_err!("public_sql(): the text holds several statements; give one at a time")
+        }
+    };
+    check_statement(&statement)?;
+    let plan = ctx.state().statement_to_plan(statement).await?;
+    ctx.execute_logical_plan(plan).await
+}
+
+/// Whether `ctx` carries a public registration.
+pub fn is_public(ctx: &SessionContext) -> bool {
+    crate::budget::config::options(ctx.state_ref().read().config_options()).locked
 }
 
 /// The statements of `script`, in the session's SQL dialect (parsed before anything runs,

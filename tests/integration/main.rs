@@ -9,6 +9,8 @@ mod one_build;
 mod paper_evaluator;
 mod pseudonyms;
 mod public_access;
+mod public_differential;
+mod public_door;
 mod release_props;
 mod report;
 mod report_browser;

@@ -117,9 +117,9 @@ async fn releases_of_neighbours_fail_only_on_the_ceiling() -> Result<()> {
         let ctx = session(policy, 1000.0).await?;
         for source in std::iter::once("t").chain(NEIGHBOURS) {
             for method in [
-                "method => 'dp_histogram', informative => 'disease'",
                 "method => 'dp_histogram', informative => 'disease:h_disease'",
                 "method => 'safepub', epsilon => 2, delta => 1e-5",
+                "method => 'safepub', informative => 'disease', epsilon => 2, delta => 1e-5",
             ] {
                 let sql = format!(
                     "SELECT COUNT(*) FROM anonymize('{source}', qi => 'age:h_age, sex:h_sex', {method})"
@@ -162,6 +162,7 @@ async fn a_syntactic_method_without_its_settings_is_refused_at_registration() ->
     for (min_k, qi) in [(None, Some(vec!["age".to_string()])), (Some(3), None)] {
         let policy = PublicPolicy {
             methods: vec!["dp_histogram".into(), "upa".into()],
+            allow_non_dp: true,
             min_k,
             syntactic_qi: qi,
             ..declared()
@@ -178,10 +179,39 @@ async fn a_syntactic_method_without_its_settings_is_refused_at_registration() ->
     Ok(())
 }
 
+/// A method whose release is not differentially private reaches public users only with
+/// the owner's explicit consent (`allow_non_dp`).
+#[tokio::test]
+async fn non_dp_methods_need_the_owners_consent() -> Result<()> {
+    for method in ["ipa", "kanon", "upa", "microaggregation"] {
+        let policy = PublicPolicy {
+            methods: vec!["dp_histogram".into(), method.into()],
+            min_k: Some(3),
+            syntactic_qi: Some(vec!["age".into()]),
+            ..declared()
+        };
+        let err = session(policy.clone(), 1.0)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.strip_backtrace());
+        assert_eq!(
+            err,
+            Err(format!("Invalid or Unsupported Configuration: public method '{method}' does not release differentially private data: public users could read what its guarantee leaves open, as often as they like. Enable it only knowingly, with dfanon --public-allow-non-dp or PublicPolicy::allow_non_dp (public_allow_non_dp = true in server.toml)"))
+        );
+        let consented = PublicPolicy {
+            allow_non_dp: true,
+            ..policy
+        };
+        assert!(session(consented, 1.0).await.is_ok(), "{method}");
+    }
+    Ok(())
+}
+
 #[tokio::test]
 async fn syntactic_methods_need_the_owners_minimum_k_and_quasi_identifiers() -> Result<()> {
     let policy = PublicPolicy {
         methods: vec!["kanon".into()],
+        allow_non_dp: true,
         min_k: Some(3),
         syntactic_qi: Some(vec!["sex".into(), "age".into()]),
         ..declared()
@@ -308,6 +338,7 @@ CREATE TABLE h_sex(v VARCHAR, l1 VARCHAR) AS VALUES ('M', '*'), ('F', '*');
 async fn public_microaggregation_follows_the_owners_settings() -> Result<()> {
     let policy = PublicPolicy {
         methods: vec!["microaggregation".into()],
+        allow_non_dp: true,
         min_k: Some(3),
         syntactic_qi: Some(vec!["age".into()]),
         ..declared()

@@ -16,11 +16,12 @@ const SETUP: &str = "
 CREATE TABLE t(age INT, sex VARCHAR, disease VARCHAR) AS VALUES (30, 'M', 'A'), (40, 'F', 'B'), (50, 'M', 'A'), (30, 'F', 'A'), (40, 'M', 'C'), (50, 'F', 'B'), (30, 'M', 'B'), (40, 'F', 'A');
 CREATE TABLE h_age(v VARCHAR, l1 VARCHAR, l2 VARCHAR) AS VALUES ('30', '[30-50)', '*'), ('40', '[30-50)', '*'), ('50', '[50-70)', '*');
 CREATE TABLE h_sex(v VARCHAR, l1 VARCHAR) AS VALUES ('M', '*'), ('F', '*');
+CREATE TABLE h_disease(v VARCHAR, l1 VARCHAR) AS VALUES ('A', '*'), ('B', '*'), ('C', '*');
 ";
 
 fn release(epsilon: f64, levels: &str) -> String {
     format!(
-        "SELECT * FROM anonymize('t', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease', epsilon => {epsilon}, levels => '{levels}')"
+        "SELECT * FROM anonymize('t', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease:h_disease', epsilon => {epsilon}, levels => '{levels}')"
     )
 }
 
@@ -154,19 +155,30 @@ async fn a_users_quota_counts_what_their_requests_added() -> Result<()> {
     Ok(())
 }
 
+/// A public session made from the owner's shares the owner's store and ledger unless it
+/// is given its own: publications and charges are then one account per table for all.
 #[tokio::test]
-async fn registrations_with_their_own_stores_charge_separately() -> Result<()> {
+async fn a_public_session_shares_the_owners_store_unless_given_its_own() -> Result<()> {
     let site = Site::new().await?;
     let policy = PublicPolicy {
         tables: vec!["h_*".into()],
         ..PublicPolicy::default()
     };
-    let alone = public_session(&site.owner, RegisterOptions::public(policy, 3.0))?;
+    let inherited = public_session(&site.owner, RegisterOptions::public(policy.clone(), 3.0))?;
+    let alone = public_session(
+        &site.owner,
+        RegisterOptions {
+            releases: Some(SharedReleases::new()),
+            ..RegisterOptions::public(policy, 3.0)
+        },
+    )?;
     let shared = site.user("alice", None)?;
     let sql = release(1.0, "age=1, sex=1");
-    assert!(rows(&alone, &sql).await.is_ok());
+    assert!(rows(&inherited, &sql).await.is_ok());
     assert!(rows(&shared, &sql).await.is_ok());
-    // The session with its own store charged its own ledger; the shared one the owner's.
+    assert!(rows(&alone, &sql).await.is_ok());
+    // The inherited and the shared session made one release and one charge; the session
+    // with its own store charged its own ledger.
     assert_eq!(site.spent().await?, (1, 1.0));
     let own = rows(&alone, "SELECT releases FROM privacy_budget()").await;
     assert!(own.as_ref().is_ok_and(|t| t.contains("| 1 ")), "{own:?}");

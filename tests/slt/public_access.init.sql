@@ -10,5 +10,6 @@ CREATE TABLE t_null AS SELECT * FROM t UNION ALL VALUES (CAST(NULL AS INT), 'M',
 CREATE TABLE t_missing AS SELECT * FROM t UNION ALL VALUES (99, 'M', 'A');
 CREATE TABLE t_hierarchy_age(v VARCHAR, l1 VARCHAR, l2 VARCHAR) AS VALUES ('30', '[30-50)', '*'), ('40', '[30-50)', '*'), ('50', '[50-70)', '*');
 CREATE TABLE t_hierarchy_sex(v VARCHAR, l1 VARCHAR) AS VALUES ('M', '*'), ('F', '*');
+CREATE TABLE t_hierarchy_disease(v VARCHAR, l1 VARCHAR) AS VALUES ('A', '*'), ('B', '*'), ('C', '*');
 CREATE TABLE secret_h(v VARCHAR, l1 VARCHAR) AS VALUES ('30', '*'), ('40', '*'), ('50', '*');
 CREATE VIEW t_hierarchy_view AS SELECT * FROM interval_hierarchy('30..60', '10');

@@ -38,6 +38,8 @@ pub(super) enum Sexes {
 /// A group of disease codes with shared behaviour.
 #[derive(Debug)]
 pub(super) struct DiseaseGroup {
+    /// The group's name (`circulatory`, `injury`, ...).
+    pub(super) name: &'static str,
     /// Codes, most frequent first, each with whether it is usually treated by an
     /// operation.
     pub(super) codes: Vec<(&'static str, bool)>,
@@ -152,6 +154,7 @@ fn parse(
         };
         names.push(f[0]);
         groups.push(DiseaseGroup {
+            name: f[0],
             codes: Vec::new(),
             share: number(GROUPS_FILE, line, f[1])?,
             age_mult,

@@ -88,6 +88,7 @@ mod tests;
 
 use std::sync::Arc;
 
+use datafusion::arrow::array::StringArray;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::RecordBatch;
@@ -111,6 +112,35 @@ pub const NPS_DEFAULT_SEED: u64 = 2011;
 pub const NPS_LOCATION_CODES: [i32; 16] = [
     11, 21, 22, 23, 24, 25, 26, 31, 32, 33, 34, 35, 36, 37, 38, 39,
 ];
+
+/// The demo's disease codes as a hierarchy in ARX layout: `value` (the ICD-10 code),
+/// `level_1` (its group, e.g. `circulatory`) and `level_2` (`*`). Every code the demo data
+/// can hold is a leaf: a public code list for the `disease` column, fixed by the demo's
+/// compiled-in code table, not by any generated rows.
+///
+/// # Errors
+///
+/// An [`ArrowError`] if the compiled-in code table is malformed (the tests rule this out).
+pub fn nps_disease_hierarchy() -> Result<RecordBatch, ArrowError> {
+    let groups = disease_groups()?;
+    let codes: Vec<(&str, &str)> = groups
+        .iter()
+        .flat_map(|g| g.codes.iter().map(|(code, _)| (*code, g.name)))
+        .collect();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("value", DataType::Utf8, false),
+        Field::new("level_1", DataType::Utf8, false),
+        Field::new("level_2", DataType::Utf8, false),
+    ]));
+    RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(StringArray::from_iter_values(codes.iter().map(|c| c.0))),
+            Arc::new(StringArray::from_iter_values(codes.iter().map(|c| c.1))),
+            Arc::new(StringArray::from_iter_values(codes.iter().map(|_| "*"))),
+        ],
+    )
+}
 
 /// Schema of the demo table: `age`, `sex`, `los`, `surgery`, `location`, `disease`, all
 /// non-nullable.

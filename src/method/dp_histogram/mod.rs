@@ -10,8 +10,11 @@
 //! Adding or removing one record changes exactly one cell by 1, so the noisy table is
 //! ε-differentially private and the clamping and expansion are post-processing — on the
 //! condition that the set of cells does not depend on the data. The hierarchies and the
-//! node are public choices; the informative domain is the set of distinct informative
-//! values of the data, which is therefore disclosed (the `guarantee` metadata says so).
+//! node are public choices. The informative domain is the leaves of the informative
+//! column's hierarchy when one is named (`informative => 'disease:disease_h'`, required of
+//! public users): a public declaration. Without one it is the set of distinct informative
+//! values of the data, which is then disclosed (the `guarantee` metadata says so): the
+//! data owner's choice, never a public user's.
 //!
 //! The node is the `levels` parameter (`'age=1, sex=0'`; attributes not named stay at level
 //! 0) or, by default, the first node in order of increasing level sum, then lattice order,
@@ -143,6 +146,7 @@ pub const METHOD: MethodSpec = MethodSpec {
     about: "noisy contingency table over a generalized domain, every cell with exact discrete Laplace noise: epsilon-differential privacy (rows are not real records)",
     params: params::PARAMS,
     refuses: params::REFUSES,
+    release_is_dp: true,
     configure: params::configure,
 };
 
@@ -186,6 +190,12 @@ impl Method for DpHistogram {
         dp_histogram_diagnostics_schema()
     }
 
+    /// Every informative value gets a noisy count: with a hierarchy named for the column,
+    /// its leaves are the domain (public), not the values the data hold.
+    fn wants_public_value_domain(&self) -> bool {
+        true
+    }
+
     /// A cell of count `n` releases `max(0, n + Z)` rows, at most `n + max(0, Z)`, with `Z`
     /// discrete Laplace of scale `1/ε`, over every cell of the node's domain.
     fn release_size(&self, input: &MethodInput<'_>) -> Result<ReleaseSize> {
@@ -219,6 +229,7 @@ impl Method for DpHistogram {
                 input.hierarchies,
                 &result.stats,
                 input.value_domain,
+                input.sensitive.leaf_domain(),
             ),
             diagnostics: dp_histogram_diagnostics_batch(&result.stats)?,
             release: result.release,

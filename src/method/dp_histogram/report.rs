@@ -14,19 +14,36 @@ pub fn dp_histogram_metadata(
     hierarchies: &[&Hierarchy],
     stats: &DpHistogramStats,
     value_domain: usize,
+    leaf_domain: Option<&str>,
 ) -> Vec<(String, String)> {
     let node_source = if params.levels.is_some() {
         "given by the 'levels' argument"
     } else {
         "the default rule: the first node by level sum, then lattice order, with at most max_cells cells (this depends only on the hierarchies and the number of informative values)"
     };
+    let (domain, domain_claim) = match leaf_domain {
+        Some(hierarchy) => (
+            format!("the {value_domain} leaves of hierarchy '{hierarchy}' (a public declaration)"),
+            format!(
+                "the informative domain is the {value_domain} leaves of hierarchy '{hierarchy}', a public \
+                 declaration, whatever the data hold (records with another value are left out of a public \
+                 release): the set of cells is public, and the whole release is differentially private"
+            ),
+        ),
+        None => (
+            format!("{value_domain} distinct values taken from the data"),
+            format!(
+                "the informative domain is the {value_domain} distinct values of the informative column found in \
+                 the data: it is not protected (which values occur at all is disclosed exactly), and must be \
+                 public knowledge for the guarantee to hold"
+            ),
+        ),
+    };
     let guarantee = format!(
         "epsilon-differential privacy with epsilon = {eps} (adding or removing one record), for the table of \
          noisy counts and everything derived from it, on the condition that the set of cells is public. The \
          quasi-identifier cells are all {qi} combinations of the hierarchies' labels at levels '{levels}' \
-         ({node_source}), empty ones included; the informative domain is the {value_domain} distinct values of the \
-         informative column found in the data: it is not protected (which values occur at all is disclosed \
-         exactly), and must be public knowledge for the guarantee to hold. Each cell gets two-sided discrete \
+         ({node_source}), empty ones included; {domain_claim}. Each cell gets two-sided discrete \
          Laplace noise of scale 1/epsilon drawn exactly; negative counts are clamped to 0. Released rows are \
          not real records: counts and their informative values are noisy.",
         eps = params.epsilon,
@@ -41,7 +58,7 @@ pub fn dp_histogram_metadata(
         ),
         ("cells".into(), stats.cells.to_string()),
         ("max_cells".into(), params.max_cells.to_string()),
-        ("informative_domain".into(), format!("{value_domain} distinct values taken from the data")),
+        ("informative_domain".into(), domain),
         ("guarantee".into(), guarantee),
     ]
 }

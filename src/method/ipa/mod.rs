@@ -97,6 +97,7 @@ pub const METHOD: MethodSpec = MethodSpec {
     about: "IPA (Lee & Chung 2020): full-domain generalization, noisy-threshold suppression, counterfeit records and exponential-mechanism choices; no formal DP guarantee (see the metadata's guarantee text)",
     params: params::PARAMS,
     refuses: params::REFUSES,
+    release_is_dp: false,
     configure: params::configure,
 };
 

@@ -86,6 +86,7 @@ pub const METHOD: MethodSpec = MethodSpec {
     about: "optimal full-domain k-anonymity with record or cell suppression (least NCP or ARX metric, pruned search); deterministic, no differential privacy",
     params: params::PARAMS,
     refuses: params::REFUSES,
+    release_is_dp: false,
     configure: params::configure,
 };
 

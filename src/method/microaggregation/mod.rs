@@ -68,6 +68,7 @@ pub const METHOD: MethodSpec = MethodSpec {
     about: "MDAV microaggregation of numeric quasi-identifiers: groups of at least k records get their group's mean (or median); k-anonymity on those columns only, no differential privacy",
     params: PARAMS,
     refuses: REFUSES,
+    release_is_dp: false,
     configure,
 };
 

@@ -168,6 +168,7 @@ pub const METHOD: MethodSpec = MethodSpec {
     about: "SafePub (Bild, Kuhn & Prasser 2018): truthful (epsilon, delta)-differential privacy by random sampling, full-domain generalization and suppression of classes below k, with a private top-down search",
     params: params::PARAMS,
     refuses: params::REFUSES,
+    release_is_dp: true,
     configure: params::configure,
 };
 
@@ -185,6 +186,12 @@ pub struct SafePub {
 impl Method for SafePub {
     fn name(&self) -> &'static str {
         METHOD.name
+    }
+
+    /// The last pivot of a search on an independent sample (§2.12); `final_selection =>
+    /// 'best'` and `search_sample => 'shared'` are not proven.
+    fn proven(&self) -> bool {
+        self.params.proven()
     }
 
     /// The requested δ is charged; the delivered δ is never larger.
@@ -227,10 +234,9 @@ pub fn run(
     params: &SafePubParams,
     rng: &mut AnonRng,
 ) -> Result<SafePubResult> {
+    // An empty table (a public release whose records were all left out) is released like
+    // any other: the search runs on equal scores, the sample and the release are empty.
     let input_rows = input.histogram.total();
-    if input_rows == 0 {
-        return exec_err!("cannot anonymize an empty table");
-    }
     check_search_work(params.steps, input.lattice)?;
     let calibration = calibrate(params.epsilon_anon(), params.delta, params.arx_compat)?;
     let smoothness =

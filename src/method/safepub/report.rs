@@ -131,7 +131,8 @@ pub fn guarantee_text(params: &SafePubParams, result: &SafePubResult, attrs: usi
              (2) For any fixed levels, {release_step}, is (epsilon_anon, delta)-differentially private (SafePub Theorems 3 and 4, \
              from Li, Qardaji & Su); its randomness is independent of the search's. \
              Covered: the released rows and the search's pivots (so the levels, steps_run and everything computed from them); \
-             the 'warning' entry, when present, is one bit about the released sample outside this accounting. {truthful} \
+             a warning that most of the sample was suppressed is one bit about the released sample outside this accounting, \
+             shown to the data owner only (anonymize_warnings). {truthful} \
              Smoothness (Theorem 11): the release step is also ({eps_prime}, {delta_prime:e})-differentially private, so the \
              whole release is ({eps_total}, {delta_prime:e})-differentially private by the same composition. {excess}",
             epsilon = params.epsilon,

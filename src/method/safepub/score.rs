@@ -325,6 +325,7 @@ impl<'t> ScoreAccumulator<'t> {
     /// The score of the scheme: exact integer sums, then the few rounded operations the
     /// bound [`ScoreFunction::rounding_per_record`] counts.
     pub fn finish(self) -> Evaluation {
+        let per_record = |sum: f64, n: f64| if n == 0.0 { 0.0 } else { sum / n };
         let n = self.total as f64;
         let m = self.levels.len() as f64;
         let suppressed = self.total.saturating_sub(self.kept) as f64;
@@ -347,7 +348,9 @@ impl<'t> ScoreAccumulator<'t> {
                     .sum();
                 -(self.kept as f64 * per_record + suppressed * m)
             }
-            ScoreFunction::Discernibility => -(self.squares as f64 / n + suppressed),
+            // Sums over records divided by N: 0 for a table without records (whose
+            // squares are 0 too), so every scheme of an empty table scores alike.
+            ScoreFunction::Discernibility => -(per_record(self.squares as f64, n) + suppressed),
             ScoreFunction::Entropy => {
                 let mut phi = 0.0;
                 for (a, &l) in self.levels.iter().enumerate() {
@@ -361,7 +364,7 @@ impl<'t> ScoreAccumulator<'t> {
                         squares += c as u128 * c as u128;
                         visible += c;
                     }
-                    phi += squares as f64 / n + (self.total - visible) as f64;
+                    phi += per_record(squares as f64, n) + (self.total - visible) as f64;
                 }
                 -phi
             }

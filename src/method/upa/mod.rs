@@ -390,6 +390,7 @@ pub const METHOD: MethodSpec = MethodSpec {
     about: "UPA (Lee et al. 2017): k-anonymity under an h-ceiling on every record's generalization degree, counterfeit records and a published catalog of them (anonymize_catalog, upa_truthful); syntactic, no differential privacy",
     params: params::PARAMS,
     refuses: params::REFUSES,
+    release_is_dp: false,
     configure: params::configure,
 };
 

@@ -28,7 +28,10 @@ use crate::public::PublicRules;
 use crate::sql::docs::{self, scalar_doc, table_doc, FunctionDoc};
 use crate::sql::planner::SqlTableFunction;
 pub use anonymize::SharedReleases;
-use anonymize::{AnonymizeFunction, ReleaseCache, ReleaseView, ReportFunction};
+use anonymize::{
+    AnonymizeFunction, PublishFunction, PublishedMetadataFunction, ReleaseCache, ReleaseView,
+    ReportFunction, UnpublishFunction,
+};
 use anonymize_assess::AssessFunction;
 use anonymize_class_sizes::ClassSizesFunction;
 use anonymize_help::HelpFunction;
@@ -37,7 +40,7 @@ use anonymize_suda::SudaFunction;
 use generalized::generalized_udfs;
 use interval_hierarchy::IntervalHierarchyFunction;
 use mask_hierarchy::MaskHierarchyFunction;
-use nps_demo::NpsDemoFunction;
+use nps_demo::{NpsDemoFunction, NpsDiseaseHierarchyFunction};
 use privacy_budget::PrivacyBudgetFunction;
 use top_bottom_hierarchy::TopBottomHierarchyFunction;
 use upa_truthful::UpaTruthfulFunction;
@@ -63,8 +66,8 @@ pub struct FunctionCatalog {
     pub table_functions: Vec<Arc<dyn SqlTableFunction>>,
     /// Scalar functions, registered with `SessionContext::register_udf`.
     pub scalar_functions: Vec<ScalarUDF>,
-    /// Names of the owner-only functions this registration leaves out.
-    pub withheld: Vec<String>,
+    /// Names of the owner-only functions this registration leaves out, with why.
+    pub withheld: Vec<(String, &'static str)>,
 }
 
 impl FunctionCatalog {
@@ -102,6 +105,10 @@ impl FunctionCatalog {
                 Access::Owner => NpsDemoFunction::for_owner(),
                 Access::Public => NpsDemoFunction::for_public(),
             }),
+            Arc::new(NpsDiseaseHierarchyFunction),
+            Arc::new(PublishFunction::new(cache.clone())),
+            Arc::new(UnpublishFunction::new(cache.clone())),
+            Arc::new(PublishedMetadataFunction::new(cache.clone())),
             help.clone(),
         ]);
         let (table_functions, withheld): (Vec<_>, Vec<_>) = table_functions
@@ -110,7 +117,10 @@ impl FunctionCatalog {
         let catalog = Self {
             table_functions,
             scalar_functions: generalized_udfs(),
-            withheld: withheld.iter().map(|f| f.name().to_string()).collect(),
+            withheld: withheld
+                .iter()
+                .map(|f| (f.name().to_string(), f.owner_only_reason()))
+                .collect(),
         };
         help.describe(&catalog.docs());
         catalog
@@ -193,10 +203,13 @@ mod tests {
             "anonymize_diagnostics",
             "anonymize_information_loss",
             "anonymize_warnings",
+            "anonymize_publish",
+            "anonymize_unpublish",
         ] {
             assert!(owner_only.contains(&name.to_string()), "{name}");
         }
-        assert_eq!(public.withheld, owner_only);
+        let withheld: Vec<String> = public.withheld.iter().map(|(n, _)| n.clone()).collect();
+        assert_eq!(withheld, owner_only);
         assert!(owner.withheld.is_empty());
         let public_names = public.names();
         for name in [

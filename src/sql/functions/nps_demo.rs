@@ -1,11 +1,12 @@
-//! `nps_demo(...)`: the embedded NPS-shaped demo table.
+//! `nps_demo(...)`: the embedded NPS-shaped demo table, and `nps_disease_hierarchy()`: its
+//! disease codes.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use datafusion::arrow::array::RecordBatch;
-use datafusion::catalog::TableProvider;
+use datafusion::catalog::{MemTable, TableProvider};
 use datafusion::common::{plan_err, Result};
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
@@ -125,6 +126,33 @@ impl SqlTableFunction for NpsDemoFunction {
             nps_schema(),
             Arc::new(NpsProducer { rows, seed, cell }),
         )))
+    }
+}
+
+/// `nps_disease_hierarchy()`: the demo's disease codes and their groups, a public code
+/// list for the `disease` column.
+#[derive(Debug)]
+pub struct NpsDiseaseHierarchyFunction;
+
+impl SqlTableFunction for NpsDiseaseHierarchyFunction {
+    fn name(&self) -> &'static str {
+        "nps_disease_hierarchy"
+    }
+    fn params(&self) -> &'static [ParamSpec] {
+        &[]
+    }
+    fn about(&self) -> &'static str {
+        "The disease codes of nps_demo() as a hierarchy (value, level_1 = the code's group, level_2 = '*'): every code the demo data can hold, from the demo's compiled-in code table, so a public code list for its disease column."
+    }
+    fn create(
+        &self,
+        args: CallArgs,
+        _context: &mut dyn RelationPlannerContext,
+    ) -> Result<Arc<dyn TableProvider>> {
+        bind(self.name(), &[], &[], args)?;
+        let batch = crate::demo::nps::nps_disease_hierarchy()?;
+        let table = MemTable::try_new(batch.schema(), vec![vec![batch]])?;
+        Ok(Arc::new(table))
     }
 }
 

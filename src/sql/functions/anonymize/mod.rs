@@ -10,7 +10,7 @@
 //! `INSERT INTO` the source, new files; see the `version` module), a scan computes and
 //! charges a new release instead of serving the stale one.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -23,17 +23,19 @@ use tokio::sync::OnceCell;
 
 use crate::access::{Principal, RegisterOptions};
 use crate::budget::account::Limits;
-use crate::budget::ledger::{table_key, Ledger, SLACK};
+use crate::budget::ledger::{Ledger, SLACK};
 use crate::budget::{self, charge_release, Cost, ReleaseCharge};
 use crate::engine::{self, AnonymizeRequest, ReleaseOutput};
 use crate::progress::ProgressFn;
 use crate::pseudonym::PseudonymKey;
+use crate::public::published::PublishedNames;
 use crate::public::{PublicRules, PUBLIC_FAILURE};
 use crate::release::{interval_means_schema, ReleaseRowLimit};
 use crate::sql::args::{bind, BoundArgs, CallArgs, ParamSpec};
 use crate::sql::lazy::{BatchProducer, BatchSource, LazyTable};
 use crate::sql::planner::SqlTableFunction;
 pub use params::ANONYMIZE_PARAMS;
+pub use publish::{PublishFunction, PublishedMetadataFunction, UnpublishFunction};
 pub use report::ReportFunction;
 use request::build_request;
 use version::TableVersion;
@@ -41,6 +43,7 @@ use views::{information_loss_batch, information_loss_schema, metadata_batch, met
 
 mod identifiers;
 mod params;
+mod publish;
 mod report;
 mod request;
 mod unit;
@@ -84,6 +87,12 @@ impl SharedReleases {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// The names of the releases published in this store, which public sessions over it
+    /// show.
+    pub(crate) fn published_names(&self) -> PublishedNames {
+        self.0.published_names.clone()
+    }
 }
 
 /// What [`SharedReleases`] holds.
@@ -93,6 +102,26 @@ struct ReleaseStore {
     ledger: Arc<Ledger>,
     /// What each user ([`Principal`]) has added to each table's account.
     quotas: Ledger,
+    /// The published releases, by table name (`anonymize_publish`).
+    published: Mutex<BTreeMap<String, Arc<Publication>>>,
+    /// Their names, as public sessions' catalogs read them.
+    published_names: PublishedNames,
+}
+
+/// A release the data owner published under a table name.
+#[derive(Debug)]
+pub(super) struct Publication {
+    /// The request's cache key: publishing the same request again under the same name
+    /// changes nothing.
+    pub(super) key: String,
+    /// The method's name.
+    pub(super) method: String,
+    /// What the release was charged.
+    pub(super) cost: Cost,
+    /// The release.
+    pub(super) output: Arc<ReleaseOutput>,
+    /// Where its table is registered (catalog, schema).
+    pub(super) location: (String, String),
 }
 
 /// State shared by the `anonymize` functions of one registration.
@@ -194,6 +223,9 @@ impl ReleaseCache {
         limit: ReleaseRowLimit,
         state: &SessionState,
     ) -> Result<Arc<ReleaseOutput>> {
+        if let Some(rules) = &self.public {
+            rules.check_settings("anonymize", state)?;
+        }
         let progress = self.progress();
         let request = &entry.request;
         let mut tables = vec![&request.source];
@@ -213,8 +245,7 @@ impl ReleaseCache {
                 let quota = self.charge_quota(request, cost, state)?;
                 let charge = charge_release(
                     &self.store.0.ledger,
-                    &request.source_name,
-                    &request.unit,
+                    &request.account(),
                     cost,
                     state.config_options(),
                 )
@@ -234,8 +265,8 @@ impl ReleaseCache {
                     (Err(e), None) => Err(pending.refund(e)),
                     // A public user learns nothing from why a release failed: the refusal
                     // is the same for every cause, and refunded (its causes are the
-                    // arguments, the public declarations and, for a source left without
-                    // usable records, the one bit the threat model states).
+                    // arguments, the public declarations and the owner's resources:
+                    // docs/METHODS.md §8.3).
                     (Err(_), Some(_)) => {
                         Err(pending.refund(DataFusionError::Execution(PUBLIC_FAILURE.into())))
                     }
@@ -268,11 +299,7 @@ impl ReleaseCache {
             return Ok(None);
         };
         let config = state.config_options();
-        let table = request.unit.account(&table_key(
-            &request.source_name,
-            &config.catalog.default_catalog,
-            &config.catalog.default_schema,
-        ));
+        let table = request.account();
         let account = format!("{table} [user {}]", principal.name);
         let file = budget::config::options(config)
             .ledger_path

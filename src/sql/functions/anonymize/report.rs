@@ -17,7 +17,6 @@ use super::params::COMMON_PARAMS;
 use super::{CacheEntry, ReleaseCache, ANONYMIZE_PARAMS};
 use crate::budget::account::Limits;
 use crate::budget::config::options;
-use crate::budget::ledger::table_key;
 use crate::method::find_method;
 use crate::params::{ParamDefault, ParamKind, ParamValues};
 use crate::release::ReleaseRowLimit;
@@ -177,11 +176,7 @@ impl Compute for ReportRows {
         ));
         let config = state.config_options();
         let settings = options(config);
-        let account_key = request.unit.account(&table_key(
-            &request.source_name,
-            &config.catalog.default_catalog,
-            &config.catalog.default_schema,
-        ));
+        let account_key = request.account();
         let account = self
             .cache
             .ledger()

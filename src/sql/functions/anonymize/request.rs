@@ -10,6 +10,7 @@ use datafusion::catalog::TableProvider;
 use datafusion::common::{plan_err, DataFusionError, Result};
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
+use crate::budget::ledger::table_key;
 use crate::engine::{AnonymizeRequest, QiSpec};
 use crate::lattice::LatticeError;
 use crate::method::{find_method, Method, MethodArgs, MethodSpec, METHODS};
@@ -62,6 +63,19 @@ pub fn build_request(
             Some(table) => table,
             None => return plan_err!("{function}(): source table '{source_name}' not found"),
         },
+    };
+    // The ledger account's table: the source as resolved here, once (a public user's with
+    // the registration's defaults, whatever the session's settings say later).
+    let source_table = match public {
+        Some(rules) => rules.account_table(&source_name),
+        None => {
+            let catalog = &context.context_provider().options().catalog;
+            table_key(
+                &source_name,
+                &catalog.default_catalog,
+                &catalog.default_schema,
+            )
+        }
     };
     let schema = source.schema();
     let tables = Tables {
@@ -116,10 +130,21 @@ pub fn build_request(
         rules.check_method(
             function,
             method.name,
-            configured.budget(),
+            &*configured,
             values.opt_u64("k"),
             &qi_columns,
         )?;
+        // A method that counts every informative value takes the values from a published
+        // table for a public user: the set of cells is then public, not read from the data.
+        if configured.wants_public_value_domain() {
+            if let Some(column) = sensitive.iter().find(|s| s.hierarchy.is_none()) {
+                return plan_err!(
+                    "{function}(): method '{}' gives every value of the informative column a noisy count, so for public users the values come from a published table: write {sensitive_param} => '{}:<published hierarchy or code list>'",
+                    method.name,
+                    column.column
+                );
+            }
+        }
     }
     // Pseudonyms ride with the sensitive columns from here on; the checks above are of the
     // sensitive columns named.
@@ -135,13 +160,14 @@ pub fn build_request(
     let seed = values.opt_u64("seed");
     let canonical_args = format!(
         "{};unit={};identifiers={:?}",
-        canonical_args(&source_name, &qi, &sensitive, seed, &*configured),
+        canonical_args(&source_table, &qi, &sensitive, seed, &*configured),
         unit.canonical(),
         identifiers
     );
     Ok(AnonymizeRequest {
         canonical_args,
         source_name,
+        source_table,
         source,
         qi,
         sensitive,
