@@ -12,7 +12,7 @@ DP = dict(
     qi=QI,
     sensitive="disease:nps_hierarchy_disease",
     epsilon=1.0,
-    levels="age=1, sex=0, los=1, surgery=0, location=1",
+    levels="age=2, sex=1, los=2, surgery=1, location=2",
 )
 
 
@@ -26,7 +26,7 @@ def test_public_users_release_within_the_budget(public):
     again = public.sql(
         "SELECT * FROM anonymize('nps', 'method =>', 'dp_histogram', 'qi =>', "
         "'age, sex, los, surgery, location', 'sensitive =>', 'disease:nps_hierarchy_disease', 'epsilon =>', 1.0, "
-        "'levels =>', 'age=1, sex=0, los=1, surgery=0, location=1')"
+        "'levels =>', 'age=2, sex=1, los=2, surgery=1, location=2')"
     ).to_arrow_table()
     assert rows(again) == rows(first)
     assert budget(public) == (1, 1.0)
