@@ -128,8 +128,8 @@ pub fn check_plan(plan: &LogicalPlan) -> Result<(), PublicRefusal> {
             Err(PublicRefusal::of("DEALLOCATE"))
         }
         LogicalPlan::Copy(_) => Err(PublicRefusal::of("COPY")),
-        LogicalPlan::Dml(_) => Err(PublicRefusal::of("INSERT, UPDATE and DELETE")),
-        LogicalPlan::Ddl(_) => Err(PublicRefusal::of("CREATE, ALTER and DROP")),
+        LogicalPlan::Dml(_) => Err(PublicRefusal::of("a write (INSERT, UPDATE or DELETE)")),
+        LogicalPlan::Ddl(_) => Err(PublicRefusal::of("a definition (CREATE, ALTER or DROP)")),
         _ => Ok(()),
     }
 }
@@ -208,6 +208,37 @@ mod tests {
         ] {
             assert_eq!(check_df(sql), Ok(()), "{sql}");
         }
+    }
+
+    /// The shell's check on plans gives the answers the check on statements gives.
+    #[tokio::test]
+    async fn plans_are_checked_alike() -> datafusion::common::Result<()> {
+        let ctx = datafusion::prelude::SessionContext::new();
+        let plan = |sql: &'static str| {
+            let state = ctx.state();
+            async move { state.create_logical_plan(sql).await }
+        };
+        assert_eq!(check_plan(&plan("SELECT 1").await?), Ok(()));
+        assert_eq!(check_plan(&plan("SET datestyle = 'ISO'").await?), Ok(()));
+        for (sql, what) in [
+            (
+                "SET datafusion.catalog.default_schema = 'x'",
+                "SET datafusion.catalog.default_schema",
+            ),
+            ("RESET datafusion.execution.batch_size", "RESET"),
+            (
+                "CREATE TABLE x AS SELECT 1",
+                "a definition (CREATE, ALTER or DROP)",
+            ),
+            ("PREPARE p AS SELECT 1", "PREPARE"),
+        ] {
+            assert_eq!(
+                check_plan(&plan(sql).await?),
+                Err(PublicRefusal::of(what)),
+                "{sql}"
+            );
+        }
+        Ok(())
     }
 
     #[test]

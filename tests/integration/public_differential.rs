@@ -315,9 +315,9 @@ async fn observe(ctx: &SessionContext, sql: &str) -> Seen {
             }
         }
         let searched = metadata.get("method").is_some_and(|m| m == "safepub");
-        metadata.retain(|key, _| {
-            !DRAWN.contains(&key.as_str()) && !(searched && DRAWN_BY_SEARCH.contains(&key.as_str()))
-        });
+        let drawn =
+            |key: &str| DRAWN.contains(&key) || (searched && DRAWN_BY_SEARCH.contains(&key));
+        metadata.retain(|key, _| !drawn(key));
     }
     Seen::Ran { schema, metadata }
 }
