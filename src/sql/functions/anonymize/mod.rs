@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use datafusion::catalog::TableProvider;
@@ -199,10 +199,7 @@ impl ReleaseCache {
             ceiling: self.max_release_rows,
         };
         let key = request.cache_key();
-        let mut entries = match self.store.0.entries.lock() {
-            Ok(e) => e,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut entries = lock(&self.store.0.entries);
         let entry = entries
             .entry(key)
             .or_insert_with(|| {
@@ -335,6 +332,15 @@ impl ReleaseCache {
     }
 }
 
+/// The guard of `mutex`, also after a thread panicked holding it (the data it guards stay
+/// consistent: every update under it is a single insert or replace).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
 /// The ledger file of users' quotas beside the ledger file `path`: `<path>.quotas`.
 fn quota_file(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
@@ -417,10 +423,7 @@ impl CacheEntry {
     /// The release cell for the tables at `version`: the cached one if they have not
     /// changed since, else a fresh one (the stale release is never served again).
     fn cell_for(&self, version: TableVersion) -> ReleaseCell {
-        let mut current = match self.current.lock() {
-            Ok(c) => c,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut current = lock(&self.current);
         match &*current {
             Some((seen, cell)) if *seen == version => cell.clone(),
             _ => {

@@ -18,7 +18,7 @@
 //! setup publishes again at start, which draws and charges again unless the same request
 //! is still cached.
 
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
 use datafusion::arrow::array::{BooleanArray, Float64Array, RecordBatch, StringArray, UInt64Array};
@@ -29,7 +29,7 @@ use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
 use super::views::{metadata_batch, metadata_schema};
-use super::{CacheEntry, Publication, ReleaseCache, ANONYMIZE_PARAMS};
+use super::{lock, CacheEntry, Publication, ReleaseCache, ANONYMIZE_PARAMS};
 use crate::engine::ReleaseOutput;
 use crate::params::{ParamDefault, ParamKind};
 use crate::release::ReleaseRowLimit;
@@ -72,13 +72,6 @@ fn table_name(function: &str, name: &str) -> Result<String> {
         );
     }
     Ok(lower)
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    }
 }
 
 impl ReleaseCache {
