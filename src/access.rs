@@ -5,6 +5,7 @@
 use crate::budget::config::AnonymizeOptions;
 use crate::progress::ProgressFn;
 use crate::pseudonym::PseudonymKey;
+use crate::public::policy::PublicPolicy;
 use crate::sql::functions::SharedReleases;
 
 /// Who the SQL users of a registration are: it decides which functions exist, which tables
@@ -25,86 +26,6 @@ pub enum Access {
     /// function, every table, detailed errors, and `SET anonymize.*` changes the budget
     /// settings of the session (never lowering what was spent; see the `budget` module).
     Owner,
-}
-
-/// The data owner's policy for the public users of a registration ([`Access::Public`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct PublicPolicy {
-    /// Tables public users may read and name as hierarchies: exact table names, or a
-    /// prefix followed by `*` (`nps_hierarchy_*`). Every other table of the session is
-    /// invisible to SQL; `anonymize(...)` still reads the sources, which are the tables
-    /// the session had when it was registered.
-    pub tables: Vec<String>,
-    /// The methods public users may call (default: the methods whose whole release is
-    /// differentially private, `dp_histogram` and `safepub`). Any other method needs
-    /// [`PublicPolicy::allow_non_dp`].
-    pub methods: Vec<String>,
-    /// The owner's consent to give public users methods whose release is not
-    /// differentially private (`ipa`, `kanon`, `upa`, `microaggregation`): their releases
-    /// disclose what their own guarantees say (IPA lists every real record's informative
-    /// value; releases of syntactic methods at several settings combine to single records),
-    /// and syntactic ones cost no budget, so they repeat freely. Default `false`: such a
-    /// method in [`PublicPolicy::methods`] is refused at registration.
-    pub allow_non_dp: bool,
-    /// Smallest `k` a call of a syntactic method (`kanon`, `upa`) may use; syntactic
-    /// methods are refused unless it and [`PublicPolicy::syntactic_qi`] are set.
-    pub min_k: Option<u64>,
-    /// The quasi-identifiers every call of a syntactic method must name, exactly (in any
-    /// order).
-    pub syntactic_qi: Option<Vec<String>>,
-    /// Smallest ε one release of a differentially private method may spend (default
-    /// 0.01): a tiny ε makes noise and counterfeits grow without bound.
-    pub min_epsilon: f64,
-    /// The column identifying a person in the sources public users release (default: none,
-    /// each row is one individual). When set, every public release is per person: its
-    /// guarantee and its ledger account count persons, and a public user may set
-    /// `max_rows_per_person` but not another `person`. Public users cannot choose the unit:
-    /// a person-level release of a table whose rows are its individuals would protect
-    /// each row only at twice its epsilon.
-    pub person: Option<String>,
-    /// Most rows one release may have (default 10,000,000). The check reads only the
-    /// released rows, after the draw, so the refusal is a function of the release; the
-    /// charge stays.
-    pub max_release_rows: u64,
-}
-
-/// The methods public users may call when the owner says nothing else.
-pub const DEFAULT_PUBLIC_METHODS: [&str; 2] = ["dp_histogram", "safepub"];
-
-/// Default [`PublicPolicy::min_epsilon`].
-pub const DEFAULT_PUBLIC_MIN_EPSILON: f64 = 0.01;
-
-/// Default [`PublicPolicy::max_release_rows`].
-pub const DEFAULT_PUBLIC_MAX_RELEASE_ROWS: u64 = 10_000_000;
-
-impl Default for PublicPolicy {
-    fn default() -> Self {
-        Self {
-            tables: Vec::new(),
-            methods: DEFAULT_PUBLIC_METHODS
-                .iter()
-                .map(|m| m.to_string())
-                .collect(),
-            allow_non_dp: false,
-            min_k: None,
-            syntactic_qi: None,
-            min_epsilon: DEFAULT_PUBLIC_MIN_EPSILON,
-            person: None,
-            max_release_rows: DEFAULT_PUBLIC_MAX_RELEASE_ROWS,
-        }
-    }
-}
-
-impl PublicPolicy {
-    /// Whether `table` (a table's name as registered) is declared public.
-    pub fn is_public_table(&self, table: &str) -> bool {
-        self.tables
-            .iter()
-            .any(|pattern| match pattern.strip_suffix('*') {
-                Some(prefix) => table.starts_with(prefix),
-                None => table == pattern,
-            })
-    }
 }
 
 /// Options for [`crate::register_with`].

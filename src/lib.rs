@@ -58,16 +58,17 @@ use datafusion::prelude::SessionContext;
 use sql::functions::FunctionCatalog;
 use sql::planner::FunctionPlanner;
 
-pub use access::{
-    Access, Principal, PublicPolicy, RegisterOptions, DEFAULT_PUBLIC_MAX_RELEASE_ROWS,
-    DEFAULT_PUBLIC_METHODS, DEFAULT_PUBLIC_MIN_EPSILON,
-};
+pub use access::{Access, Principal, RegisterOptions};
 pub use budget::config::{
     parse_ledger_path, parse_limit as parse_budget_limit, reset_error as budget_reset_error,
     AnonymizeOptions,
 };
 pub use progress::ProgressFn;
 pub use pseudonym::PseudonymKey;
+pub use public::policy::{
+    PolicyValue, PublicPolicy, SourcePolicy, DEFAULT_PUBLIC_MAX_RELEASE_ROWS,
+    DEFAULT_PUBLIC_METHODS, DEFAULT_PUBLIC_MIN_EPSILON,
+};
 pub use public::statements::{
     check_plan as check_public_plan, check_sql_statement as check_public_sql_statement,
     check_statement as check_public_statement, PublicRefusal, PUBLIC_SETTINGS,

@@ -2,9 +2,9 @@
 //! `SessionContext` with the anonymization functions registered: for the data owner,
 //! except files named `public_*.slt`, which see a session for public users. Their owner's
 //! setup is the file beside them named `<name>.init.sql`, run with the owner's rights
-//! first, as `dfanon --public --init` does; its `-- public-table: NAME`,
-//! `-- public-method: NAME`, `-- public-allow-non-dp: true`, `-- public-min-k: K`, `-- public-qi: COLUMNS` and
-//! `-- epsilon-budget: E` lines set the public policy. Run from the crate root (cargo does
+//! first, as `dfanon --public --init` does; its `-- public-policy: JSON` line is the
+//! release policy (`PublicPolicy` as JSON, what the Python package sends) and its
+//! `-- epsilon-budget: E` line the budget. Run from the crate root (cargo does
 //! this), so paths like `tests/data/adult/...` resolve.
 
 use std::path::PathBuf;
@@ -146,7 +146,6 @@ fn run_file(path: PathBuf) -> Result<(), Failed> {
 /// The public policy an init file declares in its `-- key: value` lines.
 fn public_options(setup: &str) -> Result<datafusion_anonymize::RegisterOptions, DbError> {
     let mut policy = datafusion_anonymize::PublicPolicy::default();
-    let mut methods = Vec::new();
     let mut epsilon_budget = f64::INFINITY;
     for line in setup.lines() {
         let Some((key, value)) = line
@@ -157,19 +156,13 @@ fn public_options(setup: &str) -> Result<datafusion_anonymize::RegisterOptions, 
         };
         let bad = |e: &dyn std::fmt::Display| DbError(format!("init line '{line}': {e}"));
         match key {
-            "public-table" => policy.tables.push(value.to_string()),
-            "public-method" => methods.push(value.to_string()),
-            "public-allow-non-dp" => policy.allow_non_dp = value == "true",
-            "public-min-k" => policy.min_k = Some(value.parse().map_err(|e| bad(&e))?),
-            "public-qi" => {
-                policy.syntactic_qi = Some(value.split(',').map(|c| c.trim().to_string()).collect())
+            "public-policy" => {
+                policy =
+                    datafusion_anonymize::PublicPolicy::from_json(value).map_err(|e| bad(&e))?
             }
             "epsilon-budget" => epsilon_budget = value.parse().map_err(|e| bad(&e))?,
             _ => {}
         }
-    }
-    if !methods.is_empty() {
-        policy.methods = methods;
     }
     Ok(datafusion_anonymize::RegisterOptions::public(
         policy,

@@ -91,7 +91,7 @@ struct Args {
 
     /// Run the session for public users, as an embedding service does by default: the
     /// owner's setup comes from --init files; what follows (-c, -f, the REPL) reaches only
-    /// releases and the tables declared with --public-table, cannot create, change or copy
+    /// releases and the tables the --policy file declares, cannot create, change or copy
     /// anything, has no owner-only functions and no `SET anonymize.*` (the budget settings
     /// come from --epsilon-budget, --delta-budget and --ledger; without --epsilon-budget
     /// nothing is released), and may not give `seed` or `max_release_rows`.
@@ -104,50 +104,20 @@ struct Args {
     #[clap(long = "init", value_name = "FILE", value_parser(parse_valid_file))]
     init: Vec<String>,
 
-    /// A table public users may read and name as a hierarchy (repeatable; `*` at the end
-    /// matches any suffix, e.g. 'nps_hierarchy_*'). Only with --public.
-    #[clap(long = "public-table", value_name = "NAME")]
-    public_tables: Vec<String>,
-
-    /// A method public users may call (repeatable; default: dp_histogram and safepub, the
-    /// methods whose whole release is differentially private). Only with --public.
-    #[clap(long = "public-method", value_name = "METHOD")]
-    public_methods: Vec<String>,
-
-    /// Let public users call the methods enabled with --public-method whose release is not
-    /// differentially private (ipa, kanon, upa, microaggregation): they disclose what
-    /// their guarantees leave open. Only with --public.
-    #[clap(long = "public-allow-non-dp")]
-    public_allow_non_dp: bool,
-
-    /// Smallest k of a public call of a syntactic method (kanon, upa); with --public-qi,
-    /// needed before those methods can be enabled.
-    #[clap(long = "public-min-k", value_name = "K")]
-    public_min_k: Option<u64>,
-
-    /// The quasi-identifiers every public call of a syntactic method must name, as
-    /// 'col, col, ...'.
-    #[clap(long = "public-qi", value_name = "COLUMNS")]
-    public_qi: Option<String>,
+    /// The release policy for public users (TOML, the keys of PublicPolicy: `tables`,
+    /// `methods`, `allow_non_dp`, `min_epsilon`, `max_epsilon`, `person`,
+    /// `max_release_rows` and one `[sources.NAME]` table per source with its `qi`,
+    /// `informative`, `plain`, ε range and `fixed` arguments; server.toml's `[public]` is
+    /// the same). Without it public users read published releases only. Only with
+    /// --public.
+    #[clap(long = "policy", value_name = "FILE", value_parser(parse_valid_file))]
+    policy: Option<String>,
 
     /// A file holding the secret key of pseudonyms (at least 16 bytes, e.g. `head -c 32
     /// /dev/urandom > pseudonym.key`): identifier_mode => 'pseudonym' gives the same value
     /// the same pseudonym in every release under this key.
     #[clap(long = "pseudonym-key-file", value_name = "PATH")]
     pseudonym_key_file: Option<std::path::PathBuf>,
-
-    /// The column identifying a person in every source: public releases are then per
-    /// person (default: each row is one individual).
-    #[clap(long = "public-person", value_name = "COLUMN")]
-    public_person: Option<String>,
-
-    /// Smallest epsilon of one public release (default 0.01).
-    #[clap(long = "public-min-epsilon", value_name = "EPSILON")]
-    public_min_epsilon: Option<f64>,
-
-    /// Most rows of one public release (default 10000000).
-    #[clap(long = "public-max-release-rows", value_name = "ROWS")]
-    public_max_release_rows: Option<u64>,
 
     /// Total epsilon each source table may spend (default: unlimited).
     #[clap(long, value_parser = parse_epsilon_budget, allow_hyphen_values = true)]
@@ -253,55 +223,20 @@ fn pseudonym_key(args: &Args) -> Result<Option<datafusion_anonymize::PseudonymKe
         })
 }
 
-/// The public users' policy from the --public-* options.
+/// The public users' policy from the --policy file (the default policy without one).
 fn public_policy(args: &Args) -> Result<PublicPolicy> {
-    let mut policy = PublicPolicy {
-        tables: args.public_tables.clone(),
-        allow_non_dp: args.public_allow_non_dp,
-        min_k: args.public_min_k,
-        syntactic_qi: args.public_qi.as_ref().map(|qi| {
-            qi.split(',')
-                .map(|c| c.trim().to_string())
-                .filter(|c| !c.is_empty())
-                .collect()
-        }),
-        person: args
-            .public_person
-            .as_ref()
-            .map(|c| c.trim().to_string())
-            .filter(|c| !c.is_empty()),
-        ..PublicPolicy::default()
+    let Some(path) = &args.policy else {
+        return Ok(PublicPolicy::default());
     };
-    if !args.public_methods.is_empty() {
-        policy.methods = args
-            .public_methods
-            .iter()
-            .map(|m| m.trim().to_ascii_lowercase())
-            .collect();
-    }
-    let methods: Vec<&str> = datafusion_anonymize::methods()
-        .into_iter()
-        .map(|(name, _)| name)
-        .collect();
-    for method in &policy.methods {
-        if !methods.contains(&method.as_str()) {
-            return Err(DataFusionError::Configuration(format!(
-                "--public-method '{method}' is not a method; methods: {}",
-                methods.join(", ")
-            )));
-        }
-    }
-    if let Some(epsilon) = args.public_min_epsilon {
-        if !(epsilon.is_finite() && epsilon > 0.0) {
-            return Err(DataFusionError::Configuration(format!(
-                "--public-min-epsilon must be a number > 0, got {epsilon}"
-            )));
-        }
-        policy.min_epsilon = epsilon;
-    }
-    if let Some(rows) = args.public_max_release_rows {
-        policy.max_release_rows = rows;
-    }
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        DataFusionError::Configuration(format!("--policy: cannot read '{path}': {e}"))
+    })?;
+    let policy: PublicPolicy = toml::from_str(&text).map_err(|e| {
+        DataFusionError::Configuration(format!("--policy '{path}': {}", e.message()))
+    })?;
+    policy
+        .validate()
+        .map_err(|e| DataFusionError::Configuration(format!("--policy '{path}': {e}")))?;
     Ok(policy)
 }
 
@@ -466,17 +401,9 @@ async fn run() -> Result<()> {
         budget.delta_budget = limit;
     }
     budget.ledger_path = args.ledger.clone();
-    let public_requested = !args.public_tables.is_empty()
-        || !args.public_methods.is_empty()
-        || args.public_allow_non_dp
-        || args.public_min_k.is_some()
-        || args.public_qi.is_some()
-        || args.public_person.is_some()
-        || args.public_min_epsilon.is_some()
-        || args.public_max_release_rows.is_some();
-    if public_requested && !args.public {
+    if args.policy.is_some() && !args.public {
         return Err(DataFusionError::Configuration(
-            "the --public-* options describe a session for public users: add --public".into(),
+            "--policy describes a session for public users: add --public".into(),
         ));
     }
     if args.public && !budget.epsilon_budget.is_finite() && !args.quiet {

@@ -5,10 +5,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use datafusion_anonymize::{
-    parse_budget_limit, PublicPolicy, DEFAULT_PUBLIC_MAX_RELEASE_ROWS, DEFAULT_PUBLIC_METHODS,
-    DEFAULT_PUBLIC_MIN_EPSILON,
-};
+use datafusion_anonymize::{parse_budget_limit, PublicPolicy};
 use serde::Deserialize;
 
 use crate::password::PasswordHash;
@@ -26,16 +23,9 @@ struct File {
     tls_key: Option<PathBuf>,
     #[serde(default)]
     init: Vec<PathBuf>,
+    /// The release policy for public users (`[public]`, as `dfanon --policy` reads it).
     #[serde(default)]
-    public_tables: Vec<String>,
-    public_methods: Option<Vec<String>>,
-    #[serde(default)]
-    public_allow_non_dp: bool,
-    public_min_k: Option<u64>,
-    public_qi: Option<Vec<String>>,
-    public_person: Option<String>,
-    public_min_epsilon: Option<f64>,
-    public_max_release_rows: Option<u64>,
+    public: PublicPolicy,
     public_concurrent_statements: Option<usize>,
     public_statement_timeout_seconds: Option<u64>,
     ledger: Option<PathBuf>,
@@ -137,25 +127,8 @@ pub fn parse(text: &str, folder: &Path) -> Result<Config, String> {
     };
     let epsilon_budget = limit("epsilon_budget", file.epsilon_budget)?;
     let delta_budget = limit("delta_budget", file.delta_budget)?;
-    let policy = PublicPolicy {
-        tables: file.public_tables,
-        methods: file.public_methods.unwrap_or_else(|| {
-            DEFAULT_PUBLIC_METHODS
-                .iter()
-                .map(|m| m.to_string())
-                .collect()
-        }),
-        allow_non_dp: file.public_allow_non_dp,
-        min_k: file.public_min_k,
-        syntactic_qi: file.public_qi,
-        min_epsilon: file
-            .public_min_epsilon
-            .unwrap_or(DEFAULT_PUBLIC_MIN_EPSILON),
-        person: file.public_person,
-        max_release_rows: file
-            .public_max_release_rows
-            .unwrap_or(DEFAULT_PUBLIC_MAX_RELEASE_ROWS),
-    };
+    let policy = file.public;
+    policy.validate().map_err(|e| format!("[public]: {e}"))?;
     let public_concurrent_statements = match file.public_concurrent_statements {
         Some(0) => return Err(
             "public_concurrent_statements = 0 would let no public statement run; give 1 or more"

@@ -6,6 +6,7 @@
 //! line in [`METHODS`]. The SQL layer parses `anonymize(...)` arguments generically
 //! against the tables here; help texts and the function reference are generated from them.
 
+pub mod common_params;
 pub mod dp_histogram;
 pub mod ipa;
 pub mod kanon;
@@ -13,6 +14,8 @@ pub mod microaggregation;
 pub mod safepub;
 pub mod sweep;
 pub mod upa;
+
+pub use common_params::COMMON_PARAMS;
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -263,6 +266,16 @@ impl MethodSpec {
     /// it bounds contributions, while the syntactic methods count persons (METHODS.md §9).
     pub fn is_differentially_private(&self) -> bool {
         self.params.iter().any(|p| p.name == "epsilon")
+    }
+
+    /// The names of every argument a call of this method takes: the common ones
+    /// ([`COMMON_PARAMS`]), then its own.
+    pub fn argument_names(&self) -> Vec<&'static str> {
+        COMMON_PARAMS
+            .iter()
+            .chain(self.params)
+            .map(|p| p.name)
+            .collect()
     }
 }
 

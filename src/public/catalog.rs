@@ -14,7 +14,7 @@ use datafusion::catalog::{CatalogProvider, CatalogProviderList, SchemaProvider, 
 use datafusion::common::{exec_err, DataFusionError, Result};
 
 use super::published::PublishedNames;
-use crate::access::PublicPolicy;
+use crate::public::policy::PublicPolicy;
 
 /// Why a public session cannot change its catalog.
 const READ_ONLY: &str = "this session is for public users: it cannot create, replace or drop tables, views or schemas (the data owner publishes tables when the session is set up)";

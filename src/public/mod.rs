@@ -16,6 +16,7 @@
 
 pub mod catalog;
 pub mod guard;
+pub mod policy;
 pub mod published;
 pub mod records;
 pub mod settings;
@@ -24,21 +25,19 @@ pub mod statements;
 use std::sync::Arc;
 
 use datafusion::catalog::{CatalogProviderList, TableProvider};
-use datafusion::common::{config_err, plan_err, DataFusionError, Result};
+use datafusion::common::{plan_err, DataFusionError, Result, ScalarValue};
 use datafusion::execution::SessionState;
 use datafusion::prelude::SessionContext;
 
-use crate::access::{PublicPolicy, RegisterOptions};
+use crate::access::RegisterOptions;
 use crate::budget::ledger::table_key;
-use crate::method::{find_method, Method};
+use crate::method::{find_method, Method, MethodSpec};
+use crate::public::policy::{PublicPolicy, SourcePolicy};
 use crate::session::table_reference_candidates;
 
 /// The whole error a public user sees when a release cannot be computed: the same text
 /// for every cause, so a refusal tells nothing about the data.
 pub const PUBLIC_FAILURE: &str = "anonymize(): the release could not be computed with these arguments; the data owner sees the reason by making the same call in an owner session";
-
-/// The syntactic methods, whose releases carry no differential-privacy guarantee.
-const SYNTACTIC_METHODS: [&str; 3] = ["kanon", "upa", "microaggregation"];
 
 /// What a public registration knows: the owner's policy, the owner's catalog (where
 /// `anonymize(...)` finds its sources) and the fixed ε budget.
@@ -114,13 +113,58 @@ impl PublicRules {
         Ok(())
     }
 
-    /// Refuses a method the owner did not enable, and every release when the session has
-    /// no finite ε budget: checked first, from the method's name alone.
-    pub fn check_enabled(&self, function: &str, method: &str) -> Result<()> {
-        if !self.policy.methods.iter().any(|m| m == method) {
+    /// The policy of the source `name` ([`PublicPolicy::sources`]): a source without one
+    /// gets the same error as a table that does not exist, so the policy is the only way
+    /// to a source.
+    pub fn source_policy(&self, function: &str, name: &str) -> Result<&SourcePolicy> {
+        let key = self.account_table(name);
+        match self.policy.source(&key, |n| self.account_table(n)) {
+            Some((_, source)) => Ok(source),
+            None => plan_err!("{function}(): source table '{name}' not found"),
+        }
+    }
+
+    /// The arguments of a public call of `method` on a source with the policy `source`:
+    /// the user's, and the arguments the owner fixed for the method (which the user may
+    /// not give). A method that is not differentially private takes every argument from
+    /// the owner: the call gives only the source and the method.
+    pub fn fixed_arguments(
+        &self,
+        function: &str,
+        method: &MethodSpec,
+        source: &SourcePolicy,
+        given: &[&str],
+    ) -> Result<Vec<(String, ScalarValue)>> {
+        let fixed = source.fixed.get(method.name);
+        if !method.release_is_dp {
+            if let Some(name) = given.iter().find(|n| **n != "source" && **n != "method") {
+                return plan_err!(
+                    "{function}(): method '{}' is not differentially private, so public users call it with the data owner's arguments only: argument '{name}' cannot be given (give only the source and the method)",
+                    method.name
+                );
+            }
+        }
+        let mut merged = Vec::new();
+        for (name, value) in fixed.into_iter().flatten() {
+            if given.contains(&name.as_str()) {
+                return plan_err!(
+                    "{function}(): argument '{name}' of method '{}' is fixed by the data owner for public users ({name} => {value}) and cannot be given",
+                    method.name
+                );
+            }
+            merged.push((name.clone(), value.to_scalar()));
+        }
+        Ok(merged)
+    }
+
+    /// Refuses a method the owner did not enable for the source, and every release when
+    /// the session has no finite ε budget: checked first, from the method's name alone.
+    pub fn check_enabled(&self, function: &str, method: &str, source: &SourcePolicy) -> Result<()> {
+        let enabled = source.methods(&self.policy);
+        if !enabled.iter().any(|m| m == method) {
             return plan_err!(
-                "{function}(): method '{method}' is not enabled for public users of this session; enabled: {} (the data owner enables methods with dfanon --public-method or PublicPolicy::methods)",
-                quoted(&self.policy.methods)
+                "{function}(): method '{method}' is not enabled for public users of this source; enabled: {} (the data owner's policy lists the methods)",
+                quoted(enabled)
             );
         }
         if !self.epsilon_budget.is_finite() {
@@ -137,51 +181,99 @@ impl PublicRules {
         self.policy.person.as_deref()
     }
 
-    /// Checks a configured call against the policy (after [`Self::check_enabled`]): ε at
-    /// least the minimum; for a syntactic method `k` at least the minimum and exactly the
-    /// owner's quasi-identifiers.
+    /// The hierarchy the source's policy binds to the quasi-identifier `column`: the one a
+    /// call that names none uses.
+    pub fn bound_hierarchy<'a>(&self, source: &'a SourcePolicy, column: &str) -> Option<&'a str> {
+        source.qi.get(column).map(String::as_str)
+    }
+
+    /// The public domain the source's policy binds to the informative column `column`.
+    pub fn bound_domain<'a>(&self, source: &'a SourcePolicy, column: &str) -> Option<&'a str> {
+        source.informative.get(column).map(String::as_str)
+    }
+
+    /// Checks the columns of a call against the source's policy: every quasi-identifier
+    /// with the hierarchy bound to it (`None` for a method without hierarchies), every
+    /// informative column with its bound domain or among the plain columns.
+    pub fn check_columns(
+        &self,
+        function: &str,
+        source: &SourcePolicy,
+        qi: &[(String, Option<String>)],
+        sensitive: &[(String, Option<String>)],
+    ) -> Result<()> {
+        let same = |a: &str, b: &str| self.account_table(a) == self.account_table(b);
+        for (column, hierarchy) in qi {
+            match source.qi.get(column) {
+                // A method without hierarchies (microaggregation) takes the column only.
+                Some(_) if hierarchy.is_none() => {}
+                Some(bound) if hierarchy.as_deref().is_some_and(|h| same(bound, h)) => {}
+                Some(bound) => {
+                    return plan_err!(
+                        "{function}(): quasi-identifier '{column}' is generalized with the hierarchy '{bound}' for public users; write qi => '{column}' or '{column}:{bound}'"
+                    )
+                }
+                None => {
+                    return plan_err!(
+                        "{function}(): column '{column}' is not a quasi-identifier public users may release from this source; they may: {}",
+                        quoted(&source.qi.keys().cloned().collect::<Vec<_>>())
+                    )
+                }
+            }
+        }
+        for (column, domain) in sensitive {
+            match (source.informative.get(column), domain) {
+                (Some(bound), Some(given)) if same(bound, given) => {}
+                (Some(bound), _) => {
+                    return plan_err!(
+                        "{function}(): informative column '{column}' takes its values from '{bound}' for public users; write informative => '{column}' or '{column}:{bound}'"
+                    )
+                }
+                (None, None) if source.plain.contains(column) => {}
+                (None, _) => {
+                    let mut allowed: Vec<String> = source.informative.keys().cloned().collect();
+                    allowed.extend(source.plain.iter().cloned());
+                    return plan_err!(
+                        "{function}(): column '{column}' is not an informative column public users may release from this source; they may: {}",
+                        if allowed.is_empty() { "none".to_string() } else { quoted(&allowed) }
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks a configured call against the source's policy (after
+    /// [`Self::check_enabled`]): a method with a proven guarantee, ε within the source's
+    /// range.
     pub fn check_method(
         &self,
         function: &str,
         method: &str,
         configured: &dyn Method,
-        k: Option<u64>,
-        qi: &[String],
+        source: &SourcePolicy,
     ) -> Result<()> {
-        let cost = configured.budget();
         if !configured.proven() {
             return plan_err!(
                 "{function}(): method '{method}' with these options has no proven guarantee (its guarantee text says NOT PROVEN) and is available to the data owner only; public users use its defaults (for safepub: final_selection => 'last', search_sample => 'independent')"
             );
         }
-        if SYNTACTIC_METHODS.contains(&method) {
-            let (Some(min_k), Some(fixed)) = (self.policy.min_k, &self.policy.syntactic_qi) else {
-                return plan_err!(
-                    "{function}(): method '{method}' needs a minimum k and fixed quasi-identifiers set by the data owner (dfanon --public-min-k and --public-qi, or PublicPolicy::min_k and syntactic_qi)"
-                );
-            };
-            if k.unwrap_or(0) < min_k {
-                return plan_err!(
-                    "{function}(): method '{method}' needs k >= {min_k} in this session"
-                );
-            }
-            let mut given: Vec<&str> = qi.iter().map(String::as_str).collect();
-            let mut wanted: Vec<&str> = fixed.iter().map(String::as_str).collect();
-            given.sort_unstable();
-            wanted.sort_unstable();
-            if given != wanted {
-                return plan_err!(
-                    "{function}(): method '{method}' must name exactly the quasi-identifiers {} in this session",
-                    quoted(fixed)
-                );
-            }
-        } else if cost.epsilon < self.policy.min_epsilon {
-            return plan_err!(
-                "{function}(): epsilon must be at least {} for public users of this session",
-                self.policy.min_epsilon
-            );
+        let Some(spec) = find_method(method) else {
+            return Ok(());
+        };
+        if !spec.is_differentially_private() {
+            return Ok(());
         }
-        Ok(())
+        let epsilon = configured.budget().epsilon;
+        match source.epsilon_range(&self.policy) {
+            (min, _) if epsilon < min => plan_err!(
+                "{function}(): epsilon must be at least {min} for public users of this source"
+            ),
+            (_, Some(max)) if epsilon > max => plan_err!(
+                "{function}(): epsilon must be at most {max} for public users of this source"
+            ),
+            _ => Ok(()),
+        }
     }
 
     /// The error for a hierarchy table a public user named that is not declared public
@@ -215,31 +307,10 @@ pub fn install(
     options: &RegisterOptions,
     published: published::PublishedNames,
 ) -> Result<Arc<PublicRules>> {
-    // A syntactic method enabled without the k and quasi-identifiers every call must use
-    // would only fail the public users' calls: the owner hears it at registration.
-    let policy = &options.public;
-    if !policy.allow_non_dp {
-        if let Some(method) = policy
-            .methods
-            .iter()
-            .find(|m| find_method(m).is_some_and(|spec| !spec.release_is_dp))
-        {
-            return config_err!(
-                "public method '{method}' does not release differentially private data: public users could read what its guarantee leaves open, as often as they like. Enable it only knowingly, with dfanon --public-allow-non-dp or PublicPolicy::allow_non_dp (public_allow_non_dp = true in server.toml)"
-            );
-        }
-    }
-    if let Some(method) = policy
-        .methods
-        .iter()
-        .find(|m| SYNTACTIC_METHODS.contains(&m.as_str()))
-    {
-        if policy.min_k.is_none() || policy.syntactic_qi.is_none() {
-            return config_err!(
-                "public method '{method}' needs the minimum k and the quasi-identifiers every public call must use (dfanon --public-min-k and --public-qi, or PublicPolicy::min_k and syntactic_qi)"
-            );
-        }
-    }
+    options
+        .public
+        .validate()
+        .map_err(DataFusionError::Configuration)?;
     let policy = Arc::new(options.public.clone());
     let state = ctx.state();
     let owner_tables = state.catalog_list().clone();
@@ -252,6 +323,33 @@ pub fn install(
         epsilon_budget: options.budget.epsilon_budget,
         owner_settings: settings::OwnerSettings::of(&state),
     });
+    for (name, source) in &policy.sources {
+        let tables = std::iter::once((name, "source"))
+            .chain(source.qi.values().map(|t| (t, "hierarchy")))
+            .chain(source.informative.values().map(|t| (t, "domain")));
+        for (table, what) in tables {
+            if rules.source(table)?.is_none() {
+                return Err(DataFusionError::Configuration(format!(
+                    "public policy, source '{name}': the {what} table '{table}' is not a table of this session"
+                )));
+            }
+        }
+        if let Some(table) = rules.source(name)? {
+            let schema = table.schema();
+            let columns = source
+                .qi
+                .keys()
+                .chain(source.informative.keys())
+                .chain(&source.plain);
+            for column in columns {
+                if schema.field_with_name(column).is_err() {
+                    return Err(DataFusionError::Configuration(format!(
+                        "public policy, source '{name}': the table has no column '{column}'"
+                    )));
+                }
+            }
+        }
+    }
     ctx.register_catalog_list(Arc::new(catalog::PublicCatalogList::new(
         owner_tables,
         policy,

@@ -124,6 +124,11 @@ impl BoundArgs {
         self.values.contains_key(name)
     }
 
+    /// Gives the argument `name` the value `value` (an argument the data owner fixes).
+    pub fn insert(&mut self, name: &str, value: ScalarValue) {
+        self.values.insert(name.to_string(), value);
+    }
+
     /// Takes the argument `name` out (a function that passes the others on).
     pub fn remove(&mut self, name: &str) {
         self.values.remove(name);

@@ -2,6 +2,7 @@
 //! DataFusion once; each `tests/*.rs` file would link it again.)
 
 mod budget_file;
+mod common;
 mod docs_drift;
 mod functions_doc;
 mod fuzz_grammar;

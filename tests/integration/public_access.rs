@@ -5,7 +5,9 @@
 
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
-use datafusion_anonymize::{public_session, register_with, PublicPolicy, RegisterOptions};
+use datafusion_anonymize::{
+    public_session, register_with, PolicyValue, PublicPolicy, RegisterOptions, SourcePolicy,
+};
 
 const SETUP: &str = "
 CREATE TABLE t(age INT, sex VARCHAR, disease VARCHAR) AS VALUES (30, 'M', 'A'), (40, 'F', 'B'), (50, 'M', 'A'), (30, 'F', 'A'), (40, 'M', 'C'), (50, 'F', 'B'), (30, 'M', 'B'), (40, 'F', 'A');
@@ -36,10 +38,24 @@ async fn session(policy: PublicPolicy, epsilon_budget: f64) -> Result<SessionCon
 }
 
 fn declared() -> PublicPolicy {
-    PublicPolicy {
-        tables: vec!["h_*".into()],
-        ..PublicPolicy::default()
+    let mut sources = vec!["t"];
+    sources.extend(NEIGHBOURS);
+    crate::common::h_policy(&sources)
+}
+
+/// [`declared`] with the non-DP `method` enabled (`allow_non_dp`) and its arguments
+/// `fixed` for every source.
+fn with_non_dp(method: &str, fixed: &[(&str, PolicyValue)]) -> PublicPolicy {
+    let mut policy = declared();
+    policy.methods.push(method.into());
+    policy.allow_non_dp = true;
+    for source in policy.sources.values_mut() {
+        let arguments = source.fixed.entry(method.into()).or_default();
+        for (name, value) in fixed {
+            arguments.insert(name.to_string(), value.clone());
+        }
     }
+    policy
 }
 
 /// `Ok(())` when the statement ran to the end, else its error text.
@@ -60,7 +76,8 @@ const REFUSED_PROBES: &[&str] = &[
     "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:{}, sex:h_sex', informative => 'disease')",
     "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:secret, sex:h_sex', informative => 'disease')",
     "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:nothing_here, sex:h_sex', informative => 'disease')",
-    "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age', informative => 'disease')",
+    "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:h_sex', informative => 'disease')",
+    "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'disease', informative => 'age')",
     "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease:secret')",
     "SELECT * FROM anonymize('{}', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease', epsilon => 2e-8)",
     "SELECT * FROM {}",
@@ -157,84 +174,83 @@ async fn a_public_session_without_a_budget_releases_nothing() -> Result<()> {
 
 /// Enabling a syntactic method without the owner's k and quasi-identifiers is the owner's
 /// mistake: refused when the public session is built, not at each public call.
+/// A method whose release is not differentially private reaches public users only with
+/// the owner's explicit consent (`allow_non_dp`) and with every argument fixed by the
+/// owner's policy; each gap is named at registration.
 #[tokio::test]
-async fn a_syntactic_method_without_its_settings_is_refused_at_registration() -> Result<()> {
-    for (min_k, qi) in [(None, Some(vec!["age".to_string()])), (Some(3), None)] {
+async fn non_dp_methods_need_the_owners_consent_and_arguments() -> Result<()> {
+    for method in ["ipa", "kanon", "upa", "microaggregation"] {
+        let fixed = [("qi", PolicyValue::Text("age".into()))];
         let policy = PublicPolicy {
-            methods: vec!["dp_histogram".into(), "upa".into()],
-            allow_non_dp: true,
-            min_k,
-            syntactic_qi: qi,
-            ..declared()
+            allow_non_dp: false,
+            ..with_non_dp(method, &fixed)
         };
         let err = session(policy, 1.0)
             .await
             .map(|_| ())
             .map_err(|e| e.strip_backtrace());
-        assert_eq!(
-            err,
-            Err("Invalid or Unsupported Configuration: public method 'upa' needs the minimum k and the quasi-identifiers every public call must use (dfanon --public-min-k and --public-qi, or PublicPolicy::min_k and syntactic_qi)".to_string())
+        assert!(
+            err.as_ref().is_err_and(|e| e.starts_with(&format!("Invalid or Unsupported Configuration: public method '{method}' does not release differentially private data"))),
+            "{method}: {err:?}"
         );
-    }
-    Ok(())
-}
-
-/// A method whose release is not differentially private reaches public users only with
-/// the owner's explicit consent (`allow_non_dp`).
-#[tokio::test]
-async fn non_dp_methods_need_the_owners_consent() -> Result<()> {
-    for method in ["ipa", "kanon", "upa", "microaggregation"] {
-        let policy = PublicPolicy {
-            methods: vec!["dp_histogram".into(), method.into()],
-            min_k: Some(3),
-            syntactic_qi: Some(vec!["age".into()]),
-            ..declared()
-        };
-        let err = session(policy.clone(), 1.0)
+        let unfixed = with_non_dp(method, &[]);
+        let err = session(unfixed, 1.0)
             .await
             .map(|_| ())
             .map_err(|e| e.strip_backtrace());
         assert_eq!(
             err,
-            Err(format!("Invalid or Unsupported Configuration: public method '{method}' does not release differentially private data: public users could read what its guarantee leaves open, as often as they like. Enable it only knowingly, with dfanon --public-allow-non-dp or PublicPolicy::allow_non_dp (public_allow_non_dp = true in server.toml)"))
+            Err(format!("Invalid or Unsupported Configuration: public policy, source 't': method '{method}' is not differentially private, so its public calls take every argument from the owner: give them in fixed.{method} (qi at least)")),
+            "{method}"
         );
-        let consented = PublicPolicy {
-            allow_non_dp: true,
-            ..policy
-        };
-        assert!(session(consented, 1.0).await.is_ok(), "{method}");
+        assert!(
+            session(with_non_dp(method, &fixed), 1.0).await.is_ok(),
+            "{method}"
+        );
     }
     Ok(())
 }
 
+/// A public call of a syntactic method names the source and the method only: k, the
+/// quasi-identifiers and every other argument are the owner's.
 #[tokio::test]
-async fn syntactic_methods_need_the_owners_minimum_k_and_quasi_identifiers() -> Result<()> {
-    let policy = PublicPolicy {
-        methods: vec!["kanon".into()],
-        allow_non_dp: true,
-        min_k: Some(3),
-        syntactic_qi: Some(vec!["sex".into(), "age".into()]),
-        ..declared()
-    };
+async fn syntactic_methods_take_only_the_owners_arguments() -> Result<()> {
+    let policy = with_non_dp(
+        "kanon",
+        &[
+            ("qi", PolicyValue::Text("sex, age".into())),
+            ("k", PolicyValue::Integer(3)),
+        ],
+    );
     let ctx = session(policy, 1000.0).await?;
-    let call = |k: u64, qi: &str| {
-        format!("SELECT * FROM anonymize('t', method => 'kanon', qi => '{qi}', k => {k})")
-    };
     assert_eq!(
-        outcome(&ctx, &call(2, "age:h_age, sex:h_sex")).await,
-        Err(
-            "Error during planning: anonymize(): method 'kanon' needs k >= 3 in this session"
-                .into()
-        )
+        outcome(&ctx, "SELECT * FROM anonymize('t', method => 'kanon', k => 3)").await,
+        Err("Error during planning: anonymize(): method 'kanon' is not differentially private, so public users call it with the data owner's arguments only: argument 'k' cannot be given (give only the source and the method)".into())
     );
     assert_eq!(
-        outcome(&ctx, &call(3, "age:h_age")).await,
-        Err("Error during planning: anonymize(): method 'kanon' must name exactly the quasi-identifiers 'sex', 'age' in this session".into())
+        outcome(&ctx, "SELECT * FROM anonymize('t', method => 'kanon', qi => 'age')").await,
+        Err("Error during planning: anonymize(): method 'kanon' is not differentially private, so public users call it with the data owner's arguments only: argument 'qi' cannot be given (give only the source and the method)".into())
     );
-    assert_eq!(
-        outcome(&ctx, &call(3, "age:h_age, sex:h_sex")).await,
-        Ok(())
-    );
+    let rows = ctx
+        .sql("SELECT * FROM anonymize('t', method => 'kanon')")
+        .await?
+        .collect()
+        .await?;
+    let released: Vec<String> = rows[0]
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    assert_eq!(released, ["sex", "age"]);
+    // The owner's k: every released class holds at least 3 records.
+    let sizes = ctx
+        .sql("SELECT MIN(n) FROM (SELECT COUNT(*) AS n FROM anonymize('t', method => 'kanon') GROUP BY sex, age)")
+        .await?
+        .collect()
+        .await?;
+    let text = datafusion::arrow::util::pretty::pretty_format_batches(&sizes)?.to_string();
+    assert!(!text.contains("| 1 ") && !text.contains("| 2 "), "{text}");
     Ok(())
 }
 
@@ -272,10 +288,16 @@ CREATE TABLE h_age(v VARCHAR, l1 VARCHAR, l2 VARCHAR) AS VALUES ('30', '[30-50)'
 CREATE TABLE h_sex(v VARCHAR, l1 VARCHAR) AS VALUES ('M', '*'), ('F', '*');
 ";
     let public = |person: Option<&str>| {
+        let source = SourcePolicy::default()
+            .qi("age", "h_age")
+            .qi("sex", "h_sex");
         let policy = PublicPolicy {
             person: person.map(str::to_string),
-            ..declared()
-        };
+            tables: vec!["h_*".into()],
+            ..PublicPolicy::default()
+        }
+        .with_source("p", source.clone())
+        .with_source("p_null", source);
         async move {
             let owner = SessionContext::new();
             register_with(&owner, RegisterOptions::owner())?;
@@ -331,51 +353,52 @@ CREATE TABLE h_sex(v VARCHAR, l1 VARCHAR) AS VALUES ('M', '*'), ('F', '*');
     Ok(())
 }
 
-/// Microaggregation for public users: the owner's minimum k and quasi-identifiers apply; a
-/// record a release cannot use (a NULL) is left out, not named; too few records fail with
-/// the one public text; neighbouring sources differ only in their releases.
+/// Microaggregation for public users: the owner's k and quasi-identifiers apply; a record
+/// a release cannot use (a NULL) is left out, not named; too few records fail with the one
+/// public text; neighbouring sources differ only in their releases.
 #[tokio::test]
 async fn public_microaggregation_follows_the_owners_settings() -> Result<()> {
-    let policy = PublicPolicy {
-        methods: vec!["microaggregation".into()],
-        allow_non_dp: true,
-        min_k: Some(3),
-        syntactic_qi: Some(vec!["age".into()]),
-        ..declared()
+    let call = |source: &str| {
+        format!("SELECT COUNT(*) FROM anonymize('{source}', method => 'microaggregation')")
     };
-    let ctx = session(policy, 1000.0).await?;
-    let call = |source: &str, k: u64, qi: &str| {
-        format!("SELECT COUNT(*) FROM anonymize('{source}', method => 'microaggregation', qi => '{qi}', k => {k}, sensitive => 'disease')")
-    };
-    assert_eq!(
-        outcome(&ctx, &call("t", 2, "age")).await,
-        Err("Error during planning: anonymize(): method 'microaggregation' needs k >= 3 in this session".into())
-    );
-    assert!(outcome(&ctx, &call("t", 3, "sex"))
-        .await
-        .is_err_and(|e| e.contains("needs numeric quasi-identifiers, and column 'sex' is Utf8")));
-    for source in std::iter::once("t").chain(NEIGHBOURS) {
-        assert_eq!(
-            outcome(&ctx, &call(source, 3, "age")).await,
-            Ok(()),
-            "{source}"
-        );
-        assert_eq!(
-            outcome(&ctx, &call(source, 100, "age")).await,
+    for (k, released) in [
+        (3, Ok(())),
+        (
+            100,
             Err(format!(
                 "Execution error: {}",
                 datafusion_anonymize_public_failure()
             )),
-            "{source}"
+        ),
+    ] {
+        let policy = with_non_dp(
+            "microaggregation",
+            &[
+                ("qi", PolicyValue::Text("age".into())),
+                ("k", PolicyValue::Integer(k)),
+                ("sensitive", PolicyValue::Text("disease".into())),
+            ],
         );
+        // Microaggregation releases the informative column as it is: a plain column.
+        let mut policy = policy;
+        for source in policy.sources.values_mut() {
+            source.informative.clear();
+            source.plain.push("disease".into());
+        }
+        let ctx = session(policy, 1000.0).await?;
+        for source in std::iter::once("t").chain(NEIGHBOURS) {
+            assert_eq!(
+                outcome(&ctx, &call(source)).await,
+                released,
+                "{source}, k = {k}"
+            );
+        }
+        if k == 3 {
+            let rows = ctx.sql(&call("t_null")).await?.collect().await?;
+            let n = datafusion::arrow::util::pretty::pretty_format_batches(&rows)?.to_string();
+            assert!(n.contains("| 8 "), "the NULL record is left out: {n}");
+        }
     }
-    let rows = ctx
-        .sql("SELECT COUNT(*) AS n FROM anonymize('t_null', method => 'microaggregation', qi => 'age', k => 3, sensitive => 'disease')")
-        .await?
-        .collect()
-        .await?;
-    let n = datafusion::arrow::util::pretty::pretty_format_batches(&rows)?.to_string();
-    assert!(n.contains("| 8 |"), "the NULL record is left out: {n}");
     Ok(())
 }
 

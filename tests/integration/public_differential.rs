@@ -24,7 +24,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 use datafusion_anonymize::{
-    public_session, public_sql, register_with, run_script, PublicPolicy, RegisterOptions,
+    public_session, public_sql, register_with, run_script, RegisterOptions,
 };
 
 /// The published tables: hierarchies and a code list, some of them fitting no column of
@@ -269,10 +269,7 @@ async fn session(values: &str) -> Result<SessionContext> {
         ),
     };
     run_script(&owner, &format!("{table}{PUBLISHED}")).await?;
-    let policy = PublicPolicy {
-        tables: vec!["h_*".into()],
-        ..PublicPolicy::default()
-    };
+    let policy = crate::common::h_policy(&["t"]);
     public_session(&owner, RegisterOptions::public(policy, 1000.0))
 }
 

@@ -8,8 +8,8 @@ use datafusion::arrow::array::AsArray;
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 use datafusion_anonymize::{
-    public_session, public_sql, register_with, run_script, script_dataframe, PublicPolicy,
-    PublicRefusal, RegisterOptions,
+    public_session, public_sql, register_with, run_script, script_dataframe, PublicRefusal,
+    RegisterOptions,
 };
 
 const SETUP: &str = "
@@ -25,10 +25,7 @@ async fn session() -> Result<SessionContext> {
     let owner = SessionContext::new();
     register_with(&owner, RegisterOptions::owner())?;
     run_script(&owner, SETUP).await?;
-    let policy = PublicPolicy {
-        tables: vec!["h_*".into()],
-        ..PublicPolicy::default()
-    };
+    let policy = crate::common::h_policy(&["t", "t_plus"]);
     public_session(&owner, RegisterOptions::public(policy, 1.0))
 }
 
@@ -208,10 +205,7 @@ async fn published_releases_are_read_not_chosen() -> Result<()> {
     let publish = "SELECT name, method, released_rows FROM anonymize_publish('t_release', 't', method => 'kanon', qi => 'age:h_age, sex:h_sex', sensitive => 'disease', k => 2)";
     let published = owner.sql(publish).await?.collect().await?;
     assert_eq!(published[0].num_rows(), 1);
-    let policy = PublicPolicy {
-        tables: vec!["h_*".into()],
-        ..PublicPolicy::default()
-    };
+    let policy = crate::common::h_policy(&["t", "t_plus"]);
     let public = public_session(&owner, RegisterOptions::public(policy, 1.0))?;
     // The public user reads the owner's release, the same rows the owner sees.
     let rows = |ctx: SessionContext| async move {
@@ -308,10 +302,7 @@ async fn a_publication_is_charged_to_the_shared_budget() -> Result<()> {
         .await?
         .collect()
         .await?;
-    let policy = PublicPolicy {
-        tables: vec!["h_*".into()],
-        ..PublicPolicy::default()
-    };
+    let policy = crate::common::h_policy(&["t", "t_plus"]);
     let public = public_session(&owner, RegisterOptions::public(policy, 1.0))?;
     assert_eq!(
         accounts(&public).await?,

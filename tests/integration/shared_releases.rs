@@ -8,8 +8,8 @@ use datafusion::arrow::compute::concat_batches;
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 use datafusion_anonymize::{
-    owner_session, public_session, register_with, run_script, Principal, PublicPolicy,
-    RegisterOptions, SharedReleases,
+    owner_session, public_session, register_with, run_script, Principal, RegisterOptions,
+    SharedReleases,
 };
 
 const SETUP: &str = "
@@ -46,10 +46,7 @@ impl Site {
     }
 
     fn user(&self, name: &str, quota: Option<f64>) -> Result<SessionContext> {
-        let policy = PublicPolicy {
-            tables: vec!["h_*".into()],
-            ..PublicPolicy::default()
-        };
+        let policy = crate::common::h_policy(&["t"]);
         public_session(
             &self.owner,
             RegisterOptions {
@@ -160,10 +157,7 @@ async fn a_users_quota_counts_what_their_requests_added() -> Result<()> {
 #[tokio::test]
 async fn a_public_session_shares_the_owners_store_unless_given_its_own() -> Result<()> {
     let site = Site::new().await?;
-    let policy = PublicPolicy {
-        tables: vec!["h_*".into()],
-        ..PublicPolicy::default()
-    };
+    let policy = crate::common::h_policy(&["t"]);
     let inherited = public_session(&site.owner, RegisterOptions::public(policy.clone(), 3.0))?;
     let alone = public_session(
         &site.owner,
@@ -235,10 +229,7 @@ async fn a_release_whose_client_went_away_is_charged_to_nobody() -> Result<()> {
             let _ = wait.recv_timeout(std::time::Duration::from_secs(10));
         }
     });
-    let policy = PublicPolicy {
-        tables: vec!["h_*".into()],
-        ..PublicPolicy::default()
-    };
+    let policy = crate::common::h_policy(&["t"]);
     let alice = public_session(
         &site.owner,
         RegisterOptions {

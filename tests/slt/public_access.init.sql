@@ -2,7 +2,7 @@
 -- public session starts (as dfanon --public --init does). Four neighbouring sources:
 -- t_plus adds one record with a new class, t_null one with a NULL quasi-identifier,
 -- t_missing one whose age is not in the hierarchy.
--- public-table: t_hierarchy_*
+-- public-policy: {"tables": ["t_hierarchy_*"], "sources": {"t": {"qi": {"age": "t_hierarchy_age", "sex": "t_hierarchy_sex"}, "informative": {"disease": "t_hierarchy_disease"}}, "t_plus": {"qi": {"age": "t_hierarchy_age", "sex": "t_hierarchy_sex"}, "informative": {"disease": "t_hierarchy_disease"}}, "t_null": {"qi": {"age": "t_hierarchy_age", "sex": "t_hierarchy_sex"}, "informative": {"disease": "t_hierarchy_disease"}}, "t_missing": {"qi": {"age": "t_hierarchy_age", "sex": "t_hierarchy_sex"}, "informative": {"disease": "t_hierarchy_disease"}}}}
 -- epsilon-budget: 100
 CREATE TABLE t(age INT, sex VARCHAR, disease VARCHAR) AS VALUES (30, 'M', 'A'), (40, 'F', 'B'), (50, 'M', 'A'), (30, 'F', 'A'), (40, 'M', 'C'), (50, 'F', 'B'), (30, 'M', 'B'), (40, 'F', 'A');
 CREATE TABLE t_plus AS SELECT * FROM t UNION ALL VALUES (50, 'M', 'Z');

@@ -13,11 +13,11 @@ use datafusion::common::{plan_err, Result, ScalarValue};
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
-use super::params::COMMON_PARAMS;
 use super::{CacheEntry, ReleaseCache, ANONYMIZE_PARAMS};
 use crate::budget::account::Limits;
 use crate::budget::config::options;
 use crate::method::find_method;
+use crate::method::COMMON_PARAMS;
 use crate::params::{ParamDefault, ParamKind, ParamValues};
 use crate::release::ReleaseRowLimit;
 use crate::report::{check_path, write, Parameter, ReportOptions, Subject};

@@ -16,13 +16,15 @@ use crate::lattice::LatticeError;
 use crate::method::{find_method, Method, MethodArgs, MethodSpec, METHODS};
 use crate::names::{parse_list, written_name, ListName};
 use crate::params::ParamValues;
+use crate::public::policy::SourcePolicy;
 use crate::public::PublicRules;
 use crate::sensitive::SensitiveSpec;
 use crate::sql::args::BoundArgs;
 
 use super::identifiers::identifiers;
-use super::params::COMMON_PARAMS;
 use super::unit::{per_row_context, per_row_values, privacy_unit};
+use crate::method::common_params::DEFAULT_METHOD;
+use crate::method::COMMON_PARAMS;
 use crate::pseudonym::PseudonymKey;
 
 /// Builds the request of one call of `function` (`anonymize` or one of its views).
@@ -37,22 +39,26 @@ pub fn build_request(
     public: Option<&PublicRules>,
     pseudonym_key: Option<&PseudonymKey>,
 ) -> Result<AnonymizeRequest> {
-    let common = ParamValues::parse(function, "every method", COMMON_PARAMS, args.values())?;
-    let method_name = common.text("method")?;
-    let Some(method) = find_method(method_name) else {
-        return plan_err!(
-            "{function}(): unknown method '{method_name}'; valid methods: {}",
-            METHODS
-                .iter()
-                .map(|m| m.name)
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+    let method_name = args.string("method")?;
+    let method = find_method_named(function, method_name.as_deref().unwrap_or(DEFAULT_METHOD))?;
+    // A public call: the source's policy (the only way to a source), and the arguments
+    // the owner fixed for the method added to the user's.
+    let mut merged;
+    let (args, source_policy) = match public {
+        None => (args, None),
+        Some(rules) => {
+            let source_policy = rules.source_policy(function, &args.required_string("source")?)?;
+            rules.check_enabled(function, method.name, source_policy)?;
+            let names: Vec<&str> = args.names().collect();
+            merged = args.clone();
+            for (name, value) in rules.fixed_arguments(function, method, source_policy, &names)? {
+                merged.insert(&name, value);
+            }
+            (&merged, Some((rules, source_policy)))
+        }
     };
+    let common = ParamValues::parse(function, "every method", COMMON_PARAMS, args.values())?;
     check_applicable(function, method, args)?;
-    if let Some(rules) = public {
-        rules.check_enabled(function, method.name)?;
-    }
     let context_text = format!("method '{}'", method.name);
     let values = ParamValues::parse(function, &context_text, method.params, args.values())?;
 
@@ -81,7 +87,7 @@ pub fn build_request(
     let tables = Tables {
         function,
         source: &source,
-        public,
+        public: source_policy,
     };
     let qi = if method.takes_hierarchies() {
         resolve_qi(&tables, context, &source_name, &schema, common.text("qi")?)?
@@ -126,14 +132,27 @@ pub fn build_request(
     configured
         .check_sensitive(&sensitive)
         .map_err(|e| prefix_error(function, e))?;
-    if let Some(rules) = public {
-        rules.check_method(
-            function,
-            method.name,
-            &*configured,
-            values.opt_u64("k"),
-            &qi_columns,
-        )?;
+    if let Some((rules, source_policy)) = source_policy {
+        rules.check_method(function, method.name, &*configured, source_policy)?;
+        let qi_pairs: Vec<(String, Option<String>)> = qi
+            .iter()
+            .map(|q| {
+                (
+                    q.column.clone(),
+                    q.hierarchy.as_ref().map(|_| q.hierarchy_name.clone()),
+                )
+            })
+            .collect();
+        let sensitive_pairs: Vec<(String, Option<String>)> = sensitive
+            .iter()
+            .map(|s| {
+                (
+                    s.column.clone(),
+                    s.hierarchy.as_ref().map(|(name, _)| name.clone()),
+                )
+            })
+            .collect();
+        rules.check_columns(function, source_policy, &qi_pairs, &sensitive_pairs)?;
         // A method that counts every informative value takes the values from a published
         // table for a public user: the set of cells is then public, not read from the data.
         if configured.wants_public_value_domain() {
@@ -180,6 +199,21 @@ pub fn build_request(
         max_release_rows: common.opt_u64("max_release_rows"),
         public: public.is_some(),
     })
+}
+
+/// The method called `name`, or an error listing the methods.
+fn find_method_named(function: &str, name: &str) -> Result<&'static MethodSpec> {
+    match find_method(name) {
+        Some(method) => Ok(method),
+        None => plan_err!(
+            "{function}(): unknown method '{name}'; valid methods: {}",
+            METHODS
+                .iter()
+                .map(|m| m.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 /// What the checks of `person` and `identifiers` read of one call: the function, the common
@@ -268,10 +302,25 @@ fn resolve_table(
 struct Tables<'a> {
     function: &'a str,
     source: &'a Arc<dyn TableProvider>,
-    public: Option<&'a PublicRules>,
+    /// For a public call: the rules and the source's policy.
+    public: Option<(&'a PublicRules, &'a SourcePolicy)>,
 }
 
 impl Tables<'_> {
+    /// The hierarchy a public call's quasi-identifier `column` gets when the call names
+    /// none: the one the source's policy binds.
+    fn bound_hierarchy(&self, column: &str) -> Option<String> {
+        let (rules, source) = self.public?;
+        rules.bound_hierarchy(source, column).map(str::to_string)
+    }
+
+    /// The domain a public call's informative `column` gets when the call names none: the
+    /// one the source's policy binds.
+    fn bound_domain(&self, column: &str) -> Option<String> {
+        let (rules, source) = self.public?;
+        rules.bound_domain(source, column).map(str::to_string)
+    }
+
     /// The hierarchy table `name` of `column`; `None` when there is none. For a public
     /// user only a declared public table other than the source, with one error text
     /// whether or not an undeclared table of that name exists (nothing is read).
@@ -282,7 +331,7 @@ impl Tables<'_> {
         column: &str,
     ) -> Result<Option<Arc<dyn TableProvider>>> {
         let found = crate::sql::resolve::resolve_table(context, name)?;
-        let Some(rules) = self.public else {
+        let Some((rules, _)) = self.public else {
             return Ok(found);
         };
         match found {
@@ -437,7 +486,9 @@ fn resolve_qi(
                 );
             }
             Some(table) => table.text.clone(),
-            None => format!("{table_part}_hierarchy_{column}"),
+            None => tables
+                .bound_hierarchy(&column)
+                .unwrap_or_else(|| format!("{table_part}_hierarchy_{column}")),
         };
         if qi.iter().any(|q| q.column == column) {
             return plan_err!("{function}(): column '{column}' is listed twice in 'qi'");
@@ -505,7 +556,7 @@ fn resolve_sensitive(
                 )
             }
             Some(table) => Some(table.text),
-            None => None,
+            None => tables.bound_domain(&name),
         };
         if qi.iter().any(|q| q.column == name) {
             return plan_err!(
