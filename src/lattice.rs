@@ -12,6 +12,10 @@ pub const DEFAULT_MAX_NODES: usize = 100_000;
 /// A lattice node: the generalization level of every quasi-identifier.
 pub type Node = Vec<usize>;
 
+/// The most memory the list of a bounded lattice's nodes may take (1 GB), checked before
+/// anything is allocated: `max_nodes => 1e14` on 40 quasi-identifiers asked for terabytes.
+pub const MAX_LISTED_BYTES: usize = 1_000_000_000;
+
 /// Why a lattice, a `'column=level, ...'` list or level bounds were refused.
 ///
 /// The [`Display`](fmt::Display) text is the message alone; the caller decides which
@@ -27,6 +31,13 @@ pub enum LatticeError {
         max: Vec<usize>,
         /// Hierarchy height per attribute.
         heights: Vec<usize>,
+    },
+    /// Listing the lattice's nodes would take more memory than [`MAX_LISTED_BYTES`].
+    TooLargeToList {
+        /// Its nodes.
+        nodes: usize,
+        /// The memory listing them would take, in bytes.
+        bytes: usize,
     },
     /// The lattice would have more than `max_nodes` nodes.
     TooManyNodes {
@@ -112,6 +123,12 @@ impl fmt::Display for LatticeError {
             LatticeError::BoundsDoNotFit { min, max, heights } => write!(
                 f,
                 "level bounds {min:?}..={max:?} do not fit the hierarchy heights {heights:?}"
+            ),
+            LatticeError::TooLargeToList { nodes, bytes } => write!(
+                f,
+                "the generalization lattice has {nodes} nodes, and listing them would take about {} MB, more than the {} MB a lattice may take; use fewer quasi-identifiers, shorter hierarchies, max_levels, or a smaller max_nodes",
+                bytes / 1_000_000,
+                MAX_LISTED_BYTES / 1_000_000
             ),
             LatticeError::TooManyNodes { max_nodes, heights } => write!(
                 f,
@@ -227,6 +244,16 @@ impl Lattice {
                 Some(s) if s <= max_nodes => s,
                 _ => return Err(LatticeError::TooManyNodes { max_nodes, heights }),
             };
+        }
+        // A bounded lattice is listed ([`Self::nodes`], one vector per node) by the methods
+        // that walk it; an unbounded one (SafePub's search) never is.
+        if max_nodes < usize::MAX {
+            let per_node =
+                std::mem::size_of::<Node>() + heights.len() * std::mem::size_of::<usize>();
+            let bytes = size.saturating_mul(per_node);
+            if bytes > MAX_LISTED_BYTES {
+                return Err(LatticeError::TooLargeToList { nodes: size, bytes });
+            }
         }
         Ok(Self { heights, min, max })
     }
@@ -568,6 +595,23 @@ pub fn node_label(node: &[usize]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lattice_too_large_to_list_is_refused_before_anything_is_allocated() {
+        // 2^46 nodes within max_nodes => 1e14: terabytes to list.
+        let err = Lattice::new(vec![1; 46], 100_000_000_000_000).expect_err("refused");
+        assert!(
+            matches!(err, LatticeError::TooLargeToList { nodes, .. } if nodes == 1 << 46),
+            "{err}"
+        );
+        assert!(err.to_string().starts_with(
+            "the generalization lattice has 70368744177664 nodes, and listing them would take about"
+        ));
+        // Unbounded (SafePub walks without listing): accepted.
+        assert!(Lattice::new(vec![1; 46], usize::MAX).is_ok());
+        // A million nodes of 20 attributes fit.
+        assert!(Lattice::new(vec![1; 20], 1 << 20).is_ok());
+    }
 
     #[test]
     fn enumerates_in_nested_loop_order() {

@@ -75,6 +75,7 @@ pub use public::statements::{
 };
 pub use sql::call::FunctionCall;
 pub use sql::copy_output::{CopyGuard, CopyOutput};
+pub use sql::depth::{check_expression_depth, MAX_EXPRESSION_DEPTH, STATEMENT_STACK_BYTES};
 pub use sql::docs::{FunctionDoc, FunctionKind, ParamDoc};
 pub use sql::functions::{cli_help_section, function_docs, functions_markdown, SharedReleases};
 pub use sql::script::{is_public, public_sql, run_script, script_dataframe};
@@ -118,6 +119,10 @@ pub fn register_with(ctx: &SessionContext, options: RegisterOptions) -> Result<(
         .write()
         .config_mut()
         .set_extension(Arc::new(store.clone()));
+    // Publications kept beside the ledger file come back as the tables they were.
+    if let Some(ledger) = &options.budget.ledger_path {
+        store.restore(ctx, ledger)?;
+    }
     let public = match options.access {
         Access::Public => Some(public::install(ctx, &options, store.published_names())?),
         Access::Owner => None,

@@ -258,8 +258,37 @@ fn parse_valid_file(path: &str) -> std::result::Result<String, String> {
     }
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // Statements are parsed, planned and run on threads with a stack far above what the
+    // deepest statement the depth check lets through needs (the shell's own parsing
+    // included); the main thread only waits.
+    let started = std::thread::Builder::new()
+        .name("dfanon".into())
+        .stack_size(datafusion_anonymize::STATEMENT_STACK_BYTES)
+        .spawn(|| {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .thread_stack_size(datafusion_anonymize::STATEMENT_STACK_BYTES)
+                .enable_all()
+                .build();
+            match runtime {
+                Ok(runtime) => runtime.block_on(run_main()),
+                Err(e) => {
+                    eprintln!("Error: cannot start the runtime: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        });
+    match started.map(|thread| thread.join()) {
+        Ok(Ok(code)) => code,
+        Ok(Err(_)) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("Error: cannot start: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run_main() -> ExitCode {
     match run().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

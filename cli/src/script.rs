@@ -76,6 +76,7 @@ impl Script {
     }
 
     fn parse(&self, sql: &str) -> Result<Vec<Piece>> {
+        datafusion_anonymize::check_expression_depth(sql)?;
         let state = self.ctx.state();
         let options = state.config().options();
         let dialect_name = &options.sql_parser.dialect;

@@ -263,9 +263,10 @@ fn public_mode_withholds_owner_functions_and_settings() {
     assert!(ok, "{stderr}");
 }
 
-/// `dfanon --public --init setup.sql --public-table 'x_hierarchy_*' --epsilon-budget 1`:
-/// the owner's setup runs first; the public session then refuses seeds, raw scans, DDL,
-/// COPY, kanon with k => 1 and the source as a hierarchy, and releases with a budget only.
+/// `dfanon --public --init setup.sql --policy policy.toml --epsilon-budget 1`: the owner's
+/// setup runs first; the public session then releases what the policy allows and refuses
+/// seeds, raw scans, DDL, COPY, kanon, the source as a hierarchy and a pairing the policy
+/// does not make, and releases with a budget only.
 #[test]
 fn public_session_from_an_owner_setup() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -279,15 +280,22 @@ fn public_session_from_an_owner_setup() {
     )
     .expect("write setup");
     let setup = setup.to_string_lossy().into_owned();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        r#"tables = ["x_hierarchy_*"]
+
+[sources.x]
+qi = { age = "x_hierarchy_age", sex = "x_hierarchy_sex" }
+informative = { disease = "x_hierarchy_disease" }
+max_epsilon = 0.5
+"#,
+    )
+    .expect("write policy");
+    let policy = policy.to_string_lossy().into_owned();
     let copy_target = dir.path().join("copy.csv").to_string_lossy().into_owned();
     let public = |budget: bool, sql: &str| {
-        let mut args = vec![
-            "--public",
-            "--init",
-            &setup,
-            "--public-table",
-            "x_hierarchy_*",
-        ];
+        let mut args = vec!["--public", "--init", &setup, "--policy", &policy];
         if budget {
             args.extend(["--epsilon-budget", "1"]);
         }
@@ -328,6 +336,14 @@ fn public_session_from_an_owner_setup() {
             "SELECT * FROM anonymize('x', method => 'dp_histogram', qi => 'age:x, sex', informative => 'disease')",
             "hierarchy table 'x' for column 'age' is not one of the tables the data owner declared public",
         ),
+        (
+            "SELECT * FROM anonymize('x', method => 'dp_histogram', qi => 'age:x_hierarchy_sex, sex', informative => 'disease', epsilon => 0.5)",
+            "quasi-identifier 'age' is generalized with the hierarchy 'x_hierarchy_age' for public users",
+        ),
+        (
+            "SELECT * FROM anonymize('x', method => 'dp_histogram', qi => 'age, sex', informative => 'disease', epsilon => 0.6)",
+            "epsilon must be at most 0.5 for public users of this source",
+        ),
     ] {
         let (ok, _, stderr) = public(true, sql);
         assert!(!ok, "{sql} ran");
@@ -341,6 +357,74 @@ fn public_session_from_an_owner_setup() {
         stderr.contains("this session has no privacy budget"),
         "{stderr}"
     );
+    // A policy with a mistake is named before anything runs.
+    std::fs::write(
+        &policy,
+        "tables = [\"x_hierarchy_*\"]\n[sources.x]\nqi = { age = \"secret\" }\n",
+    )
+    .expect("write policy");
+    let (ok, _, stderr) = public(true, release);
+    assert!(!ok);
+    assert!(
+        stderr.contains("source 'x': column 'age' is bound to table 'secret', which is not among the public tables"),
+        "{stderr}"
+    );
+}
+
+/// The demo's release policy (`examples/nps_policy.toml`, what README shows) over the demo
+/// data: a dp_histogram release within its ε range runs; one above it, or over a pairing
+/// the policy does not make, is refused.
+#[test]
+fn the_demo_policy_releases_what_it_declares() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let setup = dir.path().join("setup.sql");
+    std::fs::write(
+        &setup,
+        "CREATE TABLE nps AS SELECT * FROM nps_demo(5000, 3);",
+    )
+    .expect("write setup");
+    let setup = setup.to_string_lossy().into_owned();
+    let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/nps_policy.toml");
+    let public = |sql: &str| {
+        run(&[
+            "--public",
+            "--init",
+            HIERARCHIES,
+            "--init",
+            &setup,
+            "--policy",
+            policy,
+            "--epsilon-budget",
+            "2",
+            "--format",
+            "csv",
+            "-c",
+            sql,
+        ])
+    };
+    let (ok, stdout, stderr) = public(
+        "SELECT COUNT(*) > 0 AS released FROM anonymize('nps', method => 'dp_histogram', qi => 'age, sex', informative => 'disease', epsilon => 0.5)",
+    );
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("true"), "{stdout}");
+    for (sql, expected) in [
+        (
+            "SELECT * FROM anonymize('nps', method => 'dp_histogram', qi => 'age, sex', informative => 'disease', epsilon => 1.5)",
+            "epsilon must be at most 1 for public users of this source",
+        ),
+        (
+            "SELECT * FROM anonymize('nps', method => 'dp_histogram', qi => 'age:nps_hierarchy_los', informative => 'disease')",
+            "quasi-identifier 'age' is generalized with the hierarchy 'nps_hierarchy_age' for public users",
+        ),
+        (
+            "SELECT * FROM anonymize('nps', method => 'dp_histogram', qi => 'age', informative => 'disease', max_cells => 5)",
+            "argument 'max_cells' of method 'dp_histogram' is fixed by the data owner for public users (max_cells => 2000000)",
+        ),
+    ] {
+        let (ok, _, stderr) = public(sql);
+        assert!(!ok, "{sql} ran");
+        assert!(stderr.contains(expected), "{sql}: {stderr}");
+    }
 }
 
 #[cfg(unix)]
@@ -611,5 +695,47 @@ fn a_pseudonym_key_file_keys_the_pseudonyms() {
     assert!(
         stderr.contains("--pseudonym-key-file: cannot read"),
         "{stderr}"
+    );
+}
+
+/// A statement built to exhaust the stack (`1+1+…` with 20,000 terms, 40 KB) is refused by
+/// name, with `-c` and piped in; dfanon exits with an error, not a crash, and a statement
+/// after it in the REPL's own parsing path still runs on its large stack.
+#[test]
+fn a_deep_statement_is_refused_not_fatal() {
+    use std::io::Write;
+    let deep = format!("SELECT {}", vec!["1"; 20_000].join("+"));
+    let (ok, _, stderr) = run(&["-c", &deep]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("expression nested too deeply: ") && stderr.contains("at most 1000"),
+        "{}",
+        &stderr[..stderr.len().min(300)]
+    );
+    let mut child = dfanon()
+        .args(["--format", "csv"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start dfanon");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(format!("{deep};\n").as_bytes())
+        .expect("write statements");
+    let output = child.wait_with_output().expect("wait for dfanon");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        &stderr[..stderr.len().min(300)]
+    );
+    assert!(
+        stderr.contains("expression nested too deeply: "),
+        "{}",
+        &stderr[..stderr.len().min(300)]
     );
 }

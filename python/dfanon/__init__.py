@@ -22,9 +22,10 @@ budget. Functions and arguments: ``dfanon.sql(ctx, "SELECT * FROM anonymize_help
 
 from __future__ import annotations
 
+import json
 import os
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
 from . import _native
@@ -83,7 +84,7 @@ def register(
     epsilon_budget: float | str | None = None,
     delta_budget: float | str | None = None,
     ledger: str | os.PathLike[str] | None = None,
-    public_tables: Iterable[str] = (),
+    policy: Mapping[str, Any] | None = None,
     max_release_rows: int | None = None,
 ) -> Registration:
     """Registers dfanon's functions on ``ctx`` and returns the registration.
@@ -99,10 +100,14 @@ def register(
             (default unlimited; a public registration refuses to release without one).
         delta_budget: total delta each source table may spend (default unlimited).
         ledger: file keeping the privacy ledger across sessions (default: in memory).
-        public_tables: with ``access="public"``, the tables public SQL may read and name
-            as hierarchies (exact names, or a prefix followed by ``*``).
-        max_release_rows: largest release (public: the ceiling of every release; owner:
-            the ceiling any call may ask for).
+        policy: with ``access="public"``, the data owner's release policy, a dict with
+            the keys of server.toml's ``[public]`` and ``dfanon --policy`` (``tables``,
+            ``methods``, ``allow_non_dp``, ``min_epsilon``, ``max_epsilon``, ``person``,
+            ``max_release_rows`` and ``sources``: per source its ``qi`` and
+            ``informative`` columns bound to published tables, ``plain`` columns, ε range
+            and ``fixed`` arguments). Without one, public users release nothing.
+        max_release_rows: with ``access="owner"``, the ceiling any call may ask for (a
+            public registration's is the policy's ``max_release_rows``).
 
     Registering again on the same context replaces the registration, with a new
     release cache and, without a ledger file, a new ledger.
@@ -113,7 +118,7 @@ def register(
         epsilon_budget,
         delta_budget,
         None if ledger is None else os.fspath(ledger),
-        list(public_tables),
+        _policy_json(policy),
         max_release_rows,
     )
     for name in reg.table_functions():
@@ -124,6 +129,18 @@ def register(
         ctx.register_udf(datafusion.ScalarUDF.from_pycapsule(scalar))
     _REGISTRATIONS[ctx] = reg
     return reg
+
+
+def _policy_json(policy: Mapping[str, Any] | None) -> str | None:
+    """The policy as the JSON the engine reads; a mapping only (a string would be read as
+    something else than the owner meant)."""
+    if policy is None:
+        return None
+    if not isinstance(policy, Mapping):
+        raise TypeError(
+            f"register(): policy must be a mapping like server.toml's [public] table, not {type(policy).__name__}"
+        )
+    return json.dumps(policy)
 
 
 class _TableFunction:

@@ -23,7 +23,7 @@ class Registration:
         epsilon_budget: float | str | None,
         delta_budget: float | str | None,
         ledger: str | None,
-        public_tables: list[str],
+        policy: str | None,
         max_release_rows: int | None,
     ) -> None: ...
     def sql(self, script: str) -> EngineTable: ...

@@ -100,14 +100,14 @@ struct Registration {
 impl Registration {
     /// Registers on the context `ctx_ref()` (a `weakref.ref`); see `dfanon.register`.
     #[new]
-    #[pyo3(signature = (ctx_ref, access, epsilon_budget, delta_budget, ledger, public_tables, max_release_rows))]
+    #[pyo3(signature = (ctx_ref, access, epsilon_budget, delta_budget, ledger, policy, max_release_rows))]
     fn new(
         ctx_ref: Py<PyAny>,
         access: &str,
         epsilon_budget: Option<Bound<'_, PyAny>>,
         delta_budget: Option<Bound<'_, PyAny>>,
         ledger: Option<String>,
-        public_tables: Vec<String>,
+        policy: Option<String>,
         max_release_rows: Option<u64>,
     ) -> PyResult<Self> {
         let access = match access.to_ascii_lowercase().as_str() {
@@ -138,22 +138,23 @@ impl Registration {
         };
         match access {
             Access::Owner => {
-                if !public_tables.is_empty() {
+                if policy.is_some() {
                     return Err(DfanonError::new_err(
-                        "register(): public_tables is for access='public'",
+                        "register(): policy is for access='public'",
                     ));
                 }
                 options.max_release_rows = max_release_rows;
             }
             Access::Public => {
-                let mut policy = PublicPolicy {
-                    tables: public_tables,
-                    ..PublicPolicy::default()
-                };
-                if let Some(rows) = max_release_rows {
-                    policy.max_release_rows = rows;
+                if max_release_rows.is_some() {
+                    return Err(DfanonError::new_err(
+                        "register(): with access='public' the ceiling of every release is the policy's max_release_rows",
+                    ));
                 }
-                options.public = policy;
+                if let Some(json) = policy {
+                    options.public = PublicPolicy::from_json(&json)
+                        .map_err(|e| DfanonError::new_err(format!("register(): {e}")))?;
+                }
             }
         }
         let tables = Arc::new(PythonTables::new(PythonContext::new(ctx_ref)));

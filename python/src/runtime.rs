@@ -22,6 +22,7 @@ pub fn runtime() -> &'static Runtime {
     RUNTIME.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
             .thread_name("dfanon")
+            .thread_stack_size(datafusion_anonymize::STATEMENT_STACK_BYTES)
             .enable_all()
             .build()
             // Without a runtime nothing can run at all; there is no other way to go on.

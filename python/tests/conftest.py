@@ -24,6 +24,18 @@ HIERARCHIES = [
 
 QI = "age, sex, los, surgery, location"
 
+# The owner's release policy of the NPS demo for public users: the hierarchies are public,
+# each quasi-identifier bound to its own, the disease codes counted over the published list.
+NPS_POLICY = {
+    "tables": ["nps_hierarchy_*"],
+    "sources": {
+        "nps": {
+            "qi": {c: f"nps_hierarchy_{c}" for c in QI.split(", ")},
+            "informative": {"disease": "nps_hierarchy_disease"},
+        }
+    },
+}
+
 
 def scratch() -> pathlib.Path:
     """A folder for files the tests write (kept between runs)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import QI, budget, context, rows
+from conftest import NPS_POLICY, QI, budget, context, rows
 
 import dfanon
 
@@ -18,7 +18,7 @@ DP = dict(
 
 @pytest.fixture
 def public(nps):
-    return context(nps, access="public", epsilon_budget=2.5, public_tables=["nps_hierarchy_*"])
+    return context(nps, access="public", epsilon_budget=2.5, policy=NPS_POLICY)
 
 
 def test_public_users_release_within_the_budget(public):
@@ -65,10 +65,26 @@ def test_public_users_cannot_reach_what_the_owner_did_not_publish(public):
     ):
         with pytest.raises(dfanon.DfanonError, match="is not available to public users"):
             dfanon.sql(public, setting)
-    # dp_histogram takes the informative column's values from a published code list.
-    with pytest.raises(dfanon.DfanonError, match="values come from a published table"):
-        dfanon.anonymize(public, "nps", **{**DP, "sensitive": "disease"})
+    # Each column with the table the owner's policy binds to it, and no other.
+    with pytest.raises(dfanon.DfanonError, match="takes its values from 'nps_hierarchy_disease'"):
+        dfanon.anonymize(public, "nps", **{**DP, "sensitive": "disease:nps_hierarchy_sex"})
+    with pytest.raises(dfanon.DfanonError, match="generalized with the hierarchy 'nps_hierarchy_age'"):
+        dfanon.anonymize(public, "nps", **{**DP, "qi": "age:nps_hierarchy_los, sex"})
     assert budget(public) == (0, 0.0)
+
+
+def test_a_policy_is_a_mapping_checked_at_registration(nps):
+    # A string is not a policy (it once made every table public, one character a pattern).
+    with pytest.raises(TypeError, match="policy must be a mapping"):
+        context(nps, access="public", epsilon_budget=1, policy="nps_hierarchy_*")
+    with pytest.raises(dfanon.DfanonError, match="invalid type: string"):
+        context(nps, access="public", epsilon_budget=1, policy={"tables": "x_*"})
+    with pytest.raises(dfanon.DfanonError, match="unknown field `tabels`"):
+        context(nps, access="public", epsilon_budget=1, policy={"tabels": ["x"]})
+    # Without a policy's source, a public user releases nothing.
+    bare = context(nps, access="public", epsilon_budget=1, policy={"tables": ["nps_hierarchy_*"]})
+    with pytest.raises(dfanon.DfanonError, match="source table 'nps' not found"):
+        dfanon.anonymize(bare, "nps", **DP).count()
 
 
 def test_owners_budget_is_refused_past_its_end(nps):
@@ -83,3 +99,14 @@ def test_owners_budget_is_refused_past_its_end(nps):
     dfanon.sql(ctx, "SET anonymize.epsilon_budget = 2")
     dfanon.anonymize(ctx, "nps", **{**DP, "epsilon": 0.75}).count()
     assert budget(ctx) == (2, 1.75)
+
+
+def test_a_statement_built_to_exhaust_the_stack_is_refused(public):
+    # 2,000 terms (a 4 KB statement) once aborted the interpreter.
+    deep = "SELECT " + "+".join(["1"] * 2000)
+    with pytest.raises(dfanon.DfanonError, match="expression nested too deeply"):
+        dfanon.sql(public, deep)
+    bi = "SELECT 1 WHERE " + " OR ".join(f"'a' = '{i}'" for i in range(2000))
+    with pytest.raises(dfanon.DfanonError, match="expression nested too deeply"):
+        dfanon.sql(public, bi)
+    assert dfanon.sql(public, "SELECT COUNT(*) AS n FROM nps_hierarchy_sex").to_pydict()["n"] == [2]

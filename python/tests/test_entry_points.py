@@ -115,7 +115,7 @@ def test_the_context_sql_survives_many_table_function_calls(tmp_path):
         "    for access in ('public', 'owner'):\n"
         "        ctx = datafusion.SessionContext()\n"
         "        ctx.from_arrow(nps, 'nps')\n"
-        "        public = {'public_tables': ['nps_hierarchy_*']} if access == 'public' else {}\n"
+        "        public = {'policy': {'tables': ['nps_hierarchy_*']}} if access == 'public' else {}\n"
         "        dfanon.register(ctx, access=access, epsilon_budget=10, **public)\n"
         "        for statement in HIERARCHIES:\n"
         "            ctx.sql(statement)\n"

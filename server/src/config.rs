@@ -11,7 +11,20 @@ use serde::Deserialize;
 use crate::password::PasswordHash;
 
 /// How long a public statement may take unless `public_statement_timeout_seconds` says.
-pub const DEFAULT_PUBLIC_STATEMENT_TIMEOUT: Duration = Duration::from_secs(1800);
+pub const DEFAULT_PUBLIC_STATEMENT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Connections in all unless `max_connections` says.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 200;
+
+/// Logged-in connections per user unless `max_connections_per_user` says.
+pub const DEFAULT_MAX_CONNECTIONS_PER_USER: usize = 20;
+
+/// How long a connection may take to log in unless `login_timeout_seconds` says.
+pub const DEFAULT_LOGIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a logged-in connection may stay idle unless `idle_session_timeout_seconds`
+/// says.
+pub const DEFAULT_IDLE_SESSION_TIMEOUT: Duration = Duration::from_secs(900);
 
 /// What `server.toml` holds, as written (paths relative to the file's folder).
 #[derive(Debug, Deserialize)]
@@ -28,6 +41,10 @@ struct File {
     public: PublicPolicy,
     public_concurrent_statements: Option<usize>,
     public_statement_timeout_seconds: Option<u64>,
+    max_connections: Option<usize>,
+    max_connections_per_user: Option<usize>,
+    login_timeout_seconds: Option<u64>,
+    idle_session_timeout_seconds: Option<u64>,
     ledger: Option<PathBuf>,
     epsilon_budget: Option<toml::Value>,
     delta_budget: Option<toml::Value>,
@@ -76,6 +93,14 @@ pub struct Config {
     pub public_concurrent_statements: usize,
     /// How long one public statement may take, its wait for a slot included.
     pub public_statement_timeout: Duration,
+    /// Connections in all, over both protocols.
+    pub max_connections: usize,
+    /// Logged-in connections of one user.
+    pub max_connections_per_user: usize,
+    /// How long a connection may take to log in.
+    pub login_timeout: Duration,
+    /// How long a logged-in connection may stay idle (no statement running).
+    pub idle_session_timeout: Duration,
     pub ledger: Option<PathBuf>,
     pub epsilon_budget: f64,
     pub delta_budget: f64,
@@ -144,6 +169,33 @@ pub fn parse(text: &str, folder: &Path) -> Result<Config, String> {
         Some(seconds) => Duration::from_secs(seconds),
         None => DEFAULT_PUBLIC_STATEMENT_TIMEOUT,
     };
+    let positive = |key: &str, value: Option<u64>, default: u64| -> Result<u64, String> {
+        match value {
+            Some(0) => Err(format!("{key} = 0 would refuse everything; give 1 or more")),
+            Some(n) => Ok(n),
+            None => Ok(default),
+        }
+    };
+    let max_connections = positive(
+        "max_connections",
+        file.max_connections.map(|n| n as u64),
+        DEFAULT_MAX_CONNECTIONS as u64,
+    )? as usize;
+    let max_connections_per_user = positive(
+        "max_connections_per_user",
+        file.max_connections_per_user.map(|n| n as u64),
+        DEFAULT_MAX_CONNECTIONS_PER_USER as u64,
+    )? as usize;
+    let login_timeout = Duration::from_secs(positive(
+        "login_timeout_seconds",
+        file.login_timeout_seconds,
+        DEFAULT_LOGIN_TIMEOUT.as_secs(),
+    )?);
+    let idle_session_timeout = Duration::from_secs(positive(
+        "idle_session_timeout_seconds",
+        file.idle_session_timeout_seconds,
+        DEFAULT_IDLE_SESSION_TIMEOUT.as_secs(),
+    )?);
     let mut names = BTreeSet::new();
     let mut users = Vec::new();
     for entry in file.users {
@@ -201,6 +253,10 @@ pub fn parse(text: &str, folder: &Path) -> Result<Config, String> {
         policy,
         public_concurrent_statements,
         public_statement_timeout,
+        max_connections,
+        max_connections_per_user,
+        login_timeout,
+        idle_session_timeout,
         ledger: file.ledger.map(resolve),
         epsilon_budget,
         delta_budget,
@@ -224,7 +280,15 @@ mod tests {
     #[test]
     fn public_statement_limits_have_defaults_and_refuse_zero() {
         let config = parsed("").expect("parses");
-        assert_eq!(config.public_statement_timeout, Duration::from_secs(1800));
+        assert_eq!(config.public_statement_timeout, Duration::from_secs(300));
+        assert_eq!(config.max_connections, 200);
+        assert_eq!(config.max_connections_per_user, 20);
+        assert_eq!(config.login_timeout, Duration::from_secs(30));
+        assert_eq!(config.idle_session_timeout, Duration::from_secs(900));
+        assert_eq!(
+            parsed("max_connections = 0").err().as_deref(),
+            Some("max_connections = 0 would refuse everything; give 1 or more")
+        );
         assert!(config.public_concurrent_statements >= 1);
         let config =
             parsed("public_concurrent_statements = 3\npublic_statement_timeout_seconds = 60")

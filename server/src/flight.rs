@@ -35,7 +35,6 @@ use prost::Message;
 use rand::RngCore;
 use tokio::net::TcpListener;
 use tonic::metadata::MetadataValue;
-use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Identity, ServerTlsConfig};
 use tonic::{Request, Response, Status, Streaming};
 
@@ -53,6 +52,7 @@ pub async fn serve(
     listener: TcpListener,
     tls: Option<ServerTlsConfig>,
 ) -> Result<(), String> {
+    let limits = server.connections().clone();
     let service = FlightServiceServer::new(FlightSql::new(server));
     let mut builder = tonic::transport::Server::builder();
     if let Some(tls) = tls {
@@ -62,7 +62,7 @@ pub async fn serve(
     }
     builder
         .add_service(service)
-        .serve_with_incoming(TcpIncoming::from(listener))
+        .serve_with_incoming(crate::connections::flight_incoming(listener, limits))
         .await
         .map_err(|e| format!("flight_sql: {e}"))
 }
@@ -148,6 +148,8 @@ impl FlightSql {
 
     /// Plans `sql` in `session`: for a public user only the statements they may run.
     async fn plan(&self, session: &FlightSession, sql: &str) -> Result<LogicalPlan, Status> {
+        datafusion_anonymize::check_expression_depth(sql)
+            .map_err(|e| Status::invalid_argument(e.strip_backtrace()))?;
         let state = session.ctx.state();
         let dialect = state.config().options().sql_parser.dialect;
         let statement = state
@@ -304,12 +306,24 @@ impl FlightSqlService for FlightSql {
                 "Password authentication failed for user \"{user}\""
             ))
         };
-        let user = self
-            .server
-            .login(user, password)
-            .ok_or_else(refused)?
-            .name
-            .clone();
+        // Failed logins are counted per user name and address, as over PostgreSQL.
+        let address = request
+            .remote_addr()
+            .map(|a| a.ip().to_string())
+            .unwrap_or_default();
+        let keys = [format!("user {user}"), format!("address {address}")];
+        let failed_logins = &self.server.connections().failed_logins;
+        if let Some(wait) = failed_logins.locked(&keys) {
+            return Err(Status::unauthenticated(format!(
+                "too many failed logins for this user name or address: try again in {} s",
+                wait.as_secs() + 1
+            )));
+        }
+        let Some(found) = self.server.login(user, password) else {
+            failed_logins.failed(&keys);
+            return Err(refused());
+        };
+        let user = found.name.clone();
         let session = self
             .server
             .session(&user)

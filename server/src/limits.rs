@@ -350,8 +350,8 @@ mod tests {
     #[test]
     fn the_errors_say_why() {
         assert_eq!(
-            Stop::TimedOut(Duration::from_secs(1800)).to_string(),
-            "canceling statement due to statement timeout: a public user's statement may run 1800 s (public_statement_timeout_seconds)"
+            Stop::TimedOut(Duration::from_secs(300)).to_string(),
+            "canceling statement due to statement timeout: a public user's statement may run 300 s (public_statement_timeout_seconds)"
         );
         assert_eq!(
             Stop::Cancelled.to_string(),

@@ -5,6 +5,7 @@
 
 mod catalog;
 mod config;
+mod connections;
 mod flight;
 mod limits;
 mod password;
@@ -80,7 +81,10 @@ fn serve(config: PathBuf) -> Result<(), String> {
         std::fs::create_dir_all(folder)
             .map_err(|e| format!("cannot make the ledger folder {}: {e}", folder.display()))?;
     }
+    // Statements are planned and run on these threads: a stack far above what the deepest
+    // statement the depth check lets through needs (reserved, not used, until needed).
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .thread_stack_size(datafusion_anonymize::STATEMENT_STACK_BYTES)
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;

@@ -4,8 +4,10 @@
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use hmac::{Hmac, KeyInit, Mac};
 use pgwire::api::auth::sasl::scram::gen_salted_password;
 use rand::RngCore;
+use sha2::{Digest, Sha256};
 
 /// The iterations of every hash (PostgreSQL's default).
 pub const ITERATIONS: usize = 4096;
@@ -35,14 +37,39 @@ impl PasswordHash {
         Self { salt, salted }
     }
 
-    /// A hash no password matches, for users that do not exist: their logins take the
-    /// same steps and fail with the same error as a wrong password.
-    pub fn unmatchable() -> Self {
-        let mut salt = vec![0u8; 16];
-        let mut salted = vec![0u8; 32];
-        rand::rng().fill_bytes(&mut salt);
-        rand::rng().fill_bytes(&mut salted);
-        Self { salt, salted }
+    /// A hash no password matches, for the user `user` who does not exist: their logins
+    /// take the same steps and fail with the same error as a wrong password, and the salt
+    /// the handshake shows is the same at every attempt (as a real user's is), derived
+    /// from the name and `secret` (as PostgreSQL's mock authentication does), so it tells
+    /// nobody that the user is unknown.
+    pub fn unmatchable(user: &str, secret: &[u8]) -> Self {
+        let derive = |purpose: &str| -> Vec<u8> {
+            let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret)
+                .expect("HMAC takes keys of any length");
+            mac.update(purpose.as_bytes());
+            mac.update(&[0]);
+            mac.update(user.as_bytes());
+            mac.finalize().into_bytes().to_vec()
+        };
+        let mut salt = derive("salt");
+        salt.truncate(16);
+        Self {
+            salt,
+            salted: derive("unmatchable"),
+        }
+    }
+
+    /// The secret the salts of unknown users are derived from: a digest of every user's
+    /// stored hash (which only the configuration holds), so it stays the same across
+    /// restarts of the same configuration.
+    pub fn mock_secret<'a>(hashes: impl Iterator<Item = &'a PasswordHash>) -> Vec<u8> {
+        let mut digest = Sha256::new();
+        digest.update(b"dfanon-server mock salts");
+        for hash in hashes {
+            digest.update(&hash.salt);
+            digest.update(&hash.salted);
+        }
+        digest.finalize().to_vec()
     }
 
     /// Reads `scram-sha-256$4096$<salt>$<salted password>` (base64).
@@ -118,7 +145,16 @@ mod tests {
         assert_eq!(read, hash);
         assert!(read.matches("correct horse"));
         assert_ne!(PasswordHash::new("correct horse"), hash, "salts differ");
-        assert!(!PasswordHash::unmatchable().matches("correct horse"));
+        let secret = PasswordHash::mock_secret([PasswordHash::new("x")].iter());
+        let ghost = PasswordHash::unmatchable("ghost", &secret);
+        assert!(!ghost.matches("correct horse"));
+        // The same salt at every attempt, another for another name, 16 bytes as a real one.
+        assert_eq!(ghost, PasswordHash::unmatchable("ghost", &secret));
+        assert_ne!(
+            ghost.salt(),
+            PasswordHash::unmatchable("ghost2", &secret).salt()
+        );
+        assert_eq!(ghost.salt().len(), PasswordHash::new("y").salt().len());
     }
 
     #[test]

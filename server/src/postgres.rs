@@ -47,6 +47,7 @@ use tokio::net::TcpListener;
 
 use crate::catalog::{PgCatalogKeeper, WithPgCatalog};
 use crate::config::Role;
+use crate::connections::{self, ConnectionLimits, ConnectionState};
 use crate::limits::{bounded, guarded, stop_signal, Slot, Stop, StopSignal};
 use crate::password::ITERATIONS;
 use crate::sessions::Server;
@@ -54,22 +55,62 @@ use crate::sessions::Server;
 /// A statement as datafusion-postgres keeps it between Parse and Execute.
 type DfStatement = (String, Option<(Statement, LogicalPlan)>);
 
-/// Serves PostgreSQL clients on `listener` until the process ends.
+/// Serves PostgreSQL clients on `listener` until the process ends, within the server's
+/// connection limits ([`crate::connections`]).
 pub async fn serve(
     server: Arc<Server>,
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
 ) -> std::io::Result<()> {
+    let limits = server.connections().clone();
     let handlers = Arc::new(Handlers::new(server, tls.is_some()));
     loop {
-        let (socket, peer) = listener.accept().await?;
-        let handlers = handlers.clone();
+        let (socket, peer) = connections::accept(&listener, "postgres").await;
+        let Some(held) = limits.admit() else {
+            tokio::spawn(connections::refuse_postgres(socket));
+            continue;
+        };
+        let accepted = tokio::time::Instant::now();
+        let state = ConnectionState::new(limits.clone());
+        let handlers = Arc::new(ConnectionHandlers {
+            shared: handlers.clone(),
+            state: state.clone(),
+        });
         let tls = tls.clone();
         tokio::spawn(async move {
-            if let Err(e) = process_socket(socket, tls, handlers).await {
-                eprintln!("postgres: connection from {peer} ended: {e}");
+            let _held = held;
+            match connections::watch(process_socket(socket, tls, handlers), &state, accepted).await
+            {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => eprintln!("postgres: connection from {peer} ended: {e}"),
+                Err(why) => eprintln!("postgres: connection from {peer} closed: {why}"),
             }
         });
+    }
+}
+
+/// The handlers of one connection: the shared ones, and its own login, which records
+/// in `state` when it logged in.
+struct ConnectionHandlers {
+    shared: Arc<Handlers>,
+    state: Arc<ConnectionState>,
+}
+
+impl PgWireServerHandlers for ConnectionHandlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        self.shared.service.clone()
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        self.shared.service.clone()
+    }
+
+    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
+        self.shared.cancel.clone()
+    }
+
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        self.shared.login(self.state.clone())
     }
 }
 
@@ -136,14 +177,24 @@ impl PgWireServerHandlers for Handlers {
         self.cancel.clone()
     }
 
-    /// A handler per connection: it holds the state of that connection's SCRAM exchange.
     fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        let limits = self.service.server.connections().clone();
+        self.login(ConnectionState::new(limits))
+    }
+}
+
+impl Handlers {
+    /// A login per connection: it holds the state of that connection's SCRAM exchange,
+    /// and records in `state` when it succeeded.
+    fn login(&self, state: Arc<ConnectionState>) -> Arc<Login<DefaultServerParameterProvider>> {
         let mut scram = ScramAuth::new(self.passwords.clone());
         scram.set_iterations(ITERATIONS);
         Arc::new(Login {
             scram: SASLAuthStartupHandler::new(self.parameters.clone()).with_scram(scram),
             tls_required: self.tls_required,
             connections: self.connections.clone(),
+            limits: self.service.server.connections().clone(),
+            state,
         })
     }
 }
@@ -163,7 +214,14 @@ struct Login<P> {
     scram: SASLAuthStartupHandler<P>,
     tls_required: bool,
     connections: Arc<ConnectionManager>,
+    /// The server's connection limits (per user, checked at login).
+    limits: Arc<ConnectionLimits>,
+    /// What the connection's watch reads.
+    state: Arc<ConnectionState>,
 }
+
+/// A logged-in connection's statement activity, for its idle timeout.
+struct Activity(Arc<ConnectionState>);
 
 #[async_trait]
 impl<P: ServerParameterProvider> StartupHandler for Login<P> {
@@ -184,14 +242,59 @@ impl<P: ServerParameterProvider> StartupHandler for Login<P> {
                 "this server accepts only connections with TLS: connect with sslmode=require (or verify-full)".to_string(),
             ))));
         }
-        self.scram.on_startup(client, message).await?;
+        // Failed logins are counted per user name and per address; past the limit the
+        // login is refused before the password is checked.
+        let keys = |client: &C| {
+            let user = client
+                .metadata()
+                .get(METADATA_USER)
+                .cloned()
+                .unwrap_or_default();
+            vec![
+                format!("user {user}"),
+                format!("address {}", client.socket_addr().ip()),
+            ]
+        };
+        if let Some(wait) = self.limits.failed_logins.locked(&keys(client)) {
+            return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
+                "FATAL".to_string(),
+                "28P01".to_string(),
+                format!(
+                    "too many failed logins for this user name or address: try again in {} s",
+                    wait.as_secs() + 1
+                ),
+            ))));
+        }
+        let started = self.scram.on_startup(client, message).await;
+        if let Err(PgWireError::InvalidPassword(_)) = &started {
+            self.limits.failed_logins.failed(&keys(client));
+        }
+        started?;
         if matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            let user = client
+                .metadata()
+                .get(METADATA_USER)
+                .cloned()
+                .unwrap_or_default();
+            let Some(slot) = self.limits.admit_user(&user) else {
+                return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
+                    "FATAL".to_string(),
+                    "53300".to_string(),
+                    format!(
+                        "too many connections for user \"{user}\": at most {} (max_connections_per_user)",
+                        self.limits.per_user()
+                    ),
+                ))));
+            };
+            self.state.logged_in();
             let (pid, secret_key) = client.pid_and_secret_key();
             let (handle, registered) = self.connections.register(pid, secret_key);
             let extensions = client.session_extensions();
             extensions.insert(CancelHandle(handle));
             // Unregistered when the connection ends.
             extensions.insert(registered);
+            extensions.insert(slot);
+            extensions.insert(Activity(self.state.clone()));
             extensions.insert(LoggedIn);
         }
         Ok(())
@@ -397,6 +500,14 @@ impl SimpleQueryHandler for RoleService {
         C::Error: std::fmt::Debug,
         PgWireError: From<<C as futures::Sink<PgWireBackendMessage>>::Error>,
     {
+        // A statement nested too deeply for the stack is refused before it is parsed
+        // (54001: PostgreSQL's "statement too complex").
+        let _busy = client
+            .session_extensions()
+            .get::<Activity>()
+            .map(|activity| activity.0.busy());
+        datafusion_anonymize::check_expression_depth(query)
+            .map_err(|e| user_error("54001", e.strip_backtrace()))?;
         let connection = connection(&self.server, client)?;
         let running = Running::begin(&self.server, &connection, client).await?;
         let service = connection.service.as_ref();
@@ -433,6 +544,10 @@ impl ExtendedQueryHandler for RoleService {
         C::Error: std::fmt::Debug,
         PgWireError: From<<C as futures::Sink<PgWireBackendMessage>>::Error>,
     {
+        let _busy = client
+            .session_extensions()
+            .get::<Activity>()
+            .map(|activity| activity.0.busy());
         let connection = connection(&self.server, client)?;
         let running = Running::begin(&self.server, &connection, client).await?;
         let service = connection.service.as_ref();
@@ -464,6 +579,8 @@ impl QueryParser for RoleParser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
+        datafusion_anonymize::check_expression_depth(sql)
+            .map_err(|e| user_error("54001", e.strip_backtrace()))?;
         let connection = connection(&self.server, client)?;
         connection
             .service

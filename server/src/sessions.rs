@@ -12,6 +12,7 @@ use datafusion_anonymize::{
 };
 
 use crate::config::{Config, Role, User};
+use crate::connections::ConnectionLimits;
 use crate::limits::Admission;
 use crate::password::PasswordHash;
 
@@ -24,6 +25,9 @@ pub struct Server {
     public: datafusion_anonymize::PublicPolicy,
     users: HashMap<String, User>,
     admission: Admission,
+    connections: Arc<ConnectionLimits>,
+    /// What the salts of unknown users are derived from ([`PasswordHash::unmatchable`]).
+    mock_secret: Vec<u8>,
 }
 
 impl std::fmt::Debug for Server {
@@ -80,6 +84,13 @@ impl Server {
                 config.public_concurrent_statements,
                 config.public_statement_timeout,
             ),
+            mock_secret: PasswordHash::mock_secret(config.users.iter().map(|u| &u.password)),
+            connections: ConnectionLimits::new(
+                config.max_connections,
+                config.max_connections_per_user,
+                config.login_timeout,
+                config.idle_session_timeout,
+            ),
         };
         // A public policy that cannot be registered is the owner's mistake: said at start.
         server.public_session(None)?;
@@ -92,12 +103,17 @@ impl Server {
         self.users
             .get(user)
             .map(|u| u.password.clone())
-            .unwrap_or_else(PasswordHash::unmatchable)
+            .unwrap_or_else(|| PasswordHash::unmatchable(user, &self.mock_secret))
     }
 
     /// The slots and time limit of public users' statements.
     pub fn admission(&self) -> &Admission {
         &self.admission
+    }
+
+    /// The connection limits, shared by both protocols.
+    pub fn connections(&self) -> &Arc<ConnectionLimits> {
+        &self.connections
     }
 
     /// Checks `password` for `user`; the user when it matches.

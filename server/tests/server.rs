@@ -83,12 +83,23 @@ impl Site {
             r#"postgres = "127.0.0.1:0"
 flight_sql = "127.0.0.1:0"
 init = ["setup.sql"]
-public_tables = ["nps_hierarchy_*"]
-public_methods = ["ipa", "dp_histogram"]
-public_allow_non_dp = true
 ledger = "ledger.json"
 epsilon_budget = 3
 {settings}
+
+[public]
+tables = ["nps_hierarchy_*"]
+methods = ["ipa", "dp_histogram"]
+allow_non_dp = true
+
+[public.sources.nps]
+qi = {{ age = "nps_hierarchy_age", sex = "nps_hierarchy_sex", los = "nps_hierarchy_los", surgery = "nps_hierarchy_surgery", location = "nps_hierarchy_location" }}
+informative = {{ disease = "nps_hierarchy_disease" }}
+
+[public.sources.nps.fixed.ipa]
+qi = "age, sex, los, surgery, location"
+informative = "disease"
+epsilon = 1.0
 
 [[user]]
 name = "owner"
@@ -125,7 +136,21 @@ password_hash = "{}"
 
 /// Starts the server with `config`; waits for its "listening" line (or its exit).
 fn start(config: &Path) -> Result<Running, String> {
-    let mut child = Command::new(SERVER)
+    start_under(config, &[])
+}
+
+/// [`start`], the server run by the command `wrapper` (e.g. `prlimit --nofile=…`) when
+/// one is given.
+fn start_under(config: &Path, wrapper: &[&str]) -> Result<Running, String> {
+    let mut command = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut command = Command::new(program);
+            command.args(args).arg(SERVER);
+            command
+        }
+        None => Command::new(SERVER),
+    };
+    let mut child = command
         .arg("--config")
         .arg(config)
         .stderr(Stdio::piped())
@@ -1110,4 +1135,106 @@ fn connections_that_ended_leave_nothing_behind() {
         "64 connections later the server holds {:.0} MB more ({before:.0} -> {after:.0} MB)",
         after - before
     );
+}
+
+/// What the review's hostile clients did, as tests: far more sockets than the server may
+/// hold, none of them logging in, against a server started under a small open-file limit;
+/// logins past a user's limit; statements nested deep enough to exhaust a stack, through
+/// both protocols. The server refuses each by name, never exits, closes the idle sockets
+/// at the login timeout, and then serves a normal query.
+#[test]
+fn hostile_connections_and_statements_leave_the_server_serving() {
+    let site = Site::with_settings(
+        "max_connections = 40\nmax_connections_per_user = 2\nlogin_timeout_seconds = 8",
+    );
+    let server = start_under(&site.config(), &["prlimit", "--nofile=96:96"])
+        .unwrap_or_else(|log| panic!("the server did not start:\n{log}"));
+    let sql = "SELECT COUNT(*) FROM nps_hierarchy_sex";
+    // 300 sockets that never log in: 40 are held, the others refused at once (and some
+    // not even accepted while the open-file limit is reached).
+    let mut idle = Vec::new();
+    for _ in 0..300 {
+        if let Ok(socket) = std::net::TcpStream::connect(("127.0.0.1", server.postgres)) {
+            idle.push(socket);
+        }
+        if let Ok(socket) = std::net::TcpStream::connect(("127.0.0.1", server.flight)) {
+            idle.push(socket);
+        }
+    }
+    let full = psql(server.postgres, "analyst", "analyst-pw", sql);
+    assert!(
+        full.as_ref().is_err_and(|e| e.contains("too many clients")),
+        "{full:?}"
+    );
+    // At the login timeout the idle ones are closed, and the server serves again.
+    std::thread::sleep(Duration::from_secs(10));
+    assert!(psql(server.postgres, "analyst", "analyst-pw", sql).is_ok());
+    drop(idle);
+    // A user's logins past their limit are refused by name.
+    let holding: Vec<Child> = (0..2)
+        .map(|_| {
+            // psql logged in and waiting for statements on its standard input.
+            psql_command("127.0.0.1")
+                .args([
+                    "-p",
+                    &server.postgres.to_string(),
+                    "-U",
+                    "analyst2",
+                    "-d",
+                    "datafusion",
+                    "-X",
+                    "-f",
+                    "-",
+                ])
+                .env("PGPASSWORD", "analyst2-pw")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("psql runs")
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    let third = psql(server.postgres, "analyst2", "analyst2-pw", sql);
+    assert!(
+        third
+            .as_ref()
+            .is_err_and(|e| e.contains("too many connections for user \"analyst2\"")),
+        "{third:?}"
+    );
+    for mut child in holding {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    // Statements built to exhaust a stack: refused by name, over both protocols.
+    let deep = format!("SELECT {}", vec!["1"; 2_000].join("+"));
+    let or_list: Vec<String> = (0..2_000).map(|i| format!("v = '{i}'")).collect();
+    let bi = format!(
+        "SELECT COUNT(*) FROM (VALUES ('1')) AS t(v) WHERE {}",
+        or_list.join(" OR ")
+    );
+    for statement in [&deep, &bi] {
+        let refused = psql(server.postgres, "analyst", "analyst-pw", statement);
+        assert!(
+            refused
+                .as_ref()
+                .is_err_and(|e| e.contains("expression nested too deeply")),
+            "{:?}",
+            refused.map_err(|e| e.chars().take(300).collect::<String>())
+        );
+        let by_adbc = one("adbc", server.flight, "analyst", statement);
+        assert!(
+            by_adbc
+                .as_ref()
+                .is_err_and(|e| e.contains("expression nested too deeply")),
+            "{:?}",
+            by_adbc.map_err(|e| e.chars().take(300).collect::<String>())
+        );
+    }
+    assert!(psql(server.postgres, "analyst", "analyst-pw", sql).is_ok());
+    assert!(server_alive(&server));
+}
+
+fn server_alive(server: &Running) -> bool {
+    std::path::Path::new(&format!("/proc/{}", server.child.id())).exists()
 }

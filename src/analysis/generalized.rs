@@ -9,6 +9,8 @@
 //! | `37` | `{37}` |
 //! | `[10-20)` | `10, 11, …, 19` |
 //! | `[60-100]` | `60, 61, …, 100` |
+//! | `<18` | the integers below 18 (top/bottom coding): with a domain `[lo, hi]`, `lo, …, 17`; otherwise unknown |
+//! | `>=90` | the integers from 90 on: with a domain, `90, …, hi`; otherwise unknown |
 //! | `*` | the attribute's domain when one is supplied, otherwise unknown |
 //!
 //! With a domain `[lo, hi]` supplied, every value is intersected with it (`[0-10)` over the
@@ -37,6 +39,10 @@ pub enum GeneralizedValue {
         /// Largest integer.
         hi: i64,
     },
+    /// `<b`: every integer below `b` (a bottom-coded value of `top_bottom_hierarchy`).
+    Below(i64),
+    /// `>=t`: every integer from `t` on (a top-coded value).
+    AtLeast(i64),
     /// `*`: fully generalized or suppressed.
     Star,
 }
@@ -54,7 +60,7 @@ impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} is not a generalized integer value ({}); expected an integer, an interval like '[10-20)' or '[60-100]', or '*'",
+            "{} is not a generalized integer value ({}); expected an integer, an interval like '[10-20)' or '[60-100]', a coded end like '<18' or '>=90', or '*'",
             crate::quote::quote(&self.label),
             self.reason
         )
@@ -63,7 +69,7 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-/// Reads a label: an integer, `[lo-hi)` (half-open), `[lo-hi]` (closed) or `*`.
+/// Reads a label: an integer, `[lo-hi)` (half-open), `[lo-hi]` (closed), `<b`, `>=t` or `*`.
 /// Surrounding spaces are ignored; bounds may be negative (`[-10--5)`).
 pub fn parse_generalized(label: &str) -> Result<GeneralizedValue, ParseError> {
     let err = |reason| ParseError {
@@ -76,6 +82,20 @@ pub fn parse_generalized(label: &str) -> Result<GeneralizedValue, ParseError> {
     }
     if let Ok(v) = text.parse::<i64>() {
         return Ok(GeneralizedValue::Range { lo: v, hi: v });
+    }
+    if let Some(bound) = text.strip_prefix(">=") {
+        return bound
+            .trim()
+            .parse::<i64>()
+            .map(GeneralizedValue::AtLeast)
+            .map_err(|_| err("a coded end '>=t' needs an integer t"));
+    }
+    if let Some(bound) = text.strip_prefix('<') {
+        return bound
+            .trim()
+            .parse::<i64>()
+            .map(GeneralizedValue::Below)
+            .map_err(|_| err("a coded end '<b' needs an integer b"));
     }
     let Some(inner) = text.strip_prefix('[') else {
         return Err(err("not an integer and not an interval"));
@@ -117,7 +137,15 @@ impl GeneralizedValue {
     /// range; `None` when the set is empty or unknown (`*` without a domain).
     pub fn within(self, domain: Option<(i64, i64)>) -> Option<(i64, i64)> {
         match (self, domain) {
-            (Self::Star, None) => None,
+            (Self::Star | Self::Below(_) | Self::AtLeast(_), None) => None,
+            (Self::Below(b), Some((dlo, dhi))) => {
+                let hi = dhi.min(b.checked_sub(1)?);
+                (dlo <= hi).then_some((dlo, hi))
+            }
+            (Self::AtLeast(t), Some((dlo, dhi))) => {
+                let lo = dlo.max(t);
+                (lo <= dhi).then_some((lo, dhi))
+            }
             (Self::Star, Some((dlo, dhi))) => (dlo <= dhi).then_some((dlo, dhi)),
             (Self::Range { lo, hi }, None) => Some((lo, hi)),
             (Self::Range { lo, hi }, Some((dlo, dhi))) => {
@@ -184,6 +212,26 @@ pub fn spread(lo: i64, hi: i64, width: i64) -> Result<Vec<(i64, f64)>, SpreadErr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn top_and_bottom_coded_labels_read_with_a_domain() {
+        assert_eq!(parse_generalized("<18"), Ok(GeneralizedValue::Below(18)));
+        assert_eq!(
+            parse_generalized(" >= 90 "),
+            Ok(GeneralizedValue::AtLeast(90))
+        );
+        assert_eq!(
+            GeneralizedValue::Below(18).within(Some((0, 120))),
+            Some((0, 17))
+        );
+        assert_eq!(
+            GeneralizedValue::AtLeast(90).within(Some((0, 120))),
+            Some((90, 120))
+        );
+        assert_eq!(GeneralizedValue::Below(18).within(None), None);
+        assert_eq!(GeneralizedValue::Below(0).within(Some((0, 120))), None);
+        assert!(parse_generalized("<x").is_err());
+    }
     use crate::demo::nps::{NPS_TABLE10_FEMALE_COUNTS, NPS_TABLE9_MALE_COUNTS};
     use GeneralizedValue::*;
 

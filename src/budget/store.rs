@@ -231,6 +231,20 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
 /// atomically. When `change` fails, the file is left untouched and its error returned.
 pub fn update(path: &Path, change: impl FnOnce(&mut Accounts) -> Result<()>) -> Result<()> {
     let path = &real_path(path)?;
+    // Before anything is created beside it: an existing file must be a regular file that
+    // reads as a ledger (a typo like `--ledger /etc/passwd` leaves no lock file behind).
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => {
+            return exec_err!(
+                "privacy ledger path '{}' is not a regular file",
+                path.display()
+            )
+        }
+        Ok(_) => {
+            load(path)?;
+        }
+        Err(_) => {}
+    }
     let lock_path = sibling(path, ".lock");
     let lock = match OpenOptions::new()
         .create(true)
@@ -403,6 +417,24 @@ mod tests {
     }
 
     #[cfg(unix)]
+    #[test]
+    fn a_file_that_is_not_a_ledger_is_refused_and_nothing_is_created_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = dir.path().join("passwd");
+        std::fs::write(&other, "root:x:0:0:root:/root:/bin/bash\n").unwrap();
+        let err = update(&other, |_| Ok(())).unwrap_err().strip_backtrace();
+        assert!(err.contains("passwd"), "{err}");
+        assert!(!sibling(&other, ".lock").exists());
+        let err = update(dir.path(), |_| Ok(()))
+            .unwrap_err()
+            .strip_backtrace();
+        assert!(err.contains("is not a regular file"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&other).unwrap(),
+            "root:x:0:0:root:/root:/bin/bash\n"
+        );
+    }
+
     #[test]
     fn a_symlinked_ledger_charges_the_real_file() {
         let dir = tempfile::tempdir().unwrap();

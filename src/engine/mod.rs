@@ -242,7 +242,7 @@ fn run_method(
         .resolve(&columns, &heights)
         .map_err(|e| DataFusionError::Execution(e.to_string()))?;
     let lattice = Lattice::bounded(heights, min, max, request.method.max_nodes())?;
-    let mut warnings = identifier_warnings(request);
+    let mut warnings: Vec<(String, String)> = Vec::new();
     let delta = request.method.budget().delta;
     if delta > 0.0 {
         if let Some(w) = delta_size_warning(delta, base.histogram.total()) {
@@ -311,22 +311,6 @@ fn run_method(
         information_loss,
         warnings,
     })
-}
-
-/// The owner-only warnings about direct identifiers that are also quasi-identifiers.
-fn identifier_warnings(request: &AnonymizeRequest) -> Vec<(String, String)> {
-    request
-        .identifiers
-        .columns
-        .iter()
-        .filter(|column| request.qi.iter().any(|q| &q.column == *column))
-        .map(|column| {
-            (
-                "identifiers".to_string(),
-                format!("column '{column}' is declared a direct identifier and is also a quasi-identifier: it is released generalized, not removed (a hierarchy level that keeps values distinct releases them)"),
-            )
-        })
-        .collect()
 }
 
 /// What shrinks a release that is too large, for `method` (the end of

@@ -4,6 +4,7 @@
 pub mod args;
 pub mod call;
 pub mod copy_output;
+pub mod depth;
 pub mod docs;
 pub mod functions;
 pub mod lazy;

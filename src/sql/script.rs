@@ -1,5 +1,6 @@
 //! Running a SQL script: several statements separated by `;`, as in `sql/*.sql`.
 
+use crate::sql::depth::check_expression_depth;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::{plan_datafusion_err, plan_err, Result};
 use datafusion::dataframe::DataFrame;
@@ -82,8 +83,10 @@ pub fn is_public(ctx: &SessionContext) -> bool {
 }
 
 /// The statements of `script`, in the session's SQL dialect (parsed before anything runs,
-/// and apart from the async code: the dialect is not `Send`).
+/// and apart from the async code: the dialect is not `Send`); a statement nested too
+/// deeply for the stack is refused before it is parsed ([`check_expression_depth`]).
 fn parse(ctx: &SessionContext, script: &str) -> Result<Vec<Statement>> {
+    check_expression_depth(script)?;
     let state = ctx.state();
     let options = state.config().options();
     let name = options.sql_parser.dialect;

@@ -23,16 +23,20 @@ import time
 from clients import CONNECT, execute
 
 RELEASE = (
-    "anonymize('nps', method => 'ipa', qi => 'age, sex, los, surgery, location', "
-    "informative => 'disease', epsilon => 1.0)"
+    "anonymize('nps', method => 'dp_histogram', qi => 'age, sex, los, surgery, location', "
+    "informative => 'disease', epsilon => 1.0, levels => 'age=2, los=1, location=1')"
 )
+
+# The owner's IPA release: public users name only the source and the method.
+OWNERS_IPA = "anonymize('nps', method => 'ipa')"
 
 CORPUS = [
     f"SELECT age, COUNT(*) AS patients FROM {RELEASE} WHERE sex = 'M' AND surgery = 'N' "
     "AND disease LIKE 'I6%' GROUP BY age ORDER BY age",
     f"SELECT * FROM {RELEASE.replace('anonymize(', 'anonymize_metadata(')}",
     f"SELECT gen_mid(los), gen_lower(age), gen_upper(age) FROM {RELEASE} LIMIT 3",
-    f"SELECT * FROM {RELEASE.replace('anonymize(', 'anonymize_interval_means(')}",
+    f"SELECT * FROM {OWNERS_IPA.replace('anonymize(', 'anonymize_interval_means(')}",
+    f"SELECT gen_mid(los), COUNT(*) FROM {OWNERS_IPA} GROUP BY 1",
     "SELECT * FROM anonymize('nps', method => 'dp_histogram', qi => 'age:nps_hierarchy_age, "
     "sex', informative => 'disease', epsilon => 0.5, levels => 'age=2, sex=0')",
     "SELECT COUNT(*) FROM anonymize('nps', method => 'ipa', qi => 'age, sex', epsilon => 2)",

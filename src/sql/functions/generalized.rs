@@ -102,7 +102,7 @@ const DOC_SECTION: DocSection = DocSection {
     ),
 };
 
-const VALUE_ARG: &str = "A released label ('37', '[10-20)' = 10..=19, '[60-100]' = 60..=100, '*') or an integer. NULL gives NULL; a label that is not an integer value is an error naming it.";
+const VALUE_ARG: &str = "A released label ('37', '[10-20)' = 10..=19, '[60-100]' = 60..=100, the coded ends '<18' and '>=90' of top_bottom_hierarchy, '*'; the last three stand for integers only with a domain) or an integer. NULL gives NULL; a label that is not an integer value is an error naming it.";
 const DOMAIN_LO_ARG: &str = "Optional, given with domain_hi: smallest integer of the domain. With a domain, '*' stands for the whole domain and every value is clipped to it (NULL or empty when outside); a NULL bound means no domain.";
 const DOMAIN_HI_ARG: &str = "Optional, given with domain_lo: largest integer of the domain.";
 

@@ -48,9 +48,12 @@ pub fn identifiers(
                 "{function}(): column '{name}' cannot be both an identifier and a sensitive column"
             );
         }
-        if pseudonyms && qi.iter().any(|q| q.column == name) {
+        // A direct identifier is never released as it is: as a quasi-identifier it would
+        // be (generalized at most), while the metadata said it was dropped.
+        if qi.iter().any(|q| q.column == name) {
             return plan_err!(
-                "{function}(): column '{name}' cannot be both a quasi-identifier and released as a pseudonym"
+                "{function}(): column '{name}' cannot be both a quasi-identifier and a direct identifier: an identifier is dropped{}, so leave it out of 'qi' (or out of 'identifiers' if it is not one)",
+                if pseudonyms { " or released as a pseudonym" } else { "" }
             );
         }
         if !columns.contains(&name) {

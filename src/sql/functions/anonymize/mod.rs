@@ -19,6 +19,7 @@ use datafusion::catalog::TableProvider;
 use datafusion::common::{exec_err, plan_err, DataFusionError, Result};
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
+use datafusion::prelude::SessionContext;
 use tokio::sync::OnceCell;
 
 use crate::access::{Principal, RegisterOptions};
@@ -32,7 +33,7 @@ use crate::public::published::PublishedNames;
 use crate::public::{PublicRules, PUBLIC_FAILURE};
 use crate::release::{interval_means_schema, ReleaseRowLimit};
 use crate::sql::args::{bind, BoundArgs, CallArgs, ParamSpec};
-use crate::sql::lazy::{BatchProducer, BatchSource, LazyTable};
+use crate::sql::lazy::{BatchProducer, BatchSource, LazyTable, Ready};
 use crate::sql::planner::SqlTableFunction;
 pub use params::ANONYMIZE_PARAMS;
 pub use publish::{PublishFunction, PublishedMetadataFunction, UnpublishFunction};
@@ -44,6 +45,7 @@ use views::{information_loss_batch, information_loss_schema, metadata_batch, met
 mod identifiers;
 mod params;
 mod publish;
+mod published_files;
 mod report;
 mod request;
 mod unit;
@@ -93,6 +95,63 @@ impl SharedReleases {
     pub(crate) fn published_names(&self) -> PublishedNames {
         self.0.published_names.clone()
     }
+
+    /// Reads back the publications kept beside the ledger file `ledger`
+    /// ([`published_files`]), once per store and file: each becomes again the table it
+    /// was, in the catalog and schema it was in, with nothing drawn or charged.
+    pub(crate) fn restore(&self, ctx: &SessionContext, ledger: &Path) -> Result<()> {
+        let mut restored = lock(&self.0.restored);
+        if restored.iter().any(|p| p == ledger) {
+            return Ok(());
+        }
+        for kept in published_files::load(&published_files::folder(ledger))? {
+            let about = kept.description;
+            if lock(&self.0.published).contains_key(&kept.name) {
+                continue;
+            }
+            let Some(schema) = ctx
+                .catalog(&about.catalog)
+                .and_then(|catalog| catalog.schema(&about.schema))
+            else {
+                return plan_err!(
+                    "the release published as '{}' (kept beside the ledger file '{}') belongs in the schema '{}.{}', which this session does not have; create it, or remove the publication's files from '{}'",
+                    kept.name,
+                    ledger.display(),
+                    about.catalog,
+                    about.schema,
+                    published_files::folder(ledger).display()
+                );
+            };
+            let rows: u64 = kept
+                .batches
+                .as_slice()
+                .iter()
+                .map(|b| b.num_rows() as u64)
+                .sum();
+            let table: Arc<dyn TableProvider> = Arc::new(LazyTable::new(
+                kept.schema,
+                Arc::new(Ready(Arc::new(kept.batches))),
+            ));
+            schema.register_table(kept.name.clone(), table)?;
+            lock(&self.0.published).insert(
+                kept.name.clone(),
+                Arc::new(Publication {
+                    arguments: about.arguments,
+                    method: about.method,
+                    cost: Cost {
+                        epsilon: about.epsilon,
+                        delta: about.delta,
+                    },
+                    rows,
+                    metadata: about.metadata,
+                    location: (about.catalog, about.schema),
+                }),
+            );
+            self.0.published_names.insert(&kept.name);
+        }
+        restored.push(ledger.to_path_buf());
+        Ok(())
+    }
 }
 
 /// What [`SharedReleases`] holds.
@@ -106,20 +165,24 @@ struct ReleaseStore {
     published: Mutex<BTreeMap<String, Arc<Publication>>>,
     /// Their names, as public sessions' catalogs read them.
     published_names: PublishedNames,
+    /// The ledger files whose kept publications this store has read back.
+    restored: Mutex<Vec<PathBuf>>,
 }
 
 /// A release the data owner published under a table name.
 #[derive(Debug)]
 pub(super) struct Publication {
-    /// The request's cache key: publishing the same request again under the same name
-    /// changes nothing.
-    pub(super) key: String,
+    /// The request's arguments as the cache compares them: publishing the same request
+    /// again under the same name changes nothing.
+    pub(super) arguments: String,
     /// The method's name.
     pub(super) method: String,
     /// What the release was charged.
     pub(super) cost: Cost,
-    /// The release.
-    pub(super) output: Arc<ReleaseOutput>,
+    /// How many rows it has.
+    pub(super) rows: u64,
+    /// Its public metadata.
+    pub(super) metadata: Vec<(String, String)>,
     /// Where its table is registered (catalog, schema).
     pub(super) location: (String, String),
 }

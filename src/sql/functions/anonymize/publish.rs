@@ -14,9 +14,10 @@
 //! releases reach public users (one release, fixed by the owner, never a release with the
 //! user's arguments). `anonymize_unpublish('nps_release')` takes it away.
 //!
-//! A publication lives as long as the store of releases it is in (the process): the owner's
-//! setup publishes again at start, which draws and charges again unless the same request
-//! is still cached.
+//! With a ledger file, a publication is kept beside it (`published_files`) and outlives the
+//! process: a registration over that ledger reads it back, and the owner's setup that
+//! publishes the same request again at start gets it without a new draw or charge.
+//! Without one, it lives as long as the store of releases it is in (the process).
 
 use std::sync::{Arc, LazyLock};
 
@@ -29,7 +30,7 @@ use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
 use super::views::{metadata_batch, metadata_schema};
-use super::{lock, CacheEntry, Publication, ReleaseCache, ANONYMIZE_PARAMS};
+use super::{lock, published_files, CacheEntry, Publication, ReleaseCache, ANONYMIZE_PARAMS};
 use crate::engine::ReleaseOutput;
 use crate::params::{ParamDefault, ParamKind};
 use crate::release::ReleaseRowLimit;
@@ -76,9 +77,9 @@ fn table_name(function: &str, name: &str) -> Result<String> {
 
 impl ReleaseCache {
     /// Publishes `output`, the release of `entry`, as the table `name` of the session's
-    /// default schema. Publishing the same request under the same name again changes
-    /// nothing; another request under a published name, or a name a table already has, is
-    /// refused.
+    /// default schema, kept beside the session's ledger file when it has one. Publishing
+    /// the same request under the same name again changes nothing; another request under
+    /// a published name, or a name a table already has, is refused.
     fn publish(
         &self,
         name: &str,
@@ -86,15 +87,10 @@ impl ReleaseCache {
         output: Arc<ReleaseOutput>,
         state: &SessionState,
     ) -> Result<()> {
-        let key = entry.request.cache_key();
+        let arguments = entry.request.canonical_args.clone();
         let mut published = lock(&self.store.0.published);
         if let Some(existing) = published.get(name) {
-            if existing.key == key {
-                return Ok(());
-            }
-            return plan_err!(
-                "anonymize_publish(): a release with other arguments is published as '{name}'; take it away first with anonymize_unpublish('{name}')"
-            );
+            return same_request(name, existing, &arguments);
         }
         let defaults = &state.config_options().catalog;
         let location = (
@@ -117,30 +113,57 @@ impl ReleaseCache {
                 "anonymize_publish(): a table named '{name}' already exists; publish the release under another name"
             );
         }
+        let release_schema = entry.request.release_schema();
+        let publication = Publication {
+            arguments,
+            method: entry.request.method.name().to_string(),
+            cost: entry.request.cost(),
+            rows: output.rows.row_count(),
+            metadata: output.metadata.clone(),
+            location,
+        };
+        // Kept first: a publication that cannot be written is not made.
+        if let Some(ledger) = crate::budget::config::options(state.config_options()).ledger_path {
+            let description = published_files::Description {
+                arguments: publication.arguments.clone(),
+                method: publication.method.clone(),
+                epsilon: publication.cost.epsilon,
+                delta: publication.cost.delta,
+                metadata: publication.metadata.clone(),
+                catalog: publication.location.0.clone(),
+                schema: publication.location.1.clone(),
+            };
+            published_files::save(
+                &published_files::folder(&ledger),
+                name,
+                &description,
+                &release_schema,
+                output.rows.iter(None)?,
+            )?;
+        }
         let table: Arc<dyn TableProvider> = Arc::new(LazyTable::new(
-            entry.request.release_schema(),
+            release_schema,
             Arc::new(Ready(Arc::new(output.rows.clone()))),
         ));
         schema.register_table(name.to_string(), table)?;
-        published.insert(
-            name.to_string(),
-            Arc::new(Publication {
-                key,
-                method: entry.request.method.name().to_string(),
-                cost: entry.request.cost(),
-                output,
-                location,
-            }),
-        );
+        published.insert(name.to_string(), Arc::new(publication));
         self.store.0.published_names.insert(name);
         Ok(())
     }
 
     /// Takes the publication `name` away (its table too); whether there was one.
     fn unpublish(&self, name: &str, state: &SessionState) -> Result<bool> {
-        let Some(publication) = lock(&self.store.0.published).remove(name) else {
+        let mut published = lock(&self.store.0.published);
+        if !published.contains_key(name) {
+            return Ok(false);
+        }
+        if let Some(ledger) = crate::budget::config::options(state.config_options()).ledger_path {
+            published_files::remove(&published_files::folder(&ledger), name)?;
+        }
+        let Some(publication) = published.remove(name) else {
             return Ok(false);
         };
+        drop(published);
         self.store.0.published_names.remove(name);
         let (catalog, schema) = &publication.location;
         if let Some(schema) = state
@@ -157,6 +180,17 @@ impl ReleaseCache {
     fn publication(&self, name: &str) -> Option<Arc<Publication>> {
         lock(&self.store.0.published).get(name).cloned()
     }
+}
+
+/// `Ok` when `existing`, the publication `name`, is of the request with `arguments`;
+/// otherwise the refusal to publish another release under its name.
+fn same_request(name: &str, existing: &Publication, arguments: &str) -> Result<()> {
+    if existing.arguments == arguments {
+        return Ok(());
+    }
+    plan_err!(
+        "anonymize_publish(): a release with other arguments is published as '{name}'; take it away first with anonymize_unpublish('{name}')"
+    )
 }
 
 /// `anonymize_publish(name, source, ...)`.
@@ -241,9 +275,18 @@ struct PublishProducer {
 #[async_trait]
 impl BatchProducer for PublishProducer {
     async fn batches(&self, state: &SessionState) -> Result<Arc<dyn BatchSource>> {
-        let output = self.cache.release(&self.entry, self.limit, state).await?;
-        self.cache
-            .publish(&self.name, &self.entry, output.clone(), state)?;
+        // The same request published already (in this process, or kept beside the ledger
+        // and read back) is served as it is: nothing is drawn or charged again.
+        let existing = self.cache.publication(&self.name);
+        match existing {
+            Some(existing) => {
+                same_request(&self.name, &existing, &self.entry.request.canonical_args)?
+            }
+            None => {
+                let output = self.cache.release(&self.entry, self.limit, state).await?;
+                self.cache.publish(&self.name, &self.entry, output, state)?;
+            }
+        }
         let publication = self.cache.publication(&self.name).ok_or_else(|| {
             plan_datafusion_err!(
                 "anonymize_publish(): '{}' was unpublished meanwhile",
@@ -255,7 +298,7 @@ impl BatchProducer for PublishProducer {
             vec![
                 Arc::new(StringArray::from(vec![self.name.clone()])),
                 Arc::new(StringArray::from(vec![publication.method.clone()])),
-                Arc::new(UInt64Array::from(vec![publication.output.rows.row_count()])),
+                Arc::new(UInt64Array::from(vec![publication.rows])),
                 Arc::new(Float64Array::from(vec![publication.cost.epsilon])),
                 Arc::new(Float64Array::from(vec![publication.cost.delta])),
             ],
@@ -379,7 +422,7 @@ impl SqlTableFunction for PublishedMetadataFunction {
         let Some(publication) = self.cache.publication(&name) else {
             return plan_err!("published_metadata(): no release is published as '{name}'");
         };
-        let batch = metadata_batch(&publication.output.metadata)?;
+        let batch = metadata_batch(&publication.metadata)?;
         Ok(Arc::new(LazyTable::new(
             metadata_schema(),
             Arc::new(Ready(Arc::new(vec![batch]))),
