@@ -1161,9 +1161,9 @@ struct ServerCase {
     releases: String,
 }
 
-/// The paper's Q1 (male, no surgery, stroke) over an IPA release, per released age label.
-const SERVER_Q1: &str = "SELECT age, COUNT(*) AS patients FROM anonymize('nps', method => 'ipa', \
-    qi => 'age, sex, los, surgery, location', informative => 'disease', epsilon => 1.0) \
+/// The paper's Q1 (male, no surgery, stroke) over the owner's IPA release (its arguments
+/// fixed by the server's release policy), per released age label.
+const SERVER_Q1: &str = "SELECT age, COUNT(*) AS patients FROM anonymize('nps', method => 'ipa') \
     WHERE sex = 'M' AND surgery = 'N' AND disease LIKE 'I6%' GROUP BY age ORDER BY age";
 
 /// The peak resident memory of process `pid` so far, in MiB (Linux; 0 elsewhere).
@@ -1269,7 +1269,7 @@ async fn server_case(dir: &std::path::Path, runs: usize) -> Result<ServerCase> {
     std::fs::write(
         &config,
         format!(
-            "postgres = \"127.0.0.1:0\"\nflight_sql = \"127.0.0.1:0\"\ninit = [\"{}\"]\npublic_tables = [\"nps_hierarchy_*\"]\npublic_methods = [\"ipa\"]\nepsilon_budget = 1\n\n[[user]]\nname = \"owner\"\nrole = \"owner\"\npassword_hash = \"{}\"\n\n[[user]]\nname = \"analyst\"\nrole = \"public\"\npassword_hash = \"{}\"\n",
+            "postgres = \"127.0.0.1:0\"\nflight_sql = \"127.0.0.1:0\"\ninit = [\"{}\"]\nepsilon_budget = 1\n\n[public]\ntables = [\"nps_hierarchy_*\"]\nmethods = [\"ipa\"]\nallow_non_dp = true\n\n[public.sources.nps]\nqi = {{ age = \"nps_hierarchy_age\", sex = \"nps_hierarchy_sex\", los = \"nps_hierarchy_los\", surgery = \"nps_hierarchy_surgery\", location = \"nps_hierarchy_location\" }}\ninformative = {{ disease = \"nps_hierarchy_disease\" }}\n\n[public.sources.nps.fixed.ipa]\nqi = \"age, sex, los, surgery, location\"\ninformative = \"disease\"\nepsilon = 1.0\n\n[[user]]\nname = \"owner\"\nrole = \"owner\"\npassword_hash = \"{}\"\n\n[[user]]\nname = \"analyst\"\nrole = \"public\"\npassword_hash = \"{}\"\n",
             setup.display(),
             hash("owner-pw")?,
             hash("analyst-pw")?

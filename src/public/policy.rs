@@ -413,18 +413,26 @@ mod tests {
         assert!(err.contains("unknown field `tabels`"), "{err}");
     }
 
+    /// The demo source's policy in `policy`.
+    fn source(policy: &mut PublicPolicy) -> &mut SourcePolicy {
+        policy.sources.entry("nps".into()).or_default()
+    }
+
+    /// A change to a valid policy that makes it wrong.
+    type Change = fn(&mut PublicPolicy);
+
     #[test]
     fn each_wrong_declaration_is_named() {
-        let cases: Vec<(&str, Box<dyn Fn(&mut PublicPolicy)>, &str)> = vec![
-            ("non-DP method", Box::new(|p| p.methods.push("kanon".into())), "public method 'kanon' does not release differentially private data"),
-            ("hierarchy not public", Box::new(|p| { p.sources.get_mut("nps").map(|s| s.qi.insert("sex".into(), "secret".into())); }), "column 'sex' is bound to table 'secret', which is not among the public tables"),
-            ("two roles", Box::new(|p| { p.sources.get_mut("nps").map(|s| s.plain.push("age".into())); }), "column 'age' is both qi and plain"),
-            ("empty ε range", Box::new(|p| { p.sources.get_mut("nps").map(|s| { s.min_epsilon = Some(2.0); s.max_epsilon = Some(1.0) }); }), "max_epsilon = 1 is below min_epsilon = 2"),
-            ("source max below global min", Box::new(|p| { p.min_epsilon = 0.5; p.sources.get_mut("nps").map(|s| s.max_epsilon = Some(0.1)); }), "the ε range is empty (at least 0.5, at most 0.1)"),
-            ("unknown fixed argument", Box::new(|p| { p.sources.get_mut("nps").map(|s| s.fixed.insert("dp_histogram".into(), BTreeMap::from([("k".to_string(), PolicyValue::Integer(5))]))); }), "method 'dp_histogram' has no argument 'k'"),
-            ("seed fixed", Box::new(|p| { p.sources.get_mut("nps").map(|s| s.fixed.insert("safepub".into(), BTreeMap::from([("seed".to_string(), PolicyValue::Integer(5))]))); }), "argument 'seed' cannot be fixed"),
-            ("method outside the policy", Box::new(|p| { p.sources.get_mut("nps").map(|s| s.methods = Some(vec!["ipa".into()])); }), "method 'ipa' is not among the policy's methods"),
-            ("non-DP without fixed qi", Box::new(|p| { p.allow_non_dp = true; p.methods.push("kanon".into()); }), "method 'kanon' is not differentially private, so its public calls take every argument from the owner"),
+        let cases: [(&str, Change, &str); 9] = [
+            ("non-DP method", |p| p.methods.push("kanon".into()), "public method 'kanon' does not release differentially private data"),
+            ("hierarchy not public", |p| { source(p).qi.insert("sex".into(), "secret".into()); }, "column 'sex' is bound to table 'secret', which is not among the public tables"),
+            ("two roles", |p| source(p).plain.push("age".into()), "column 'age' is both qi and plain"),
+            ("empty ε range", |p| { source(p).min_epsilon = Some(2.0); source(p).max_epsilon = Some(1.0) }, "max_epsilon = 1 is below min_epsilon = 2"),
+            ("source max below global min", |p| { p.min_epsilon = 0.5; source(p).max_epsilon = Some(0.1) }, "the ε range is empty (at least 0.5, at most 0.1)"),
+            ("unknown fixed argument", |p| { source(p).fixed.insert("dp_histogram".into(), BTreeMap::from([("k".to_string(), PolicyValue::Integer(5))])); }, "method 'dp_histogram' has no argument 'k'"),
+            ("seed fixed", |p| { source(p).fixed.insert("safepub".into(), BTreeMap::from([("seed".to_string(), PolicyValue::Integer(5))])); }, "argument 'seed' cannot be fixed"),
+            ("method outside the policy", |p| source(p).methods = Some(vec!["ipa".into()]), "method 'ipa' is not among the policy's methods"),
+            ("non-DP without fixed qi", |p| { p.allow_non_dp = true; p.methods.push("kanon".into()); }, "method 'kanon' is not differentially private, so its public calls take every argument from the owner"),
         ];
         for (what, change, wanted) in cases {
             let mut policy = nps();
@@ -443,10 +451,7 @@ mod tests {
             ("qi".to_string(), PolicyValue::Text("age".into())),
             ("k".to_string(), PolicyValue::Integer(5)),
         ]);
-        policy
-            .sources
-            .get_mut("nps")
-            .map(|s| s.fixed.insert("kanon".into(), fixed));
+        source(&mut policy).fixed.insert("kanon".into(), fixed);
         assert_eq!(policy.validate(), Ok(()));
     }
 }

@@ -55,10 +55,8 @@ fn deepest(tokens: &[Token]) -> usize {
     for token in tokens {
         match token {
             Token::LParen | Token::LBracket => levels.push(0),
-            Token::RParen | Token::RBracket => {
-                if levels.len() > 1 {
-                    operators -= levels.pop().unwrap_or(0);
-                }
+            Token::RParen | Token::RBracket if levels.len() > 1 => {
+                operators -= levels.pop().unwrap_or(0);
             }
             Token::Comma => {
                 if let Some(level) = levels.last_mut() {
