@@ -174,7 +174,9 @@ impl FlightSql {
     ) -> Result<Response<DoGetStream>, Status> {
         let stopped = |stop: Stop| match stop {
             Stop::Failed => Status::internal(stop.to_string()),
-            Stop::Cancelled | Stop::TimedOut(_) => Status::deadline_exceeded(stop.to_string()),
+            Stop::Cancelled | Stop::TimedOut(_) | Stop::SessionTimedOut(_) => {
+                Status::deadline_exceeded(stop.to_string())
+            }
         };
         if session.role == Role::Owner {
             let started = guarded(self.start(session, sql)).await.map_err(stopped)??;

@@ -30,6 +30,8 @@ pub struct Admission {
 pub struct Deadline {
     at: Instant,
     timeout: Duration,
+    /// Whether it is the connection's own `statement_timeout` (else the server's limit).
+    session: bool,
 }
 
 /// A running public statement's slot; given back when the statement's results are
@@ -48,6 +50,8 @@ pub enum Stop {
     Cancelled,
     /// The statement ran out of time (waiting for a slot included); its time limit.
     TimedOut(Duration),
+    /// The statement ran past the connection's own `statement_timeout`.
+    SessionTimedOut(Duration),
     /// The statement hit a defect of the server (a panic, caught; the server's log has
     /// the details, the client only this).
     Failed,
@@ -61,6 +65,11 @@ impl std::fmt::Display for Stop {
                 f,
                 "canceling statement due to statement timeout: a public user's statement may run {} s (public_statement_timeout_seconds)",
                 limit.as_secs()
+            ),
+            Stop::SessionTimedOut(limit) => write!(
+                f,
+                "canceling statement due to statement timeout (statement_timeout = {} ms)",
+                limit.as_millis()
             ),
             Stop::Failed => write!(
                 f,
@@ -84,6 +93,16 @@ impl Admission {
         Deadline {
             at: Instant::now() + self.timeout,
             timeout: self.timeout,
+            session: false,
+        }
+    }
+
+    /// The deadline of a statement arriving now on a connection whose own
+    /// `statement_timeout` is `session` (when set): the sooner of it and the server's.
+    pub fn deadline_with(&self, session: Option<Duration>) -> Deadline {
+        match session {
+            Some(limit) if limit < self.timeout => Deadline::session(limit),
+            _ => self.deadline(),
         }
     }
 
@@ -106,6 +125,18 @@ impl Admission {
         });
         *lock(&slot.timer) = Some(timer.abort_handle());
         slot
+    }
+}
+
+impl Deadline {
+    /// The deadline a connection's own `statement_timeout` of `limit` sets for a
+    /// statement arriving now.
+    pub fn session(limit: Duration) -> Self {
+        Self {
+            at: Instant::now() + limit,
+            timeout: limit,
+            session: true,
+        }
     }
 }
 
@@ -151,7 +182,11 @@ pub fn stop_signal(
         match deadline {
             Some(deadline) => {
                 tokio::time::sleep_until(deadline.at).await;
-                deadline.timeout
+                if deadline.session {
+                    Stop::SessionTimedOut(deadline.timeout)
+                } else {
+                    Stop::TimedOut(deadline.timeout)
+                }
             }
             None => std::future::pending().await,
         }
@@ -159,7 +194,7 @@ pub fn stop_signal(
     async move {
         tokio::select! {
             () = cancelled => Stop::Cancelled,
-            limit = late => Stop::TimedOut(limit),
+            stop = late => stop,
         }
     }
     .boxed()

@@ -6,6 +6,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use datafusion::common::ParamValues;
@@ -48,7 +49,7 @@ use tokio::net::TcpListener;
 use crate::catalog::{PgCatalogKeeper, WithPgCatalog};
 use crate::config::Role;
 use crate::connections::{self, ConnectionLimits, ConnectionState};
-use crate::limits::{bounded, guarded, stop_signal, Slot, Stop, StopSignal};
+use crate::limits::{bounded, guarded, stop_signal, Deadline, Slot, Stop, StopSignal};
 use crate::password::ITERATIONS;
 use crate::sessions::Server;
 
@@ -421,14 +422,22 @@ impl Running {
             Some(handle) => Some(handle.0.start_query().await),
             None => None,
         };
+        // The connection's own `SET statement_timeout` (milliseconds; 0 is none), which
+        // datafusion-postgres records and this server honours for the whole statement.
+        let own_timeout = client
+            .metadata()
+            .get("statement_timeout_ms")
+            .and_then(|ms| ms.parse::<u64>().ok())
+            .filter(|ms| *ms > 0)
+            .map(Duration::from_millis);
         if connection.role == Role::Owner {
             return Ok(Self {
                 slot: None,
-                stop: stop_signal(cancel, None),
+                stop: stop_signal(cancel, own_timeout.map(Deadline::session)),
             });
         }
         let admission = server.admission();
-        let deadline = admission.deadline();
+        let deadline = admission.deadline_with(own_timeout);
         let stop = stop_signal(cancel, Some(deadline));
         tokio::select! {
             slot = admission.enter(deadline) => Ok(Self { slot: Some(slot), stop }),
@@ -468,7 +477,7 @@ impl Running {
 fn stop_error(stop: Stop) -> PgWireError {
     let code = match stop {
         Stop::Failed => "XX000",
-        Stop::Cancelled | Stop::TimedOut(_) => "57014",
+        Stop::Cancelled | Stop::TimedOut(_) | Stop::SessionTimedOut(_) => "57014",
     };
     user_error(code, stop.to_string())
 }

@@ -1238,3 +1238,51 @@ fn hostile_connections_and_statements_leave_the_server_serving() {
 fn server_alive(server: &Running) -> bool {
     std::path::Path::new(&format!("/proc/{}", server.child.id())).exists()
 }
+
+/// `SET statement_timeout` is honoured for the whole statement, owner and public user
+/// alike (it was accepted and ignored): a statement past it stops with PostgreSQL's text,
+/// and the connection goes on.
+#[test]
+fn a_connections_statement_timeout_is_honoured() {
+    let site = Site::new();
+    let server = site.start();
+    for (user, password) in [("owner", "owner-pw"), ("analyst", "analyst-pw")] {
+        let started = Instant::now();
+        let out = psql_command("127.0.0.1")
+            .args([
+                "-p",
+                &server.postgres.to_string(),
+                "-U",
+                user,
+                "-d",
+                "datafusion",
+                "-X",
+                "-q",
+            ])
+            .args([
+                "-c",
+                "SET statement_timeout = 1000",
+                "-c",
+                ENDLESS_COUNT,
+                "-c",
+                "SELECT 'still here'",
+            ])
+            .env("PGPASSWORD", password)
+            .output()
+            .expect("psql runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stderr.contains(
+                "canceling statement due to statement timeout (statement_timeout = 1000 ms)"
+            ),
+            "{user}: {stderr}"
+        );
+        assert!(stdout.contains("still here"), "{user}: {stdout}");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{user}: {:?}",
+            started.elapsed()
+        );
+    }
+}
