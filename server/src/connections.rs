@@ -34,7 +34,9 @@ pub struct ConnectionLimits {
 
 /// One held connection: given back when dropped.
 #[derive(Debug)]
-pub struct Held(#[allow(dead_code)] OwnedSemaphorePermit);
+pub struct Held {
+    _permit: OwnedSemaphorePermit,
+}
 
 /// One user's logged-in connection: given back when dropped.
 #[derive(Debug)]
@@ -77,7 +79,11 @@ impl ConnectionLimits {
 
     /// A slot for a new connection, if one is free.
     pub fn admit(&self) -> Option<Held> {
-        self.slots.clone().try_acquire_owned().ok().map(Held)
+        self.slots
+            .clone()
+            .try_acquire_owned()
+            .ok()
+            .map(|permit| Held { _permit: permit })
     }
 
     /// A slot among `user`'s logged-in connections, if they have one free.

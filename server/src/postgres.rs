@@ -106,6 +106,7 @@ impl PgWireServerHandlers for ConnectionHandlers {
         self.shared.service.clone()
     }
 
+    /// Cancel requests (Ctrl-C in psql) stop the connection's statement under way.
     fn cancel_handler(&self) -> Arc<impl CancelHandler> {
         self.shared.cancel.clone()
     }
@@ -161,26 +162,6 @@ impl Handlers {
             connections: connections.clone(),
             cancel: Arc::new(DefaultCancelHandler::new(connections)),
         }
-    }
-}
-
-impl PgWireServerHandlers for Handlers {
-    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
-        self.service.clone()
-    }
-
-    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
-        self.service.clone()
-    }
-
-    /// Cancel requests (Ctrl-C in psql) stop the connection's statement under way.
-    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
-        self.cancel.clone()
-    }
-
-    fn startup_handler(&self) -> Arc<impl StartupHandler> {
-        let limits = self.service.server.connections().clone();
-        self.login(ConnectionState::new(limits))
     }
 }
 

@@ -181,17 +181,6 @@ impl PublicRules {
         self.policy.person.as_deref()
     }
 
-    /// The hierarchy the source's policy binds to the quasi-identifier `column`: the one a
-    /// call that names none uses.
-    pub fn bound_hierarchy<'a>(&self, source: &'a SourcePolicy, column: &str) -> Option<&'a str> {
-        source.qi.get(column).map(String::as_str)
-    }
-
-    /// The public domain the source's policy binds to the informative column `column`.
-    pub fn bound_domain<'a>(&self, source: &'a SourcePolicy, column: &str) -> Option<&'a str> {
-        source.informative.get(column).map(String::as_str)
-    }
-
     /// Checks the columns of a call against the source's policy: every quasi-identifier
     /// with the hierarchy bound to it (`None` for a method without hierarchies), every
     /// informative column with its bound domain or among the plain columns.

@@ -211,7 +211,7 @@ impl PublicPolicy {
             };
             if !spec.release_is_dp && !self.allow_non_dp {
                 return Err(format!(
-                    "public method '{method}' does not release differentially private data: public users could read what its guarantee leaves open. Enable it only knowingly, with allow_non_dp = true in the policy (dfanon --public-allow-non-dp, PublicPolicy::allow_non_dp); its public calls then take every argument from the source's fixed arguments. The other way is anonymize_publish"
+                    "public method '{method}' does not release differentially private data: public users could read what its guarantee leaves open. Enable it only knowingly, with allow_non_dp = true in the policy (the file of dfanon --policy, server.toml's [public], PublicPolicy::allow_non_dp); its public calls then take every argument from the source's fixed arguments. The other way is anonymize_publish"
                 ));
             }
         }

@@ -310,15 +310,15 @@ impl Tables<'_> {
     /// The hierarchy a public call's quasi-identifier `column` gets when the call names
     /// none: the one the source's policy binds.
     fn bound_hierarchy(&self, column: &str) -> Option<String> {
-        let (rules, source) = self.public?;
-        rules.bound_hierarchy(source, column).map(str::to_string)
+        let (_, source) = self.public?;
+        source.qi.get(column).cloned()
     }
 
     /// The domain a public call's informative `column` gets when the call names none: the
     /// one the source's policy binds.
     fn bound_domain(&self, column: &str) -> Option<String> {
-        let (rules, source) = self.public?;
-        rules.bound_domain(source, column).map(str::to_string)
+        let (_, source) = self.public?;
+        source.informative.get(column).cloned()
     }
 
     /// The hierarchy table `name` of `column`; `None` when there is none. For a public
