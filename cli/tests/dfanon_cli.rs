@@ -15,6 +15,10 @@ fn dfanon() -> Command {
     command
 }
 
+/// The public door's attacks, shared with every door's test (`tests/doors/`).
+#[path = "../../tests/doors/attacks.rs"]
+mod doors;
+
 fn run(args: &[&str]) -> (bool, String, String) {
     let output = dfanon().args(args).output().expect("run dfanon");
     (
@@ -738,4 +742,49 @@ fn a_deep_statement_is_refused_not_fatal() {
         "{}",
         &stderr[..stderr.len().min(300)]
     );
+}
+
+/// The public door's attacks (`tests/doors/`) through `dfanon --public`: one process per
+/// statement, the owner's setup and the policy from the same files as every door, the
+/// budget kept in a ledger file (so a refused `SET` cannot carry into the next statement,
+/// and the budget holds across processes).
+#[test]
+fn the_reviewed_attacks_fail_through_dfanon_public() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let setup = dir.path().join("setup.sql");
+    std::fs::write(&setup, doors::SETUP).expect("write setup");
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, doors::POLICY).expect("write policy");
+    let (setup, policy) = (setup.to_string_lossy(), policy.to_string_lossy());
+    let budget = doors::EPSILON_BUDGET.to_string();
+    let outcomes = doors::SOURCES.map(|source| {
+        let ledger = dir.path().join(format!("{source}.ledger.json"));
+        let ledger = ledger.to_string_lossy();
+        doors::attacks()
+            .iter()
+            .map(|attack| {
+                let (ok, stdout, stderr) = run(&[
+                    "--public",
+                    "--init",
+                    &setup,
+                    "--policy",
+                    &policy,
+                    "--epsilon-budget",
+                    &budget,
+                    "--ledger",
+                    &ledger,
+                    "--format",
+                    "csv",
+                    "-c",
+                    &attack.on(source),
+                ]);
+                if ok {
+                    Ok(stdout)
+                } else {
+                    Err(stderr)
+                }
+            })
+            .collect()
+    });
+    doors::check("dfanon --public", &outcomes);
 }

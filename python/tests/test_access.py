@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+import tomllib
+
+import datafusion
 import pytest
-from conftest import NPS_POLICY, QI, budget, context, rows
+from conftest import NPS_POLICY, QI, ROOT, budget, context, rows
 
 import dfanon
 
@@ -110,3 +114,51 @@ def test_a_statement_built_to_exhaust_the_stack_is_refused(public):
     with pytest.raises(dfanon.DfanonError, match="expression nested too deeply"):
         dfanon.sql(public, bi)
     assert dfanon.sql(public, "SELECT COUNT(*) AS n FROM nps_hierarchy_sex").to_pydict()["n"] == [2]
+
+
+def _door_attacks() -> list[tuple[str, str | None, str]]:
+    """The statements of tests/doors/attacks.txt: (label, refusal text or None, SQL)."""
+    label, expect, attacks = "", None, []
+    for line in (ROOT / "tests/doors/attacks.txt").read_text().splitlines():
+        line = line.strip()
+        if line.startswith("#"):
+            comment = line[1:].strip()
+            if comment[:1].isupper():
+                label = comment
+        elif line == "ok":
+            expect = ("ok",)
+        elif line.startswith("! "):
+            expect = ("refused", line[2:])
+        elif line:
+            attacks.append((label, None if expect[0] == "ok" else expect[1], line))
+    return attacks
+
+
+def test_the_reviewed_attacks_fail_through_the_python_door():
+    """The public door's attacks (tests/doors/, the same files every door's test reads):
+    each statement gives what its line says, and the same on neighbouring sources."""
+    doors = ROOT / "tests/doors"
+    setup = [s.strip() for s in re.sub(r"--[^\n]*", "", (doors / "setup.sql").read_text()).split(";")]
+    policy = tomllib.loads((doors / "policy.toml").read_text())
+    attacks = _door_attacks()
+    seen = {}
+    for source in ("visits", "visits_plus"):
+        ctx = datafusion.SessionContext()
+        for statement in filter(None, setup):
+            ctx.sql(statement)
+        dfanon.register(ctx, access="public", epsilon_budget=1.0, policy=policy)
+        outcomes = []
+        for label, refused, sql in attacks:
+            sql = sql.replace("{t}", source)
+            try:
+                outcome = ("ok", str(dfanon.sql(ctx, sql).to_pydict()))
+            except Exception as e:  # planning refusals are DfanonError, execution's not
+                outcome = ("refused", str(e))
+            if refused is None:
+                assert outcome[0] == "ok", f"{label}: {sql}: {outcome}"
+            else:
+                assert outcome[0] == "refused" and refused in outcome[1], f"{label}: {sql}: {outcome}"
+            outcomes.append((outcome[0], outcome[1].replace(source, "{t}")))
+        seen[source] = outcomes
+    for (label, _, sql), a, b in zip(attacks, seen["visits"], seen["visits_plus"]):
+        assert a == b, f"{label}: {sql} tells the neighbours apart"

@@ -25,6 +25,10 @@ const BUDGET: &str =
 
 type Rows = Vec<Vec<String>>;
 
+/// The public door's attacks, shared with every door's test (`tests/doors/`).
+#[path = "../../tests/doors/attacks.rs"]
+mod doors;
+
 /// A server process, killed when dropped.
 struct Running {
     child: Child,
@@ -73,33 +77,42 @@ impl Site {
 
     /// A site whose configuration also has `settings` (top-level keys, one per line).
     fn with_settings(settings: &str) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
         let setup = format!(
             "CREATE TABLE nps AS SELECT * FROM nps_demo(20000, 7);\n{}",
             include_str!("../../sql/nps_hierarchies.sql")
         );
+        let settings = format!("epsilon_budget = 3\n{settings}");
+        let public = r#"tables = ["nps_hierarchy_*"]
+methods = ["ipa", "dp_histogram"]
+allow_non_dp = true
+
+[sources.nps]
+qi = { age = "nps_hierarchy_age", sex = "nps_hierarchy_sex", los = "nps_hierarchy_los", surgery = "nps_hierarchy_surgery", location = "nps_hierarchy_location" }
+informative = { disease = "nps_hierarchy_disease" }
+
+[sources.nps.fixed.ipa]
+qi = "age, sex, los, surgery, location"
+informative = "disease"
+epsilon = 1.0
+"#;
+        Self::with_parts(&setup, &settings, public)
+    }
+
+    /// A site from the owner's `setup` script, top-level `settings` and a release `policy`
+    /// (a policy file's TOML, put under `[public]`).
+    fn with_parts(setup: &str, settings: &str, policy: &str) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
         std::fs::write(dir.path().join("setup.sql"), setup).expect("setup written");
+        let policy = policy.replace("\n[sources.", "\n[public.sources.");
         let config = format!(
             r#"postgres = "127.0.0.1:0"
 flight_sql = "127.0.0.1:0"
 init = ["setup.sql"]
 ledger = "ledger.json"
-epsilon_budget = 3
 {settings}
 
 [public]
-tables = ["nps_hierarchy_*"]
-methods = ["ipa", "dp_histogram"]
-allow_non_dp = true
-
-[public.sources.nps]
-qi = {{ age = "nps_hierarchy_age", sex = "nps_hierarchy_sex", los = "nps_hierarchy_los", surgery = "nps_hierarchy_surgery", location = "nps_hierarchy_location" }}
-informative = {{ disease = "nps_hierarchy_disease" }}
-
-[public.sources.nps.fixed.ipa]
-qi = "age, sex, los, surgery, location"
-informative = "disease"
-epsilon = 1.0
+{policy}
 
 [[user]]
 name = "owner"
@@ -445,6 +458,44 @@ fn public_users_get_the_same_q1_rows_through_every_client_and_one_charge() {
         budget(&server),
         vec![vec!["1".to_string(), "1.0".to_string()]]
     );
+}
+
+/// The public door's attacks (`tests/doors/`) through both protocols: psql (a connection
+/// per statement), psycopg and ADBC over Flight SQL (one connection for all), one after the
+/// other on one server, whose ledger they share (a release one client drew is the same
+/// release for the next, with no new charge).
+#[test]
+fn the_reviewed_attacks_fail_through_both_protocols() {
+    let settings = format!("epsilon_budget = {}", doors::EPSILON_BUDGET);
+    let site = Site::with_parts(doors::SETUP, &settings, doors::POLICY);
+    let server = site.start();
+    let text = |outcome: Result<Rows, String>| outcome.map(|rows| format!("{rows:?}"));
+    let attacks = doors::attacks();
+    let psql_outcomes = doors::SOURCES.map(|source| {
+        attacks
+            .iter()
+            .map(|attack| {
+                text(psql(
+                    server.postgres,
+                    "analyst2",
+                    "analyst2-pw",
+                    &attack.on(source),
+                ))
+            })
+            .collect()
+    });
+    doors::check("psql", &psql_outcomes);
+    for (kind, port) in [("psycopg", server.postgres), ("adbc", server.flight)] {
+        let outcomes = doors::SOURCES.map(|source| {
+            let statements: Vec<String> = attacks.iter().map(|a| a.on(source)).collect();
+            let statements: Vec<&str> = statements.iter().map(String::as_str).collect();
+            client(kind, port, "analyst2", "analyst2-pw", &statements)
+                .into_iter()
+                .map(text)
+                .collect()
+        });
+        doors::check(kind, &outcomes);
+    }
 }
 
 #[test]

@@ -4,6 +4,9 @@
 mod budget_file;
 mod common;
 mod docs_drift;
+/// The public door's attacks, shared with the tools' tests (`tests/doors/`).
+#[path = "../doors/attacks.rs"]
+mod doors;
 mod functions_doc;
 mod fuzz_grammar;
 mod hostile_input;
@@ -11,6 +14,7 @@ mod one_build;
 mod paper_evaluator;
 mod pseudonyms;
 mod public_access;
+mod public_attacks;
 mod public_differential;
 mod public_door;
 mod published_restart;
