@@ -259,6 +259,7 @@ fn run_method(
         threads,
         memory,
         persons: base.persons.as_ref(),
+        stop_at: limit.stop_at,
     };
     if !request.public {
         let size = request.method.release_size(&input)?;

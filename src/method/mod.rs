@@ -63,6 +63,9 @@ pub struct MethodInput<'a> {
     pub memory: Arc<dyn MemoryPool>,
     /// Per person, for a syntactic method: the classes with their persons (METHODS.md §9).
     pub persons: Option<&'a PersonClasses>,
+    /// Rows past which a method that draws its release stops and fails with
+    /// [`crate::release::TooManyRows`] (a public session's `max_release_rows`).
+    pub stop_at: Option<u64>,
 }
 
 /// What a [`MethodInput`] borrows besides the data, for a method run outside the engine
@@ -117,6 +120,7 @@ impl Standalone {
             threads: self.threads.max(1),
             memory: self.memory.clone(),
             persons: None,
+            stop_at: None,
         }
     }
 }
@@ -187,6 +191,14 @@ pub trait Method: Debug + Send + Sync {
     /// ([`crate::sensitive::SensitiveDomain::add_hierarchy_leaves`]), before the method runs.
     fn wants_public_value_domain(&self) -> bool {
         false
+    }
+
+    /// The argument that sizes the cells the method draws, its value and its default
+    /// (dp_histogram's `max_cells`), if it has one: a public user's value is refused above
+    /// the larger of the default and the public row limit, so one call cannot ask for more
+    /// work than that.
+    fn cells_bound(&self) -> Option<(&'static str, u64, u64)> {
+        None
     }
 
     /// Whether this configuration's guarantee is proven (docs/METHODS.md): an unproven one

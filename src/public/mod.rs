@@ -247,6 +247,14 @@ impl PublicRules {
                 "{function}(): method '{method}' with these options has no proven guarantee (its guarantee text says NOT PROVEN) and is available to the data owner only; public users use its defaults (for safepub: final_selection => 'last', search_sample => 'independent')"
             );
         }
+        if let Some((argument, cells, default)) = configured.cells_bound() {
+            let most = self.policy.max_release_rows.max(default);
+            if cells > most {
+                return plan_err!(
+                    "{function}(): argument '{argument}' of method '{method}' is {cells}; public users may give at most {most} (the larger of its default and the rows a public release may have)"
+                );
+            }
+        }
         let Some(spec) = find_method(method) else {
             return Ok(());
         };

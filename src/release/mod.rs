@@ -16,7 +16,7 @@ mod size;
 
 pub use interval_means::{interval_means_schema, IntervalMeans};
 pub use rows::{ReleaseBatches, ReleasedRows, ReleasedRowsParts};
-pub use size::{check_release_size, ReleaseRowLimit, ReleaseSize, SIZE_FAILURE};
+pub use size::{check_release_size, ReleaseRowLimit, ReleaseSize, TooManyRows, SIZE_FAILURE};
 
 /// Class code standing for a suppressed (fully starred) quasi-identifier.
 pub const SUPPRESSED: u32 = u32::MAX;

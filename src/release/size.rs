@@ -51,6 +51,44 @@ pub struct ReleaseRowLimit {
     pub given: Option<u64>,
     /// The registration's ceiling, if any.
     pub ceiling: Option<u64>,
+    /// Rows past which a method that draws its release stops drawing and fails with
+    /// [`TooManyRows`] (a public session's `max_release_rows`): the check is on the drawn
+    /// release itself, so it bounds the memory a draw holds and reveals nothing beyond the
+    /// release.
+    pub stop_at: Option<u64>,
+}
+
+/// A release that grew past [`ReleaseRowLimit::stop_at`] while it was drawn: nothing is
+/// released, and the budget the draw took stays spent (the failure is a function of the
+/// drawn release, and the same request drawn again is charged again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooManyRows {
+    /// The limit the release passed.
+    pub limit: u64,
+}
+
+impl std::fmt::Display for TooManyRows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "anonymize(): this release has more rows than public users may receive in this session ({}); its budget was spent. Methods that add noise or counterfeit rows add fewer with a larger epsilon (ipa, dp_histogram) or a smaller k (upa); the others release at most the source's rows",
+            self.limit
+        )
+    }
+}
+
+impl std::error::Error for TooManyRows {}
+
+impl TooManyRows {
+    /// The error `e` if it is (or wraps) a [`TooManyRows`].
+    pub fn find(e: &datafusion::error::DataFusionError) -> Option<Self> {
+        match e.find_root() {
+            datafusion::error::DataFusionError::External(inner) => {
+                inner.downcast_ref::<Self>().copied()
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The default `max_release_rows` for a source of `input_rows` rows.
@@ -166,7 +204,7 @@ mod tests {
         let default = ReleaseRowLimit::default();
         let given = |rows| ReleaseRowLimit {
             given: Some(rows),
-            ceiling: None,
+            ..ReleaseRowLimit::default()
         };
         assert!(check_release_size("kanon", &small, 30_162, default, ADVICE).is_ok());
         // A certain bound just above the limit reads as above it (rounded up, no
@@ -211,6 +249,7 @@ mod tests {
         let capped = ReleaseRowLimit {
             given: Some(26_000_000),
             ceiling: Some(500_000),
+            stop_at: None,
         };
         let err = check_release_size("ipa", &big, 30_162, capped, ADVICE)
             .unwrap_err()

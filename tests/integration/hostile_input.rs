@@ -1,5 +1,6 @@
 //! Statements built to exhaust a thread's stack are refused by name before they are
-//! parsed, through every door of the library; statements just under the bound run.
+//! parsed, through every door of the library; statements just under the bound run. A
+//! public call cannot ask for more cells than a release may have rows.
 
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
@@ -63,6 +64,53 @@ async fn deep_statements_are_refused_through_every_door() -> Result<()> {
         values.join(", ")
     );
     let batches = run_script(&owner, &in_list).await?;
+    assert_eq!(batches[0].num_rows(), 1);
+    Ok(())
+}
+
+/// A public dp_histogram call asking for more cells than a public release may have rows
+/// (`max_cells` above the policy's `max_release_rows`, or the default if larger) is refused
+/// before anything is read or drawn, and charges nothing; at the limit it runs.
+#[tokio::test]
+async fn a_public_call_cannot_ask_for_more_cells_than_rows() -> Result<()> {
+    let owner = SessionContext::new();
+    register_with(&owner, RegisterOptions::owner())?;
+    run_script(
+        &owner,
+        "CREATE TABLE t(age INT, sex VARCHAR, disease VARCHAR) AS VALUES (30, 'M', 'A'), (40, 'F', 'B');
+         CREATE TABLE h_age(v VARCHAR, l1 VARCHAR) AS VALUES ('30', '*'), ('40', '*');
+         CREATE TABLE h_sex(v VARCHAR, l1 VARCHAR) AS VALUES ('M', '*'), ('F', '*');
+         CREATE TABLE h_disease(v VARCHAR, l1 VARCHAR) AS VALUES ('A', '*'), ('B', '*');",
+    )
+    .await?;
+    let policy = datafusion_anonymize::PublicPolicy {
+        max_release_rows: 20_000_000,
+        ..crate::common::h_policy(&["t"])
+    };
+    let public = public_session(&owner, RegisterOptions::public(policy, 10.0))?;
+    let call = |cells: &str| {
+        format!("SELECT COUNT(*) FROM anonymize('t', method => 'dp_histogram', qi => 'age, sex', informative => 'disease', epsilon => 1, max_cells => {cells})")
+    };
+    for cells in ["20000001", "1000000000000"] {
+        let outcome = refused(public_sql(&public, &call(cells)).await);
+        assert_eq!(
+            outcome,
+            format!("Error during planning: anonymize(): argument 'max_cells' of method 'dp_histogram' is {cells}; public users may give at most 20000000 (the larger of its default and the rows a public release may have)")
+        );
+    }
+    let spent = public_sql(&public, "SELECT COUNT(*) AS n FROM privacy_budget()")
+        .await?
+        .collect()
+        .await?;
+    assert_eq!(spent[0].num_rows(), 1);
+    assert_eq!(
+        datafusion::arrow::util::pretty::pretty_format_batches(&spent)?.to_string(),
+        "+---+\n| n |\n+---+\n| 0 |\n+---+"
+    );
+    let batches = public_sql(&public, &call("20000000"))
+        .await?
+        .collect()
+        .await?;
     assert_eq!(batches[0].num_rows(), 1);
     Ok(())
 }

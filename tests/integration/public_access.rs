@@ -3,6 +3,7 @@
 //! record added (a new class, a NULL, a value outside the hierarchy), and the only
 //! data-dependent outcome is the release itself.
 
+use datafusion::arrow::array::AsArray;
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 use datafusion_anonymize::{
@@ -154,6 +155,46 @@ async fn releases_of_neighbours_fail_only_on_the_ceiling() -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// A dp_histogram draw stops as soon as its release passes the public row limit (the
+/// draw's memory is bounded by the limit, not by the cells the user chose): the refusal
+/// is the ceiling's, and the charge stays, since the refusal is a function of the drawn
+/// release (a refund would give it for free). The same request draws, and is charged, again.
+#[tokio::test]
+async fn a_draw_past_the_row_limit_stops_and_keeps_its_charge() -> Result<()> {
+    let policy = PublicPolicy {
+        max_release_rows: 1,
+        ..declared()
+    };
+    let ctx = session(policy, 12.0).await?;
+    // t's 8 records are in 8 of the 18 cells; at epsilon = 5 a record's cell loses it with
+    // probability e^-5 / (1 + e^-5) < 0.0068, so fewer than 2 released rows (7 of the 8
+    // lost) has a probability below 8 * 0.0068^7 < 1e-14: the test's false-failure rate.
+    let sql = "SELECT COUNT(*) FROM anonymize('t', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease:h_disease', epsilon => 5)";
+    let spent = |ctx: SessionContext| async move {
+        let batches = ctx
+            .sql("SELECT releases, epsilon_spent FROM privacy_budget() WHERE table_name = 'datafusion.public.t'")
+            .await?
+            .collect()
+            .await?;
+        let batch = &batches[0];
+        let releases = batch
+            .column(0)
+            .as_primitive::<datafusion::arrow::datatypes::UInt64Type>()
+            .value(0);
+        let epsilon = batch
+            .column(1)
+            .as_primitive::<datafusion::arrow::datatypes::Float64Type>()
+            .value(0);
+        Result::<(u64, f64)>::Ok((releases, epsilon))
+    };
+    let refusal = "Execution error: anonymize(): this release has more rows than public users may receive in this session (1); its budget was spent. Methods that add noise or counterfeit rows add fewer with a larger epsilon (ipa, dp_histogram) or a smaller k (upa); the others release at most the source's rows";
+    assert_eq!(outcome(&ctx, sql).await, Err(refusal.to_string()));
+    assert_eq!(spent(ctx.clone()).await?, (1, 5.0));
+    assert_eq!(outcome(&ctx, sql).await, Err(refusal.to_string()));
+    assert_eq!(spent(ctx.clone()).await?, (2, 10.0));
     Ok(())
 }
 

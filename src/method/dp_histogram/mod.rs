@@ -20,7 +20,7 @@
 //! 0) or, by default, the first node in order of increasing level sum, then lattice order,
 //! whose domain has at most `max_cells` cells. A domain larger than `max_cells` is refused.
 
-use datafusion::common::{internal_err, plan_err, Result};
+use datafusion::common::{internal_err, plan_err, DataFusionError, Result};
 
 use crate::budget::Cost;
 use crate::hierarchy::Hierarchy;
@@ -32,7 +32,7 @@ use crate::mechanism::rng::AnonRng;
 use crate::method::MethodInput;
 use crate::method::{Method, MethodOutput, MethodSpec};
 use crate::release::ReleasedHistogram;
-use crate::release::{ReleaseSize, SIZE_FAILURE};
+use crate::release::{ReleaseSize, TooManyRows, SIZE_FAILURE};
 use datafusion::arrow::datatypes::SchemaRef;
 
 mod params;
@@ -190,6 +190,10 @@ impl Method for DpHistogram {
         dp_histogram_diagnostics_schema()
     }
 
+    fn cells_bound(&self) -> Option<(&'static str, u64, u64)> {
+        Some(("max_cells", self.params.max_cells, DEFAULT_MAX_CELLS))
+    }
+
     /// Every informative value gets a noisy count: with a hierarchy named for the column,
     /// its leaves are the domain (public), not the values the data hold.
     fn wants_public_value_domain(&self) -> bool {
@@ -310,7 +314,12 @@ pub fn run(
         }
         if !pairs.is_empty() {
             stats.released_cells += pairs.len() as u64;
-            stats.released_rows += pairs.iter().map(|p| p.1).sum::<u64>();
+            stats.released_rows = stats
+                .released_rows
+                .saturating_add(pairs.iter().map(|p| p.1).sum::<u64>());
+            if let Some(limit) = input.stop_at.filter(|&limit| stats.released_rows > limit) {
+                return Err(DataFusionError::External(Box::new(TooManyRows { limit })));
+            }
             release.push_class(&codes, &pairs, &[]);
         }
         // Next combination, the last attribute varying fastest.

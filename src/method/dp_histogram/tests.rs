@@ -392,3 +392,38 @@ fn audit_dp_histogram_per_person() {
         "per person without the bounding",
     );
 }
+
+/// With a row limit, the draw stops as soon as the drawn release passes it (a public
+/// session's `max_release_rows`), with [`TooManyRows`], instead of drawing every cell first;
+/// the same seeded draw without a limit releases more rows than the limit, and one with a
+/// limit above its size releases it unchanged.
+#[test]
+fn a_row_limit_stops_the_draw_as_soon_as_it_is_passed() {
+    let age = ladder("age", "0..999", &["10"]);
+    let sex = ladder("sex", "0..1", &["2"]);
+    let hs = [&age, &sex];
+    let base = histogram(&hs, &[(3, 0, 1, 10)], 5);
+    let lattice = Lattice::new(vec![age.height(), sex.height()], 100).unwrap();
+    let draw = |stop_at: Option<u64>| {
+        let standalone = Standalone::default();
+        let input = MethodInput {
+            stop_at,
+            ..standalone.input(&base, &hs, &lattice, 5)
+        };
+        super::run(&input, &params(1.0, "age=0"), &mut rng_from_seed(5))
+    };
+    let unlimited = draw(None).unwrap();
+    // 10,000 cells at epsilon = 1: about 0.58 noise rows each.
+    let rows = unlimited.stats.released_rows;
+    assert!(rows > 1_000, "{rows}");
+    let err = draw(Some(1_000)).err().expect("the limit stops the draw");
+    assert_eq!(TooManyRows::find(&err), Some(TooManyRows { limit: 1_000 }));
+    assert!(
+        err.to_string()
+            .contains("more rows than public users may receive"),
+        "{err}"
+    );
+    let within = draw(Some(rows)).unwrap();
+    assert_eq!(within.stats.released_rows, rows);
+    assert_eq!(within.release.row_count(), unlimited.release.row_count());
+}

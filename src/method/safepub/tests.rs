@@ -645,6 +645,7 @@ fn run(f: &Fixture, params: &SafePubParams, seed: u64) -> SafePubResult {
             datafusion::execution::memory_pool::UnboundedMemoryPool::default(),
         ),
         persons: None,
+        stop_at: None,
     };
     super::run(&input, params, &mut rng_from_seed(seed)).unwrap()
 }
@@ -989,6 +990,7 @@ fn run_records(
             datafusion::execution::memory_pool::UnboundedMemoryPool::default(),
         ),
         persons: None,
+        stop_at: None,
     };
     super::run(&input, params, &mut rng_from_seed(seed)).unwrap()
 }
@@ -1233,6 +1235,7 @@ fn audit_safepub_with_informative_column() {
                 datafusion::execution::memory_pool::UnboundedMemoryPool::default(),
             ),
             persons: None,
+            stop_at: None,
         };
         audit_histogram(bins, trials, seed, |rng| {
             let result = super::run(&input, &params, rng).unwrap();

@@ -13,7 +13,9 @@ use datafusion::logical_expr::planner::RelationPlannerContext;
 use super::anonymize_assess::{columns, table, QI, SOURCE};
 use crate::engine::suda::{suda, suda_schema, SudaRequest, SUDA_COLUMNS};
 use crate::params::{ParamDefault, ParamKind, ParamValues};
-use crate::privacy::suda::{SudaConfig, SudaScoring};
+use crate::privacy::suda::{
+    combinations_searched, SudaConfig, SudaScoring, MAX_COMBINATIONS_SEARCHED,
+};
 use crate::sql::args::{bind, CallArgs, ParamSpec};
 use crate::sql::lazy::{Cached, Compute, LazyTable};
 use crate::sql::planner::SqlTableFunction;
@@ -88,6 +90,17 @@ fn build_request(
             )
         }
     };
+    let searched = combinations_searched(qi.len(), max_size);
+    if searched > MAX_COMBINATIONS_SEARCHED {
+        let fits = (1..max_size)
+            .rev()
+            .find(|&size| combinations_searched(qi.len(), size) <= MAX_COMBINATIONS_SEARCHED)
+            .unwrap_or(1);
+        return plan_err!(
+            "{function}(): max_size = {max_size} over {} quasi-identifiers searches up to {searched} column combinations, more than {MAX_COMBINATIONS_SEARCHED}; give max_size => {fits} (or fewer quasi-identifiers)",
+            qi.len()
+        );
+    }
     let dis_fraction = values
         .opt_f64("dis_fraction")
         .unwrap_or(DEFAULT_DIS_FRACTION);

@@ -31,7 +31,7 @@ use crate::progress::ProgressFn;
 use crate::pseudonym::PseudonymKey;
 use crate::public::published::PublishedNames;
 use crate::public::{PublicRules, PUBLIC_FAILURE};
-use crate::release::{interval_means_schema, ReleaseRowLimit};
+use crate::release::{interval_means_schema, ReleaseRowLimit, TooManyRows};
 use crate::sql::args::{bind, BoundArgs, CallArgs, ParamSpec};
 use crate::sql::lazy::{BatchProducer, BatchSource, LazyTable, Ready};
 use crate::sql::planner::SqlTableFunction;
@@ -260,6 +260,7 @@ impl ReleaseCache {
         let limit = ReleaseRowLimit {
             given: request.max_release_rows,
             ceiling: self.max_release_rows,
+            stop_at: public.map(|rules| rules.max_release_rows()),
         };
         let key = request.cache_key();
         let mut entries = lock(&self.store.0.entries);
@@ -326,10 +327,18 @@ impl ReleaseCache {
                     // A public user learns nothing from why a release failed: the refusal
                     // is the same for every cause, and refunded (its causes are the
                     // arguments, the public declarations and the owner's resources:
-                    // docs/METHODS.md §8.3).
-                    (Err(_), Some(_)) => {
-                        Err(pending.refund(DataFusionError::Execution(PUBLIC_FAILURE.into())))
-                    }
+                    // docs/METHODS.md §8.3). But a draw that passed the public row limit
+                    // failed on the drawn release itself: that charge stays (as after the
+                    // post-draw check below).
+                    (Err(e), Some(_)) => match TooManyRows::find(&e) {
+                        Some(too_many) => {
+                            pending.keep();
+                            Err(DataFusionError::Execution(too_many.to_string()))
+                        }
+                        None => {
+                            Err(pending.refund(DataFusionError::Execution(PUBLIC_FAILURE.into())))
+                        }
+                    },
                 }
             })
             .await?;
@@ -338,10 +347,10 @@ impl ReleaseCache {
         // and the same release is refused again, never drawn anew).
         if let Some(rules) = &self.public {
             if output.rows.row_count() > rules.max_release_rows() {
-                return exec_err!(
-                    "anonymize(): this release has more rows than public users may receive in this session ({}); its budget was spent. Methods that add noise or counterfeit rows add fewer with a larger epsilon (ipa, dp_histogram) or a smaller k (upa); the others release at most the source's rows",
-                    rules.max_release_rows()
-                );
+                let too_many = TooManyRows {
+                    limit: rules.max_release_rows(),
+                };
+                return exec_err!("{too_many}");
             }
         }
         Ok(output.clone())
