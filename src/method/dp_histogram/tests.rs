@@ -416,7 +416,9 @@ fn a_row_limit_stops_the_draw_as_soon_as_it_is_passed() {
     // 10,000 cells at epsilon = 1: about 0.58 noise rows each.
     let rows = unlimited.stats.released_rows;
     assert!(rows > 1_000, "{rows}");
-    let err = draw(Some(1_000)).err().expect("the limit stops the draw");
+    let Err(err) = draw(Some(1_000)) else {
+        panic!("the limit did not stop the draw");
+    };
     assert_eq!(TooManyRows::find(&err), Some(TooManyRows { limit: 1_000 }));
     assert!(
         err.to_string()
