@@ -3,9 +3,11 @@
 //! in to a full session, public users to a read-only public session; every session shares
 //! the releases and the privacy ledger. `docs/SERVER.md` describes it.
 
+mod blocks;
 mod catalog;
 mod config;
 mod connections;
+mod cursors;
 mod flight;
 mod limits;
 mod password;

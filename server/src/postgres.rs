@@ -1,6 +1,7 @@
 //! The PostgreSQL wire protocol: pgwire with SCRAM-SHA-256 logins, datafusion-postgres's
-//! statement handling (result encoding, `pg_catalog`, `SET`/`SHOW`, transactions,
-//! cursors), and one session per connection, chosen by the logged-in user's role.
+//! statement handling (result encoding, `pg_catalog`, `SET`/`SHOW`), transaction blocks
+//! ([`crate::blocks`]) and cursors ([`crate::cursors`]), and one session per connection,
+//! chosen by the logged-in user's role.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -16,9 +17,7 @@ use datafusion::prelude::SessionContext;
 use datafusion::sql::sqlparser::ast::{Set, Statement};
 use datafusion_postgres::datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
 use datafusion_postgres::datafusion_pg_catalog::pg_catalog::setup_pg_catalog;
-use datafusion_postgres::hooks::cursor::CursorStatementHook;
 use datafusion_postgres::hooks::set_show::SetShowHook;
-use datafusion_postgres::hooks::transactions::TransactionStatementHook;
 use datafusion_postgres::hooks::HookClient;
 use datafusion_postgres::{DfSessionService, QueryHook};
 use pgwire::api::auth::sasl::scram::ScramAuth;
@@ -46,9 +45,11 @@ use pgwire::tokio::tokio_rustls::rustls::{self, ServerConfig};
 use pgwire::tokio::tokio_rustls::TlsAcceptor;
 use tokio::net::TcpListener;
 
+use crate::blocks::TransactionBlocks;
 use crate::catalog::{PgCatalogKeeper, WithPgCatalog};
 use crate::config::Role;
 use crate::connections::{self, ConnectionLimits, ConnectionState};
+use crate::cursors::Cursors;
 use crate::limits::{bounded, guarded, stop_signal, Deadline, Slot, Stop, StopSignal};
 use crate::password::ITERATIONS;
 use crate::sessions::Server;
@@ -359,20 +360,20 @@ fn connection<C: ClientInfo + ?Sized>(
         .default_catalog
         .clone();
     let mut pg_catalog = None;
-    match session.role {
-        Role::Public => {
-            let visible = ctx.state().catalog_list().clone();
-            let (catalogs, keeper) = WithPgCatalog::new(visible, &catalog);
-            ctx.register_catalog_list(Arc::new(catalogs));
-            pg_catalog = Some(keeper);
-            hooks.push(Arc::new(PublicGate));
-        }
-        Role::Owner => hooks.push(Arc::new(SettingsHook)),
+    if session.role == Role::Public {
+        let visible = ctx.state().catalog_list().clone();
+        let (catalogs, keeper) = WithPgCatalog::new(visible, &catalog);
+        ctx.register_catalog_list(Arc::new(catalogs));
+        pg_catalog = Some(keeper);
+        hooks.push(Arc::new(PublicGate));
+    }
+    hooks.push(Arc::new(TransactionBlocks));
+    if session.role == Role::Owner {
+        hooks.push(Arc::new(SettingsHook));
     }
     setup_pg_catalog(&ctx, &catalog, EmptyContextProvider).map_err(|e| api_error(*e))?;
-    hooks.push(Arc::new(CursorStatementHook));
+    hooks.push(Arc::new(Cursors));
     hooks.push(Arc::new(SetShowHook));
-    hooks.push(Arc::new(TransactionStatementHook));
     client.session_extensions().insert(Connection {
         service: Arc::new(DfSessionService::new_with_hooks(ctx, hooks)),
         role: session.role,

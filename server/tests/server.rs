@@ -25,6 +25,11 @@ const BUDGET: &str =
 
 type Rows = Vec<Vec<String>>;
 
+/// The warning of a `ROLLBACK` after statements ran in its block (`src/blocks.rs`).
+const NOTHING_UNDONE: &str = "ROLLBACK ended the transaction block but undid nothing: this \
+     server applies each statement when it runs (a release's privacy-budget charge, a \
+     publication and a changed setting stay; a charge is never given back)";
+
 /// The public door's attacks, shared with every door's test (`tests/doors/`).
 #[path = "../../tests/doors/attacks.rs"]
 mod doors;
@@ -1336,4 +1341,87 @@ fn a_connections_statement_timeout_is_honoured() {
             started.elapsed()
         );
     }
+}
+
+/// Runs `blocks.py` (psycopg in its default mode: a named cursor, rollback, a change inside
+/// a block) as `user`; what the client saw.
+fn blocks(port: u16, user: &str, query: &str, change: Option<&str>) -> serde_json::Value {
+    let out = Command::new(python())
+        .arg(script("blocks.py"))
+        .args(["127.0.0.1", &port.to_string(), user, &format!("{user}-pw")])
+        .arg(query)
+        .args(change)
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|_| {
+        panic!(
+            "blocks.py printed {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// psql's stderr for `statements`, each its own `-c` on one connection.
+fn psql_stderr(port: u16, statements: &[&str]) -> String {
+    let mut command = psql_command("127.0.0.1");
+    command.args(["-p", &port.to_string(), "-U", "owner", "-d", "datafusion", "-X", "-q"]);
+    for sql in statements {
+        command.args(["-c", sql]);
+    }
+    let out = command
+        .env("PGPASSWORD", "owner-pw")
+        .output()
+        .expect("psql runs");
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+#[test]
+fn named_cursors_describe_their_columns_and_rollback_says_it_undid_nothing() {
+    let site = Site::new();
+    let server = site.start();
+    let by_psql = psql(server.postgres, "analyst", "analyst-pw", Q1).expect("psql runs Q1");
+    assert!(by_psql.len() >= 3, "Q1 has rows: {by_psql:?}");
+
+    // psycopg's named cursor reads the same release, two rows at a time, with its columns;
+    // the block psycopg opened is rolled back with a warning, and the charge stays.
+    let seen = blocks(server.postgres, "analyst2", Q1, None);
+    assert_eq!(seen["columns"], serde_json::json!(["age", "patients"]));
+    let first_two: Rows = serde_json::from_value(seen["first_two"].clone()).expect("rows");
+    let rest: Rows = serde_json::from_value(seen["rest"].clone()).expect("rows");
+    assert_eq!([first_two, rest].concat(), by_psql);
+    assert_eq!(seen["status_in_block"], "INTRANS");
+    assert_eq!(seen["status_after_rollback"], "IDLE");
+    assert_eq!(
+        seen["rollback_notices"],
+        serde_json::json!([["WARNING", NOTHING_UNDONE]])
+    );
+    assert_eq!(
+        budget(&server),
+        vec![vec!["1".to_string(), "1.0".to_string()]]
+    );
+
+    // The owner's change of tables is refused inside a block, and runs outside one.
+    let change = "CREATE TABLE kept AS SELECT 1 AS one";
+    let seen = blocks(server.postgres, "owner", "SELECT 1 AS one", Some(change));
+    assert_eq!(
+        seen["change_in_block"],
+        serde_json::json!([
+            "25001",
+            "CREATE TABLE cannot run inside a transaction block: this server cannot roll it \
+             back; run it after COMMIT or ROLLBACK"
+        ])
+    );
+    assert_eq!(seen["change_outside"], "ran");
+    assert_eq!(
+        psql(server.postgres, "owner", "owner-pw", "SELECT one FROM kept"),
+        Ok(vec![vec!["1".to_string()]])
+    );
+
+    // A block that ran nothing ends quietly; one that ran a statement warns (psql).
+    assert_eq!(psql_stderr(server.postgres, &["BEGIN", "ROLLBACK"]), "");
+    assert_eq!(
+        psql_stderr(server.postgres, &["BEGIN", "SELECT 1", "ROLLBACK"]),
+        format!("WARNING:  {NOTHING_UNDONE}\n")
+    );
 }

@@ -135,7 +135,7 @@ pub fn apply_charge(
             "privacy budget exceeded for table '{table}': this release costs epsilon = {}, delta = {}; \
              the table has spent epsilon = {}, delta = {} in {} release(s) and has remaining \
              epsilon = {}, delta = {} (budget epsilon = {}, delta = {}). Nothing was released. \
-             Raise the budget with SET anonymize.epsilon_budget / anonymize.delta_budget if that is intended",
+             The budget is the data owner's to set (anonymize.epsilon_budget, anonymize.delta_budget)",
             cost.epsilon,
             cost.delta,
             account.epsilon_spent,
