@@ -1425,3 +1425,75 @@ fn named_cursors_describe_their_columns_and_rollback_says_it_undid_nothing() {
         format!("WARNING:  {NOTHING_UNDONE}\n")
     );
 }
+
+/// The server's peak resident memory so far (`VmHWM`), in MB.
+fn peak_rss_mb(server: &Running) -> f64 {
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// The soak: under an open-file limit of 1,024, 2,000 sockets that never log in, then 300
+/// logins that stay idle, then 50 clients querying at once (20 queries each) — all held
+/// open together. The server stays up, every querying client is answered, its p99 latency
+/// and its peak memory stay within the bounds asserted here (the figures are printed, and
+/// docs/SERVER.md quotes them).
+#[test]
+fn a_soak_of_idle_sockets_idle_logins_and_busy_clients_leaves_the_server_serving() {
+    let site = Site::with_settings(
+        "max_connections = 500\nmax_connections_per_user = 400\nlogin_timeout_seconds = 5",
+    );
+    let server = start_under(&site.config(), &["prlimit", "--nofile=1024:1024"])
+        .unwrap_or_else(|log| panic!("the server did not start:\n{log}"));
+    let started_mb = peak_rss_mb(&server);
+    let out = Command::new("prlimit")
+        .arg("--nofile=8192:8192")
+        .arg(python())
+        .arg(script("soak.py"))
+        .args([
+            "127.0.0.1",
+            &server.postgres.to_string(),
+            "analyst2",
+            "analyst2-pw",
+        ])
+        .args(["2000", "12", "300", "50", "20"])
+        .arg("SELECT value, level_1 FROM nps_hierarchy_age ORDER BY value")
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|_| {
+        panic!(
+            "soak.py printed {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let peak_mb = peak_rss_mb(&server);
+    eprintln!(
+        "soak: {report} server_rss_at_start_mb={started_mb:.0} server_peak_rss_mb={peak_mb:.0}"
+    );
+    assert!(server_alive(&server));
+    assert_eq!(report["sockets"], 2000, "{report}");
+    assert_eq!(report["logins"], 300, "{report}");
+    assert_eq!(report["queries"], 50 * 20, "{report}");
+    assert_eq!(report["errors"], serde_json::json!([]), "{report}");
+    let p99 = report["p99_ms"].as_f64().unwrap_or(f64::MAX);
+    // Measured: p99 165 and 204 ms, peak 366 and 365 MB (docs/SERVER.md); the bounds leave
+    // room for a slower machine, and fail if an idle login costs megabytes again (the
+    // review's 5.7 MB each would be 1.7 GB for these 300).
+    assert!(p99 < 1_500.0, "p99 {p99} ms: {report}");
+    assert!(peak_mb < 800.0, "peak {peak_mb:.0} MB: {report}");
+    // And it answers a fresh client afterwards.
+    assert_eq!(
+        psql(
+            server.postgres,
+            "analyst",
+            "analyst-pw",
+            "SELECT COUNT(*) FROM nps_hierarchy_sex"
+        ),
+        Ok(vec![vec!["2".to_string()]])
+    );
+}
