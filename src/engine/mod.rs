@@ -183,20 +183,25 @@ pub struct ReleaseOutput {
     pub warnings: Vec<(String, String)>,
 }
 
-/// Runs the whole pipeline for a request. Dropping the returned future stops the method at
-/// its next progress report (see [`crate::progress`]).
+/// Runs the whole pipeline for a request. Its random draws come from the request's seed if
+/// it has one (owner's reproductions, not private), else from `draw` (a 256-bit seed from
+/// the operating system that the caller keeps, to draw the same release again), else from
+/// the operating system. Dropping the returned future stops the method at its next
+/// progress report (see [`crate::progress`]).
 pub async fn compute_release(
     request: &AnonymizeRequest,
     state: &SessionState,
     progress: Option<ProgressFn>,
     limit: ReleaseRowLimit,
+    draw: Option<[u8; 32]>,
 ) -> Result<ReleaseOutput> {
     if let Some(method) = request.method.microaggregation() {
         return microaggregate::release(request, method, state, progress, limit).await;
     }
-    let mut rng = match request.seed {
-        Some(seed) => rng_from_seed(seed),
-        None => try_rng_from_os().map_err(|e| {
+    let mut rng = match (request.seed, draw) {
+        (Some(seed), _) => rng_from_seed(seed),
+        (None, Some(draw)) => <AnonRng as rand::SeedableRng>::from_seed(draw),
+        (None, None) => try_rng_from_os().map_err(|e| {
             DataFusionError::External(
                 format!("no secure random generator: the operating system gave no entropy ({e})")
                     .into(),

@@ -107,3 +107,69 @@ async fn a_publication_outlives_the_process_with_its_ledger() -> Result<()> {
     assert!(kept.is_empty(), "{kept:?}");
     Ok(())
 }
+
+const RELEASE: &str = "SELECT * FROM anonymize('t', method => 'dp_histogram', qi => 'age:h_age, sex:h_sex', informative => 'disease:h_disease', epsilon => 1) ORDER BY 1, 2, 3";
+const SAFEPUB: &str = "SELECT * FROM anonymize('t', method => 'safepub', qi => 'age:h_age, sex:h_sex', epsilon => 1, delta => 0.001) ORDER BY 1, 2";
+
+/// A release drawn (not published) is drawn again from its kept seed after a restart over
+/// the same data — the same rows, no new charge — for every method that draws; once the
+/// data change, or the kept draw does not give the release it recorded, it is drawn afresh
+/// and charged.
+#[tokio::test]
+async fn a_release_drawn_before_a_restart_is_the_same_release_after_it() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let ledger = dir.path().join("ledger.json");
+    let first = owner(&ledger).await?;
+    let rows = text(&first, RELEASE).await?;
+    let safepub = text(&first, SAFEPUB).await?;
+    let spent = text(&first, BUDGET).await?;
+    assert!(spent.contains("| 2        | 2.0           |"), "{spent}");
+    drop(first);
+
+    // Started again (the setup makes the tables anew, with the same contents): the same
+    // releases, nothing charged.
+    let again = owner(&ledger).await?;
+    assert_eq!(text(&again, RELEASE).await?, rows);
+    assert_eq!(text(&again, SAFEPUB).await?, safepub);
+    assert_eq!(text(&again, BUDGET).await?, spent);
+    drop(again);
+
+    // A kept draw that does not give the release it recorded (its seed changed) is not
+    // served: the release is drawn afresh and charged.
+    let file = dir.path().join("ledger.json.draws");
+    let kept = std::fs::read_to_string(&file)?;
+    let draws: serde_json::Value = serde_json::from_str(&kept).expect("json");
+    let seed = draws
+        .as_object()
+        .and_then(|m| m.values().find_map(|d| d[0]["seed"].as_str()))
+        .expect("a seed kept")
+        .to_string();
+    let mut tampered = seed.clone().into_bytes();
+    tampered[0] = if tampered[0] == b'0' { b'1' } else { b'0' };
+    std::fs::write(
+        &file,
+        kept.replace(&seed, std::str::from_utf8(&tampered).expect("hex")),
+    )?;
+    let third = owner(&ledger).await?;
+    let _ = text(&third, RELEASE).await?;
+    let _ = text(&third, SAFEPUB).await?;
+    let spent_now = text(&third, BUDGET).await?;
+    assert!(
+        spent_now.contains("| 3        | 3.0           |"),
+        "{spent_now}"
+    );
+
+    // Other data: drawn afresh and charged.
+    third
+        .sql("INSERT INTO t VALUES (50, 'M', 'C')")
+        .await?
+        .collect()
+        .await?;
+    let _ = text(&third, RELEASE).await?;
+    let spent_now = text(&third, BUDGET).await?;
+    assert!(
+        spent_now.contains("| 4        | 4.0           |"),
+        "{spent_now}"
+    );
+    Ok(())
+}

@@ -35,6 +35,7 @@ use crate::release::{interval_means_schema, ReleaseRowLimit, TooManyRows};
 use crate::sql::args::{bind, BoundArgs, CallArgs, ParamSpec};
 use crate::sql::lazy::{BatchProducer, BatchSource, LazyTable, Ready};
 use crate::sql::planner::SqlTableFunction;
+use kept_draws::KeptDraw;
 pub use params::ANONYMIZE_PARAMS;
 pub use publish::{PublishFunction, PublishedMetadataFunction, UnpublishFunction};
 pub use report::ReportFunction;
@@ -43,6 +44,7 @@ use version::TableVersion;
 use views::{information_loss_batch, information_loss_schema, metadata_batch, metadata_schema};
 
 mod identifiers;
+mod kept_draws;
 mod params;
 mod publish;
 mod published_files;
@@ -295,6 +297,14 @@ impl ReleaseCache {
         let cell = entry.cell_for(version);
         let output = cell
             .get_or_try_init(|| async {
+                // A release this request drew in an earlier process over the same tables
+                // (kept beside the ledger file) is drawn again, not charged again.
+                let kept = KeptDraw::of(request, state).await?;
+                if let Some(kept) = &kept {
+                    if let Some(output) = kept.replay(request, state, &progress, limit).await {
+                        return Ok(Arc::new(output));
+                    }
+                }
                 // Charged once, before anything is drawn; refunded if nothing is released.
                 // A seeded release (owner sessions only) has no privacy guarantee (its
                 // `guarantee` says so) and is not a DP release: it is counted in the
@@ -317,10 +327,17 @@ impl ReleaseCache {
                     charge: Some(charge),
                     quota,
                 };
-                let computed = engine::compute_release(request, state, progress, limit);
+                let seed = match &kept {
+                    Some(_) => Some(kept_draws::fresh_seed().map_err(|e| pending.refund(e))?),
+                    None => None,
+                };
+                let computed = engine::compute_release(request, state, progress, limit, seed);
                 match (computed.await, &self.public) {
-                    (Ok(output), _) => {
+                    (Ok(mut output), _) => {
                         pending.keep();
+                        if let (Some(kept), Some(seed)) = (&kept, seed) {
+                            kept.record(&seed, &mut output);
+                        }
                         Ok(Arc::new(output))
                     }
                     (Err(e), None) => Err(pending.refund(e)),
