@@ -22,10 +22,11 @@ use datafusion_cli::pool_type::PoolType;
 use datafusion_cli::print_format::PrintFormat;
 use datafusion_cli::print_options::{MaxRows, PrintOptions};
 use indicatif::{ProgressBar, ProgressStyle};
+use tokio::signal::unix::{signal, SignalKind};
 
 mod script;
 mod session;
-use script::Script;
+use script::{Script, Stopped};
 use session::{with_path_tables, Repl};
 
 /// Help text after the options: the generated list of functions, then an example.
@@ -180,6 +181,7 @@ fn parse_delta_budget(text: &str) -> std::result::Result<f64, String> {
 fn parse_ledger(text: &str) -> std::result::Result<std::path::PathBuf, String> {
     match datafusion_anonymize::parse_ledger_path(text) {
         Ok(Some(path)) => Ok(path),
+        Err(e) if text.trim() == text && !text.is_empty() => Err(format!("--ledger: {}", e.strip_backtrace())),
         _ => Err(format!(
             "--ledger must be a file path without leading or trailing spaces (leave the option out to keep the ledger in memory); got {text:?}"
         )),
@@ -514,15 +516,22 @@ async fn run() -> Result<()> {
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)));
     }
-    // Ctrl-C ends the process with status 130 wherever it is (computing a release, printing
-    // rows, writing a COPY, whose partial output it removes); the statement running stops
-    // with it.
+    // Ctrl-C, SIGTERM and SIGHUP end the process with status 130, 143 or 129 wherever it
+    // is (computing a release, printing rows, writing a COPY, whose partial output they
+    // remove); the statement running stops with it.
     let script = Script::new(ctx, print_options);
     let watcher = Arc::clone(&script);
+    let mut terminate =
+        signal(SignalKind::terminate()).map_err(|e| DataFusionError::External(Box::new(e)))?;
+    let mut hangup =
+        signal(SignalKind::hangup()).map_err(|e| DataFusionError::External(Box::new(e)))?;
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            watcher.interrupted();
-        }
+        let by = tokio::select! {
+            _ = tokio::signal::ctrl_c() => Stopped::Interrupt,
+            _ = terminate.recv() => Stopped::Terminate,
+            _ = hangup.recv() => Stopped::Hangup,
+        };
+        watcher.interrupted(by);
     });
     if piped {
         let mut text = String::new();

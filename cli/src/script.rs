@@ -7,8 +7,8 @@
 //! - Every other statement (the table format, DDL, `COPY`, `SET`, `EXPLAIN`) runs through
 //!   `datafusion-cli`'s executor with its exact text.
 //! - A `COPY` to a local path that fails or is interrupted removes what it wrote.
-//! - [`Script::interrupted`] is what Ctrl-C does: remove a partial `COPY` output and exit
-//!   with status 130.
+//! - [`Script::interrupted`] is what Ctrl-C, SIGTERM and SIGHUP do: remove a partial
+//!   `COPY` output and exit with status 130, 143 or 129.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,6 +35,17 @@ use futures::StreamExt;
 struct Piece {
     text: String,
     statement: Statement,
+}
+
+/// The signals that stop a script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// Ctrl-C (SIGINT).
+    Interrupt,
+    /// SIGTERM: `kill`, `timeout`, systemd, `docker stop`.
+    Terminate,
+    /// SIGHUP: the terminal closed.
+    Hangup,
 }
 
 /// Runs scripts in one session with one set of print options.
@@ -64,15 +75,21 @@ impl Script {
         Ok(())
     }
 
-    /// What Ctrl-C does: removes the partial output of a running `COPY`, says so and exits
-    /// with status 130 (the statement running stops with the process).
-    pub fn interrupted(&self) -> ! {
+    /// What Ctrl-C, `kill` (SIGTERM) and a closed terminal (SIGHUP) do: remove the partial
+    /// output of a running `COPY`, say so and exit with the shell's status for the signal
+    /// (130, 143, 129); the statement running stops with the process.
+    pub fn interrupted(&self, by: Stopped) -> ! {
         let copy = self.copy.lock().ok().and_then(|mut slot| slot.take());
         if let Some(copy) = copy {
             copy.remove_partial();
         }
-        eprintln!("^C: interrupted, nothing more was run");
-        std::process::exit(130)
+        let (what, status) = match by {
+            Stopped::Interrupt => ("^C: interrupted", 130),
+            Stopped::Terminate => ("terminated (SIGTERM)", 143),
+            Stopped::Hangup => ("hung up (SIGHUP)", 129),
+        };
+        eprintln!("{what}, nothing more was run");
+        std::process::exit(status)
     }
 
     fn parse(&self, sql: &str) -> Result<Vec<Piece>> {

@@ -141,34 +141,42 @@ fn ctrl_c_stops_printing() {
     assert_eq!(status.code(), Some(130), "{status:?}");
 }
 
-/// Ctrl-C during `COPY … TO 'x.csv'` removes the partial file the copy was writing.
+/// Ctrl-C, `kill` (SIGTERM) and a closed terminal (SIGHUP) during `COPY … TO 'x.csv'`
+/// remove the partial file the copy was writing, and exit with the shell's status for the
+/// signal.
 #[cfg(unix)]
 #[test]
 fn an_interrupted_copy_leaves_no_partial_file() {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let target = dir.path().join("x.csv");
-    let copy = format!("COPY ({ENDLESS}) TO '{}'", target.to_string_lossy());
-    let mut child = start(&["-c", &copy], Stdio::null());
-    let listing = || -> Vec<String> {
-        std::fs::read_dir(dir.path())
-            .expect("list")
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().to_string())
-            .collect()
-    };
-    // Wait until the copy has written something.
-    let start = Instant::now();
-    while listing().is_empty() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "COPY wrote nothing"
-        );
-        std::thread::sleep(Duration::from_millis(50));
+    for (signal, code) in [("-INT", 130), ("-TERM", 143), ("-HUP", 129)] {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let target = dir.path().join("x.csv");
+        let copy = format!("COPY ({ENDLESS}) TO '{}'", target.to_string_lossy());
+        let mut child = start(&["-c", &copy], Stdio::null());
+        let listing = || -> Vec<String> {
+            std::fs::read_dir(dir.path())
+                .expect("list")
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .collect()
+        };
+        // Wait until the copy has written something.
+        let start = Instant::now();
+        while listing().is_empty() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "COPY wrote nothing"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let sent = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success());
+        let status = wait_at_most(&mut child, Duration::from_secs(20));
+        assert_eq!(status.code(), Some(code), "{signal}: {status:?}");
+        assert_eq!(listing(), Vec::<String>::new(), "{signal}");
     }
-    interrupt(&child);
-    let status = wait_at_most(&mut child, Duration::from_secs(20));
-    assert_eq!(status.code(), Some(130), "{status:?}");
-    assert_eq!(listing(), Vec::<String>::new());
 }
 
 /// Options are checked as their `SET` counterparts are, in the option's words, negative

@@ -133,6 +133,13 @@ pub fn parse(text: &str, folder: &Path) -> Result<Config, String> {
     if postgres.is_none() && flight_sql.is_none() {
         return Err("give at least one listen address: postgres = \"127.0.0.1:5433\" and/or flight_sql = \"127.0.0.1:50061\"".into());
     }
+    if let (Some(pg), Some(flight)) = (postgres, flight_sql) {
+        if pg == flight && pg.port() != 0 {
+            return Err(format!(
+                "postgres and flight_sql are both {pg}: each protocol needs its own address"
+            ));
+        }
+    }
     let tls = match (file.tls_cert, file.tls_key) {
         (Some(cert), Some(key)) => Some((resolve(cert), resolve(key))),
         (None, None) => None,
@@ -257,11 +264,29 @@ pub fn parse(text: &str, folder: &Path) -> Result<Config, String> {
         max_connections_per_user,
         login_timeout,
         idle_session_timeout,
-        ledger: file.ledger.map(resolve),
+        ledger: match file.ledger.map(resolve) {
+            // Its folder must exist (nothing is created for it) and an existing file must
+            // be a regular file, as for dfanon's --ledger.
+            Some(path) => Some(
+                datafusion_anonymize::parse_ledger_path(&path.to_string_lossy())
+                    .map_err(|e| format!("ledger = '{}': {}", path.display(), message(e)))?
+                    .unwrap_or(path),
+            ),
+            None => None,
+        },
         epsilon_budget,
         delta_budget,
         users,
     })
+}
+
+/// The text of a library error, without DataFusion's kind prefix.
+fn message(e: datafusion::error::DataFusionError) -> String {
+    match e {
+        datafusion::error::DataFusionError::Execution(text)
+        | datafusion::error::DataFusionError::Configuration(text) => text,
+        other => other.strip_backtrace(),
+    }
 }
 
 #[cfg(test)]
@@ -303,6 +328,30 @@ mod tests {
             parsed("public_statement_timeout_seconds = 0").err().as_deref(),
             Some("public_statement_timeout_seconds = 0 would stop every public statement at once; give 1 or more")
         );
+    }
+
+    #[test]
+    fn one_address_for_both_protocols_and_a_ledger_without_its_folder_are_refused() {
+        assert_eq!(
+            parsed("flight_sql = \"127.0.0.1:5433\"").err().as_deref(),
+            Some("postgres and flight_sql are both 127.0.0.1:5433: each protocol needs its own address")
+        );
+        let err = parsed("ledger = \"/nonexistent-dfanon/dir/l.json\"")
+            .err()
+            .unwrap_or_default();
+        assert!(
+            err.starts_with(
+                "ledger = '/nonexistent-dfanon/dir/l.json': cannot use privacy ledger file"
+            ) && err.contains("its directory '/nonexistent-dfanon/dir' is not accessible"),
+            "{err}"
+        );
+        assert!(!Path::new("/nonexistent-dfanon").exists());
+        let err = parsed("ledger = \"/dev/null\"").err().unwrap_or_default();
+        assert!(err.contains("is not a regular file"), "{err}");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let ledger = dir.path().join("l.json");
+        let config = parsed(&format!("ledger = {:?}", ledger.to_string_lossy())).expect("parses");
+        assert_eq!(config.ledger, Some(ledger));
     }
 
     #[test]

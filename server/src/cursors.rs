@@ -31,7 +31,9 @@ struct OpenCursors(Mutex<HashMap<String, DFSchemaRef>>);
 
 impl OpenCursors {
     fn of<C: ClientInfo + ?Sized>(client: &C) -> Arc<Self> {
-        client.session_extensions().get_or_insert_with(Self::default)
+        client
+            .session_extensions()
+            .get_or_insert_with(Self::default)
     }
 
     fn columns(&self, name: &str) -> Option<DFSchemaRef> {
@@ -84,7 +86,9 @@ async fn declare(
     let open = OpenCursors::of(client);
     for declaration in declarations {
         if declaration.declare_type != Some(DeclareType::Cursor) {
-            return Err(syntax_error("only DECLARE … CURSOR FOR a query is supported"));
+            return Err(syntax_error(
+                "only DECLARE … CURSOR FOR a query is supported",
+            ));
         }
         let Some(name) = declaration.names.first().map(|n| n.value.clone()) else {
             return Err(syntax_error("DECLARE CURSOR needs a cursor name"));

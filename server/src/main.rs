@@ -79,10 +79,6 @@ fn hash_password() -> Result<(), String> {
 
 fn serve(config: PathBuf) -> Result<(), String> {
     let config = config::load(&config)?;
-    if let Some(folder) = config.ledger.as_ref().and_then(|l| l.parent()) {
-        std::fs::create_dir_all(folder)
-            .map_err(|e| format!("cannot make the ledger folder {}: {e}", folder.display()))?;
-    }
     // Statements are planned and run on these threads: a stack far above what the deepest
     // statement the depth check lets through needs (reserved, not used, until needed).
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -451,6 +451,14 @@ fn public_users_get_the_same_q1_rows_through_every_client_and_one_charge() {
     let by_adbc = one("adbc", server.flight, "analyst", Q1).expect("ADBC runs Q1");
     assert_eq!(by_psycopg, by_psql);
     assert_eq!(by_adbc, by_psql);
+    // psycopg's default cursor binds its parameters on the server (a prepared statement,
+    // whose `name => value` arguments the PostgreSQL dialect parses apart).
+    let bound = Q1.replace("sex = 'M'", "sex = %s");
+    assert_ne!(bound, Q1);
+    assert_eq!(
+        one("psycopg-bound", server.postgres, "analyst2", &bound),
+        Ok(by_psql.clone())
+    );
     // The same statement in upper case and through a prepared statement is the same release.
     let upper = Q1
         .replace("anonymize(", "ANONYMIZE(")
@@ -614,7 +622,8 @@ fn quotas_and_the_table_budget_hold_across_both_protocols_and_a_kill() {
     let coarse = "age=3, sex=1, los=3, surgery=1, location=3";
     let fine = "age=2, sex=1, los=3, surgery=1, location=3";
     // analyst's quota is 1.5: one release of epsilon 1, then a second is refused.
-    assert!(psql(server.postgres, "analyst", "analyst-pw", &dp("1.0", coarse)).is_ok());
+    let first = psql(server.postgres, "analyst", "analyst-pw", &dp("1.0", coarse));
+    assert!(first.is_ok(), "{first:?}");
     let second = one("adbc", server.flight, "analyst", &dp("1.0", fine));
     assert!(
         second
@@ -645,7 +654,9 @@ fn quotas_and_the_table_budget_hold_across_both_protocols_and_a_kill() {
         budget(&server),
         vec![vec!["2".to_string(), "2.5".to_string()]]
     );
-    // The ledger is a file: killed and started again, the server still knows the spending.
+    // The ledger is a file: killed (SIGKILL) and started again, the server still knows the
+    // spending, and a release drawn before is the same release, drawn again from its kept
+    // seed with no new charge (for both users); a new request is still refused.
     let mut server = server;
     let _ = server.child.kill();
     let _ = server.child.wait();
@@ -654,7 +665,24 @@ fn quotas_and_the_table_budget_hold_across_both_protocols_and_a_kill() {
         budget(&again),
         vec![vec!["2".to_string(), "2.5".to_string()]]
     );
-    let over = one("adbc", again.flight, "analyst2", &dp("1.0", coarse));
+    assert_eq!(
+        one("adbc", again.flight, "analyst2", &dp("1.0", coarse)),
+        first
+    );
+    assert_eq!(
+        psql(again.postgres, "analyst", "analyst-pw", &dp("1.0", coarse)),
+        first
+    );
+    assert_eq!(
+        budget(&again),
+        vec![vec!["2".to_string(), "2.5".to_string()]]
+    );
+    let over = one(
+        "adbc",
+        again.flight,
+        "analyst2",
+        &dp("1.0", "age=1, sex=1, los=2, surgery=1, location=3"),
+    );
     assert!(over.is_err(), "{over:?}");
 }
 
@@ -713,7 +741,7 @@ fn a_plaintext_password_in_the_configuration_is_refused() {
 /// folder: psql and ADBC get the same Q1 rows over the 1.36 M-row NPS demo data, and the
 /// owner's ledger shows one charge. Then the server is killed (`kill -9`) while it computes
 /// another release, and started again: its ledger reads back, with that release's charge
-/// or without it, and goes on counting.
+/// or without it, and Q1 is the same release again, not charged again.
 #[test]
 fn the_readme_example_serves_q1_to_psql_and_adbc_with_one_charge() {
     let root = repository();
@@ -727,7 +755,7 @@ fn the_readme_example_serves_q1_to_psql_and_adbc_with_one_charge() {
             "[\"../../sql/nps_hierarchies.sql\", \"setup.sql\"]",
             &format!("[\"{root}/sql/nps_hierarchies.sql\", \"{root}/examples/server/setup.sql\"]"),
         )
-        .replace("\"../../out/server-ledger.json\"", "\"ledger.json\"");
+        .replace("\"server-ledger.json\"", "\"ledger.json\"");
     assert_ne!(config, example);
     let path = dir.path().join("server.toml");
     std::fs::write(&path, config).expect("written");
@@ -735,7 +763,7 @@ fn the_readme_example_serves_q1_to_psql_and_adbc_with_one_charge() {
     let by_psql = psql(server.postgres, "analyst", "analyst-demo", Q1).expect("psql runs Q1");
     assert!(by_psql.len() >= 5, "{by_psql:?}");
     let by_adbc = client("adbc", server.flight, "analyst2", "analyst2-demo", &[Q1]).remove(0);
-    assert_eq!(by_adbc, Ok(by_psql));
+    assert_eq!(by_adbc, Ok(by_psql.clone()));
     assert_eq!(
         psql(server.postgres, "owner", "owner-demo", BUDGET),
         Ok(vec![vec!["1".to_string(), "1.0".to_string()]])
@@ -760,11 +788,14 @@ fn the_readme_example_serves_q1_to_psql_and_adbc_with_one_charge() {
     };
     // A release that was delivered was charged (the charge precedes the draw).
     assert!(cut.is_err() || charged == 2, "{cut:?} with {after_kill:?}");
-    // The restarted server has no cached release: Q1 draws and charges anew.
-    assert!(psql(again.postgres, "analyst2", "analyst2-demo", Q1).is_ok());
-    let releases = (charged + 1).to_string();
+    // Q1's draw was kept beside the ledger: the restarted server draws it again from its
+    // seed, the same rows, and charges nothing more.
+    assert_eq!(
+        psql(again.postgres, "analyst2", "analyst2-demo", Q1),
+        Ok(by_psql)
+    );
     let after = psql(again.postgres, "owner", "owner-demo", BUDGET).expect("budget");
-    assert_eq!(after.first().map(|row| row[0].clone()), Some(releases));
+    assert_eq!(after, after_kill);
 }
 
 /// Server CPU time (user + system) in seconds, from `/proc`.
@@ -1365,7 +1396,16 @@ fn blocks(port: u16, user: &str, query: &str, change: Option<&str>) -> serde_jso
 /// psql's stderr for `statements`, each its own `-c` on one connection.
 fn psql_stderr(port: u16, statements: &[&str]) -> String {
     let mut command = psql_command("127.0.0.1");
-    command.args(["-p", &port.to_string(), "-U", "owner", "-d", "datafusion", "-X", "-q"]);
+    command.args([
+        "-p",
+        &port.to_string(),
+        "-U",
+        "owner",
+        "-d",
+        "datafusion",
+        "-X",
+        "-q",
+    ]);
     for sql in statements {
         command.args(["-c", sql]);
     }

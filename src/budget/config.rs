@@ -108,7 +108,8 @@ pub fn parse_limit(key: &str, value: &str) -> Result<f64> {
 
 /// Parses a ledger path: `''` keeps the ledger in memory; anything else is a file path,
 /// taken exactly as written (a path that is only spaces, or that begins or ends with a
-/// space, is refused as a likely typo).
+/// space, is refused as a likely typo). The file's folder must exist (nothing is created
+/// for it), and the file, if it exists, must be a regular file.
 pub fn parse_ledger_path(value: &str) -> Result<Option<PathBuf>> {
     if value.is_empty() {
         return Ok(None);
@@ -118,7 +119,15 @@ pub fn parse_ledger_path(value: &str) -> Result<Option<PathBuf>> {
             "{PREFIX}.ledger_path must be a file path without leading or trailing spaces, or '' to keep the ledger in memory; got {value:?}"
         );
     }
-    Ok(Some(PathBuf::from(value)))
+    let path = PathBuf::from(value);
+    let real = super::store::real_path(&path)?;
+    if real.exists() && !real.is_file() {
+        return config_err!(
+            "privacy ledger path '{}' is not a regular file",
+            path.display()
+        );
+    }
+    Ok(Some(path))
 }
 
 /// Renders a limit the way [`parse_limit`] reads it.

@@ -189,11 +189,39 @@ pub fn real_path(path: &Path) -> Result<PathBuf> {
     )
 }
 
+/// The largest ledger file read (about half a million accounts): a larger file is not a
+/// ledger of ours, and reading it would be unbounded work.
+const MAX_LEDGER_BYTES: u64 = 64 << 20;
+
 /// Reads the ledger file (symbolic links resolved); a missing file is an empty ledger.
+/// Anything but a regular file of at most [`MAX_LEDGER_BYTES`] (a device, a FIFO, a
+/// folder) is refused before it is opened.
 pub fn load(path: &Path) -> Result<Accounts> {
     let path = &real_path(path)?;
-    match std::fs::read_to_string(path) {
-        Ok(text) => parse(path, &text),
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Accounts::new()),
+        Err(e) => return exec_err!("cannot read privacy ledger file '{}': {e}", path.display()),
+        Ok(meta) if !meta.is_file() => {
+            return exec_err!(
+                "privacy ledger path '{}' is not a regular file",
+                path.display()
+            )
+        }
+        Ok(meta) if meta.len() > MAX_LEDGER_BYTES => {
+            return exec_err!(
+                "privacy ledger file '{}' is {} bytes, more than a ledger's {MAX_LEDGER_BYTES}: not a ledger",
+                path.display(),
+                meta.len()
+            )
+        }
+        Ok(_) => {}
+    }
+    let mut text = String::new();
+    let read = std::fs::File::open(path).and_then(|file| {
+        std::io::Read::read_to_string(&mut std::io::Read::take(file, MAX_LEDGER_BYTES), &mut text)
+    });
+    match read {
+        Ok(_) => parse(path, &text),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(Accounts::new()),
         Err(e) => exec_err!("cannot read privacy ledger file '{}': {e}", path.display()),
     }
@@ -433,6 +461,30 @@ mod tests {
             std::fs::read_to_string(&other).unwrap(),
             "root:x:0:0:root:/root:/bin/bash\n"
         );
+    }
+
+    #[test]
+    fn devices_fifos_and_huge_files_are_refused_before_they_are_read() {
+        // /dev/full would give bytes without end, a FIFO would block the read.
+        let err = load(Path::new("/dev/full")).unwrap_err().strip_backtrace();
+        assert!(err.contains("'/dev/full' is not a regular file"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.json");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        let err = load(&fifo).unwrap_err().strip_backtrace();
+        assert!(err.contains("is not a regular file"), "{err}");
+        let huge = dir.path().join("huge.json");
+        std::fs::File::create(&huge)
+            .unwrap()
+            .set_len(MAX_LEDGER_BYTES + 1)
+            .unwrap();
+        let err = load(&huge).unwrap_err().strip_backtrace();
+        assert!(
+            err.contains("more than a ledger's 67108864: not a ledger"),
+            "{err}"
+        );
+        assert!(!sibling(&huge, ".lock").exists());
     }
 
     #[test]

@@ -219,7 +219,16 @@ impl PublicPolicy {
         if self.max_release_rows == 0 {
             return Err("public policy: max_release_rows must be at least 1".into());
         }
+        if self.tables.iter().any(|pattern| pattern.trim() == "*") {
+            return Err("public policy: tables = [\"*\"] would let public users read every table row by row, the sources included; name the published tables (hierarchies, code lists) or a prefix only they have, e.g. \"nps_hierarchy_*\"".into());
+        }
         for (source, policy) in &self.sources {
+            let table = source.rsplit('.').next().unwrap_or(source);
+            if self.is_public_table(table) {
+                return Err(format!(
+                    "public policy: the source '{source}' is among tables (what public users read row by row); a source reaches public users only through its releases: change the tables patterns so that they do not match it"
+                ));
+            }
             policy.validate(self, source)?;
         }
         Ok(())
@@ -349,7 +358,14 @@ impl SourcePolicy {
             let params = find_method(method)
                 .map(|m| m.argument_names())
                 .unwrap_or_default();
-            for name in arguments.keys() {
+            for (name, value) in arguments {
+                if let ("k" | "l", PolicyValue::Integer(v)) = (name.as_str(), value) {
+                    if *v < 2 {
+                        return Err(format!(
+                            "{at}: {name} = {v} for method '{method}' would release classes of a single record (or fewer values); give 2 or more"
+                        ));
+                    }
+                }
                 if NOT_FIXABLE.contains(&name.as_str()) {
                     return Err(format!(
                         "{at}: argument '{name}' cannot be fixed (the source and method are the call's; seed and max_release_rows are never public)"
@@ -423,7 +439,10 @@ mod tests {
 
     #[test]
     fn each_wrong_declaration_is_named() {
-        let cases: [(&str, Change, &str); 9] = [
+        let cases: [(&str, Change, &str); 12] = [
+            ("every table public", |p| p.tables.push("*".into()), "tables = [\"*\"] would let public users read every table row by row"),
+            ("a source public", |p| p.tables.push("n*".into()), "the source 'nps' is among tables"),
+            ("k of one", |p| { p.allow_non_dp = true; p.methods.push("kanon".into()); source(p).fixed.insert("kanon".into(), BTreeMap::from([("qi".to_string(), PolicyValue::Text("age".into())), ("k".to_string(), PolicyValue::Integer(1))])); }, "k = 1 for method 'kanon' would release classes of a single record"),
             ("non-DP method", |p| p.methods.push("kanon".into()), "public method 'kanon' does not release differentially private data"),
             ("hierarchy not public", |p| { source(p).qi.insert("sex".into(), "secret".into()); }, "column 'sex' is bound to table 'secret', which is not among the public tables"),
             ("two roles", |p| source(p).plain.push("age".into()), "column 'age' is both qi and plain"),

@@ -113,6 +113,13 @@ impl RelationPlanner for FunctionPlanner {
                     name,
                     arg: FunctionArgExpr::Expr(e),
                     ..
+                }
+                // `name => value` as the PostgreSQL dialect parses it (a prepared
+                // statement on dfanon-server).
+                | FunctionArg::ExprNamed {
+                    name: SqlExpr::Identifier(name),
+                    arg: FunctionArgExpr::Expr(e),
+                    ..
                 } => {
                     let key = name.value.to_ascii_lowercase();
                     let value = literal(context, e, function.name(), Some(&key))?;

@@ -1,12 +1,15 @@
 """Runs statements against dfanon-server with a real client library and prints the
 outcome of each as one JSON line: {"rows": [[...], ...]} or {"error": "..."}.
 
-Usage: python clients.py <psycopg|adbc> <host> <port> <user> <password> <statement>...
+Usage: python clients.py <psycopg|psycopg-bound|adbc> <host> <port> <user> <password> <statement>...
 
 psycopg 3 speaks the PostgreSQL wire protocol (a ClientCursor inlines parameters, so
 statements reach the server as text); adbc-driver-flightsql speaks Arrow Flight SQL and
 logs in with a Basic handshake that returns a bearer token. Values are printed as text,
 as psql prints them, so the three clients' rows compare directly.
+
+psycopg-bound is psycopg with its default cursor, which binds parameters on the server
+(a prepared statement): each statement gets the one parameter 'M' for its %s.
 
 The environment variable DFANON_TLS_ROOT (a PEM file) makes both clients connect with
 TLS and check the server's certificate against it.
@@ -51,14 +54,23 @@ def connect_adbc(host, port, user, password):
     return flight.connect(f"{scheme}://{host}:{port}", db_kwargs=kwargs)
 
 
-CONNECT = {"psycopg": connect_psycopg, "adbc": connect_adbc}
+def connect_psycopg_bound(host, port, user, password):
+    import psycopg
+
+    return psycopg.connect(
+        host=host, port=port, user=user, password=password, dbname="datafusion",
+        autocommit=True, connect_timeout=20,
+    )
 
 
-def execute(conn, sql):
+CONNECT = {"psycopg": connect_psycopg, "psycopg-bound": connect_psycopg_bound, "adbc": connect_adbc}
+
+
+def execute(conn, sql, params=None):
     """The outcome of one statement: {"rows": ...} or {"error": ...}."""
     try:
         with conn.cursor() as cur:
-            cur.execute(sql)
+            cur.execute(sql, params)
             rows = cur.fetchall() if cur.description else []
         return {"rows": [[text(v) for v in row] for row in rows]}
     except Exception as e:
@@ -74,8 +86,9 @@ def main():
             print(json.dumps({"error": str(e)}))
         return
     with conn:
+        params = ("M",) if kind == "psycopg-bound" else None
         for sql in statements:
-            print(json.dumps(execute(conn, sql)))
+            print(json.dumps(execute(conn, sql, params)))
     sys.stdout.flush()
 
 
