@@ -112,6 +112,14 @@ def register(
     Registering again on the same context replaces the registration, with a new
     release cache and, without a ledger file, a new ledger.
     """
+    if max_release_rows is not None and (
+        isinstance(max_release_rows, bool)
+        or not isinstance(max_release_rows, int)
+        or max_release_rows < 1
+    ):
+        raise DfanonError(
+            f"register(): max_release_rows must be a whole number of at least 1, not {max_release_rows!r}"
+        )
     reg = _native.Registration(
         weakref.ref(ctx),
         access,
@@ -193,6 +201,8 @@ def _qi_text(qi: QiSpec) -> str:
 
 
 def _column(name: str) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"a column or table name is a string, not {type(name).__name__} ({name!r})")
     if any(c in name for c in ',:"') or name != name.strip():
         return '"' + name.replace('"', '""') + '"'
     return name

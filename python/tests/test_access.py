@@ -91,6 +91,20 @@ def test_a_policy_is_a_mapping_checked_at_registration(nps):
         dfanon.anonymize(bare, "nps", **DP).count()
 
 
+def test_bad_registration_and_call_arguments_are_named(nps, tmp_path):
+    for bad in (0, -5, 2.5, True, "10"):
+        with pytest.raises(dfanon.DfanonError, match=f"max_release_rows must be a whole number of at least 1, not {re.escape(repr(bad))}"):
+            context(nps, access="owner", max_release_rows=bad)
+    missing = tmp_path / "no-such-folder" / "ledger.json"
+    with pytest.raises(dfanon.DfanonError, match="is not accessible"):
+        context(nps, access="owner", ledger=missing)
+    assert not missing.parent.exists()
+    ctx = context(nps, access="owner", epsilon_budget=1)
+    for qi in ([1, 2], {"age": 5}):
+        with pytest.raises(TypeError, match="a column or table name is a string, not int"):
+            dfanon.anonymize(ctx, "nps", **{**DP, "qi": qi})
+
+
 def test_owners_budget_is_refused_past_its_end(nps):
     ctx = context(nps, access="owner", epsilon_budget=1.5)
     dfanon.anonymize(ctx, "nps", **DP).count()
