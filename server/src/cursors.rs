@@ -25,6 +25,9 @@ use pgwire::api::store::PortalStore;
 use pgwire::api::ClientInfo;
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 
+/// The most cursors one connection may have open at once (each holds a running query).
+const MAX_OPEN_CURSORS: usize = 64;
+
 /// The columns of each cursor the connection has open, by name.
 #[derive(Default)]
 struct OpenCursors(Mutex<HashMap<String, DFSchemaRef>>);
@@ -38,6 +41,10 @@ impl OpenCursors {
 
     fn columns(&self, name: &str) -> Option<DFSchemaRef> {
         self.0.lock().ok()?.get(name).cloned()
+    }
+
+    fn count(&self) -> usize {
+        self.0.lock().map(|open| open.len()).unwrap_or(0)
     }
 
     fn open(&self, name: &str, columns: DFSchemaRef) {
@@ -96,6 +103,15 @@ async fn declare(
         let Some(query) = &declaration.for_query else {
             return Err(syntax_error("DECLARE CURSOR needs a FOR query"));
         };
+        if open.columns(&name).is_none() && open.count() >= MAX_OPEN_CURSORS {
+            return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
+                "ERROR".to_string(),
+                "53000".to_string(),
+                format!(
+                    "a connection may have at most {MAX_OPEN_CURSORS} cursors open; CLOSE one first"
+                ),
+            ))));
+        }
         let text = query.to_string();
         let frame = ctx
             .sql(&text)

@@ -1458,6 +1458,16 @@ fn named_cursors_describe_their_columns_and_rollback_says_it_undid_nothing() {
         Ok(vec![vec!["1".to_string()]])
     );
 
+    // A connection's open cursors are bounded (each holds a running query).
+    let declares: Vec<String> = (0..65)
+        .map(|i| format!("DECLARE c{i} CURSOR FOR SELECT {i}"))
+        .collect();
+    let declares: Vec<&str> = declares.iter().map(String::as_str).collect();
+    assert_eq!(
+        psql_stderr(server.postgres, &declares),
+        "ERROR:  a connection may have at most 64 cursors open; CLOSE one first\n"
+    );
+
     // A block that ran nothing ends quietly; one that ran a statement warns (psql).
     assert_eq!(psql_stderr(server.postgres, &["BEGIN", "ROLLBACK"]), "");
     assert_eq!(

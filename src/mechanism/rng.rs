@@ -43,9 +43,16 @@ pub fn rng_from_os() -> AnonRng {
 /// Returns the operating system's error when no entropy is available, where
 /// [`rng_from_os`] would panic.
 pub fn try_rng_from_os() -> Result<AnonRng, rand::rand_core::OsError> {
+    Ok(AnonRng::from_seed(try_seed_from_os()?))
+}
+
+/// 256 bits of operating-system entropy: the seed of a generator that
+/// [`try_rng_from_os`] makes, for a caller that keeps the seed to draw the
+/// same stream again.
+pub fn try_seed_from_os() -> Result<[u8; 32], rand::rand_core::OsError> {
     let mut seed = <AnonRng as SeedableRng>::Seed::default();
     rand::rngs::OsRng.try_fill_bytes(&mut seed)?;
-    Ok(AnonRng::from_seed(seed))
+    Ok(seed)
 }
 
 /// Creates a deterministic CSPRNG from a 64-bit seed.

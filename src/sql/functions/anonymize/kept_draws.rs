@@ -289,15 +289,12 @@ pub(super) fn digest(output: &ReleaseOutput) -> Result<String> {
 
 /// A fresh 256-bit seed from the operating system.
 pub(super) fn fresh_seed() -> Result<[u8; 32]> {
-    use rand::TryRngCore;
-    let mut seed = [0u8; 32];
-    rand::rngs::OsRng.try_fill_bytes(&mut seed).map_err(|e| {
+    crate::mechanism::rng::try_seed_from_os().map_err(|e| {
         DataFusionError::External(
             format!("no secure random generator: the operating system gave no entropy ({e})")
                 .into(),
         )
-    })?;
-    Ok(seed)
+    })
 }
 
 /// `seed` as hex, and back.

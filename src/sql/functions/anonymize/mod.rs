@@ -298,8 +298,10 @@ impl ReleaseCache {
         let output = cell
             .get_or_try_init(|| async {
                 // A release this request drew in an earlier process over the same tables
-                // (kept beside the ledger file) is drawn again, not charged again.
-                let kept = KeptDraw::of(request, state).await?;
+                // (kept beside the ledger file) is drawn again, not charged again. Tables
+                // that cannot be read for their fingerprint are not kept: the draw below
+                // meets the same failure and reports it as every failure is reported.
+                let kept = KeptDraw::of(request, state).await.ok().flatten();
                 if let Some(kept) = &kept {
                     if let Some(output) = kept.replay(request, state, &progress, limit).await {
                         return Ok(Arc::new(output));
