@@ -6,7 +6,8 @@ use crate::budget::config::AnonymizeOptions;
 use crate::progress::ProgressFn;
 use crate::pseudonym::PseudonymKey;
 use crate::public::policy::PublicPolicy;
-use crate::sql::functions::SharedReleases;
+pub use crate::releases::Principal;
+use crate::releases::SharedReleases;
 
 /// Who the SQL users of a registration are: it decides which functions exist, which tables
 /// SQL can reach and whether SQL can change the privacy-budget settings.
@@ -57,18 +58,6 @@ pub struct RegisterOptions {
     /// The user whose requests this registration makes, with their quota (default: none,
     /// only the table's budget applies).
     pub principal: Option<Principal>,
-}
-
-/// A user of a shared store of releases ([`RegisterOptions::releases`]) with a quota: the
-/// most ε their requests may add to each source table's account, on top of the table's
-/// budget for all users together. A request another user already made is served without a
-/// new charge, to anyone's quota.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Principal {
-    /// The user's name, as the quota accounts show it.
-    pub name: String,
-    /// Most ε this user's releases may add per source table; `f64::INFINITY` for none.
-    pub epsilon_quota: f64,
 }
 
 impl std::fmt::Debug for RegisterOptions {

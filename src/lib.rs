@@ -19,8 +19,8 @@
 
 mod access;
 mod analysis;
+mod assess;
 mod budget;
-mod counterfeit_catalog;
 mod demo;
 pub mod distributed;
 mod engine;
@@ -39,10 +39,12 @@ mod pseudonym;
 mod public;
 mod quote;
 mod release;
+mod releases;
 mod report;
 mod sensitive;
 mod session;
 mod sql;
+mod tables;
 #[cfg(test)]
 mod testing;
 
@@ -73,11 +75,12 @@ pub use public::statements::{
     check_plan as check_public_plan, check_sql_statement as check_public_sql_statement,
     check_statement as check_public_statement, PublicRefusal, PUBLIC_SETTINGS,
 };
+pub use releases::SharedReleases;
 pub use sql::call::FunctionCall;
 pub use sql::copy_output::{CopyGuard, CopyOutput};
 pub use sql::depth::{check_expression_depth, MAX_EXPRESSION_DEPTH, STATEMENT_STACK_BYTES};
 pub use sql::docs::{FunctionDoc, FunctionKind, ParamDoc};
-pub use sql::functions::{cli_help_section, function_docs, functions_markdown, SharedReleases};
+pub use sql::functions::{cli_help_section, function_docs, functions_markdown};
 pub use sql::script::{is_public, public_sql, run_script, script_dataframe};
 
 /// The anonymization methods: each one's name, as `anonymize(..., method => ...)` takes
@@ -124,7 +127,12 @@ pub fn register_with(ctx: &SessionContext, options: RegisterOptions) -> Result<(
         store.restore(ctx, ledger)?;
     }
     let public = match options.access {
-        Access::Public => Some(public::install(ctx, &options, store.published_names())?),
+        Access::Public => Some(public::install(
+            ctx,
+            &options.public,
+            options.budget.epsilon_budget,
+            store.published_names(),
+        )?),
         Access::Owner => None,
     };
     let catalog = FunctionCatalog::build(&options, public);

@@ -54,5 +54,45 @@ pub struct Limits {
     pub delta: f64,
 }
 
+/// The key of a ledger account: a source table's key ([`super::ledger::table_key`]) when
+/// rows are the privacy unit, or the table's key and the person column when persons are.
+/// [`AccountKey::text`] writes the key the ledger stores and [`AccountKey::parse`] reads it
+/// back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccountKey<'a> {
+    /// The source table's key.
+    pub table: &'a str,
+    /// The person column, when a person is the privacy unit.
+    pub person: Option<&'a str>,
+}
+
+/// What separates a table's key from the person column in a per-person account's key.
+const PERSON_ACCOUNT: &str = " per person ";
+
+impl<'a> AccountKey<'a> {
+    /// The key as the ledger stores it: `datafusion.public.nps`, or
+    /// `datafusion.public.nps per person patient_id`.
+    pub fn text(&self) -> String {
+        match self.person {
+            None => self.table.to_string(),
+            Some(person) => format!("{}{PERSON_ACCOUNT}{person}", self.table),
+        }
+    }
+
+    /// The table and the person column of a stored key.
+    pub fn parse(key: &'a str) -> Self {
+        match key.split_once(PERSON_ACCOUNT) {
+            Some((table, person)) => Self {
+                table,
+                person: Some(person),
+            },
+            None => Self {
+                table: key,
+                person: None,
+            },
+        }
+    }
+}
+
 /// All accounts, by table key.
 pub type Accounts = BTreeMap<String, Account>;

@@ -11,10 +11,9 @@ use std::sync::Mutex;
 
 use datafusion::common::{internal_err, plan_err, Result, TableReference};
 
-use super::account::{Account, Accounts, Cost, Limits};
+use super::account::{Account, AccountKey, Accounts, Cost, Limits};
 use super::config::format_limit;
 use super::store;
-use crate::privacy_unit::PERSON_ACCOUNT;
 
 /// Relative slack of the limit comparison, `spent + cost <= limit · (1 + SLACK)`.
 ///
@@ -70,13 +69,10 @@ fn remaining(spent: f64, limit: f64) -> f64 {
     }
 }
 
-/// The table of an account key and its person column (`None`: rows are the unit); see
-/// [`crate::privacy_unit::PrivacyUnit::account`].
+/// The table of an account key and its person column (`None`: rows are the unit).
 pub fn unit_of(account: &str) -> (&str, Option<&str>) {
-    match account.split_once(PERSON_ACCOUNT) {
-        Some((table, person)) => (table, Some(person)),
-        None => (account, None),
-    }
+    let key = AccountKey::parse(account);
+    (key.table, key.person)
 }
 
 /// Refuses a charge of `cost` to `account` when its table has already spent budget in

@@ -24,20 +24,60 @@ pub use account::Cost;
 use account::Limits;
 use ledger::Ledger;
 
-/// A charge made for a release that is being computed. If the computation fails, nothing is
-/// released and [`ReleaseCharge::refund`] takes the charge back.
+/// A charge to one ledger account for a release that is being computed: to a source
+/// table's account ([`charge_release`]) or to a user's quota account. If the computation
+/// fails, nothing is released and [`Charge::refund`] takes the charge back.
 #[derive(Debug)]
-pub struct ReleaseCharge<'a> {
+pub struct Charge<'a> {
     ledger: &'a Ledger,
-    table: String,
+    account: String,
     cost: Cost,
     file: Option<PathBuf>,
 }
 
+/// The charge of a release to its source table's account.
+pub type ReleaseCharge<'a> = Charge<'a>;
+
+impl<'a> Charge<'a> {
+    /// Charges `cost` to `account` of `ledger` under `limits`, in the ledger file `file` if
+    /// given; refused (nothing charged) if it would pass a limit.
+    pub fn take(
+        ledger: &'a Ledger,
+        account: &str,
+        cost: Cost,
+        limits: Limits,
+        file: Option<PathBuf>,
+    ) -> Result<Self> {
+        ledger.charge(account, cost, limits, file.as_deref())?;
+        Ok(Self {
+            ledger,
+            account: account.to_string(),
+            cost,
+            file,
+        })
+    }
+
+    /// Takes the charge back after the release failed with `error`; returns the error to
+    /// report (with a note if the refund itself failed, in which case the charge stays).
+    pub fn refund(self, error: DataFusionError) -> DataFusionError {
+        match self
+            .ledger
+            .refund(&self.account, self.cost, self.file.as_deref())
+        {
+            Ok(()) => error,
+            Err(refund_error) => error.context(format!(
+                "the release failed and its charge to the ledger account '{}' could not be taken back ({})",
+                self.account,
+                refund_error.strip_backtrace()
+            )),
+        }
+    }
+}
+
 /// Charges `cost` to the ledger account `account` (the source's table in its privacy
-/// unit, [`crate::engine::AnonymizeRequest::account`]), under the limits and ledger file
-/// set in `config`. A table has one unit: a charge in another unit than its earlier
-/// releases is refused (see [`ledger::apply_charge`]).
+/// unit, [`account::AccountKey`]), under the limits and ledger file set in `config`. A
+/// table has one unit: a charge in another unit than its earlier releases is refused (see
+/// [`ledger::apply_charge`]).
 pub fn charge_release<'a>(
     ledger: &'a Ledger,
     account: &str,
@@ -45,34 +85,9 @@ pub fn charge_release<'a>(
     config: &ConfigOptions,
 ) -> Result<ReleaseCharge<'a>> {
     let options = config::options(config);
-    let table = account.to_string();
     let limits = Limits {
         epsilon: options.epsilon_budget,
         delta: options.delta_budget,
     };
-    ledger.charge(&table, cost, limits, options.ledger_path.as_deref())?;
-    Ok(ReleaseCharge {
-        ledger,
-        table,
-        cost,
-        file: options.ledger_path,
-    })
-}
-
-impl ReleaseCharge<'_> {
-    /// Takes the charge back after the release failed with `error`; returns the error to
-    /// report (with a note if the refund itself failed, in which case the charge stays).
-    pub fn refund(self, error: DataFusionError) -> DataFusionError {
-        match self
-            .ledger
-            .refund(&self.table, self.cost, self.file.as_deref())
-        {
-            Ok(()) => error,
-            Err(refund_error) => error.context(format!(
-                "the release failed and its privacy-budget charge to '{}' could not be taken back ({})",
-                self.table,
-                refund_error.strip_backtrace()
-            )),
-        }
-    }
+    Charge::take(ledger, account, cost, limits, options.ledger_path)
 }

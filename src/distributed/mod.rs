@@ -28,5 +28,5 @@ mod planner;
 pub mod wire;
 
 pub use crate::session::{local_state, PlansOnCluster};
-pub use crate::sql::shipped::{Shipped, ShippedExec, ShippedTable};
+pub use crate::tables::shipped::{Shipped, ShippedExec, ShippedTable};
 pub use planner::ClusterPlanner;

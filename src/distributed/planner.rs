@@ -28,8 +28,8 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
 use crate::session::local_state;
-use crate::sql::lazy::{session_state, LazyTable};
-use crate::sql::shipped::{Shipped, ShippedTable};
+use crate::tables::lazy::{session_state, LazyTable};
+use crate::tables::shipped::{Shipped, ShippedTable};
 
 /// A query planner that computes the client-side tables of a plan, then hands the plan to
 /// the cluster's planner (`inner`).

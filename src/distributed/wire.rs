@@ -14,7 +14,7 @@ use datafusion::arrow::ipc::writer::StreamWriter;
 use datafusion::common::{internal_datafusion_err, internal_err, Result};
 
 use crate::release::{ReleasedHistogram, ReleasedRows, ReleasedRowsParts};
-use crate::sql::shipped::Shipped;
+use crate::tables::shipped::Shipped;
 
 /// First bytes of every encoded table (name and format version).
 pub const MAGIC: &[u8; 8] = b"DFANONW1";

@@ -24,10 +24,10 @@ use crate::quote::quote;
 use crate::sensitive::{has_natural_order, SensitiveColumn, SensitiveDomain, SensitiveHierarchy};
 use crate::session::reading_error;
 
-use super::person::{bound_rows, person_classes, person_ends, PersonClasses};
 use super::AnonymizeRequest;
 use crate::method::is_differentially_private;
 use crate::privacy_unit::PrivacyUnit;
+use crate::privacy_unit::{bound_rows, person_classes, person_ends, PersonClasses};
 
 /// The name of the person column in phase 1's aggregate.
 const PERSON_ALIAS: &str = "__anonymize_person";

@@ -11,7 +11,6 @@ use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::execution::SessionState;
 
 use crate::budget::Cost;
-use crate::counterfeit_catalog::{CatalogRows, CounterfeitCatalog};
 use crate::hierarchy::Hierarchy;
 use crate::lattice::{node_label, Lattice, LevelBounds};
 use crate::mechanism::rng::{rng_from_seed, try_rng_from_os, AnonRng};
@@ -21,20 +20,16 @@ use crate::privacy::warnings::delta_size_warning;
 use crate::privacy_unit::{per_person_cost, PrivacyUnit};
 use crate::progress::{Cancel, Progress, ProgressFn};
 use crate::pseudonym::{Identifiers, PseudonymKey};
+use crate::release::catalog::{CatalogRows, CounterfeitCatalog};
 use crate::release::IntervalMeans;
 use crate::release::{check_release_size, ReleaseRowLimit, ReleaseSize, ReleasedRows};
 use crate::sensitive::SensitiveSpec;
 
-pub(crate) mod assess;
 mod base;
-pub(crate) mod individual_risk;
 mod microaggregate;
-pub(crate) mod person;
-pub(crate) mod suda;
 
 pub(crate) use base::load_hierarchy;
 pub use base::{load_base, BaseData};
-pub use person::PersonClasses;
 
 /// A quasi-identifier and its hierarchy table.
 #[derive(Debug, Clone)]

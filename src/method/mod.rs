@@ -26,15 +26,15 @@ use datafusion::common::{plan_err, Result};
 use datafusion::execution::memory_pool::{MemoryPool, UnboundedMemoryPool};
 
 use crate::budget::Cost;
-use crate::counterfeit_catalog::CounterfeitCatalog;
-use crate::engine::PersonClasses;
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::lattice::{parse_level_list, Lattice, LevelBounds, Node, NO_LEVEL_BOUNDS};
 use crate::mechanism::rng::AnonRng;
 use crate::names::PairsError;
 use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
+use crate::privacy_unit::PersonClasses;
 use crate::progress::Progress;
+use crate::release::catalog::CounterfeitCatalog;
 use crate::release::IntervalMeans;
 use crate::release::{ReleaseSize, ReleasedHistogram};
 use crate::sensitive::SensitiveDomain;

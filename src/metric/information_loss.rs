@@ -31,14 +31,18 @@
 //! every real record and only adds counterfeits); a k-anonymous release has EMD = Rate = 0.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 use datafusion::common::{plan_err, Result};
 
 use super::degree::{loss_metric, Degrees};
 use super::rce::{cell_rce, class_volume};
-use crate::counterfeit_catalog::{CatalogWeights, CounterfeitCatalog};
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
+use crate::release::catalog::{CatalogWeights, CounterfeitCatalog};
 use crate::release::{ReleasedHistogram, SUPPRESSED};
 
 /// The three components of information loss.
@@ -333,6 +337,38 @@ pub fn information_loss(
         lm: loss_metric(&Degrees::new(hierarchies), release),
         rce,
     })
+}
+
+/// Schema of `anonymize_information_loss`.
+pub fn information_loss_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("method", DataType::Utf8, false),
+        Field::new("ncp", DataType::Float64, false),
+        Field::new("emd", DataType::Float64, false),
+        Field::new("rate", DataType::Float64, false),
+        Field::new("il_sum", DataType::Float64, false),
+        Field::new("il_mean", DataType::Float64, false),
+        Field::new("lm", DataType::Float64, false),
+        Field::new("rce", DataType::Float64, false),
+    ]))
+}
+
+/// The one row of `anonymize_information_loss`.
+pub fn information_loss_batch(method: &str, il: &InformationLoss) -> Result<RecordBatch> {
+    let f = |x: f64| Arc::new(Float64Array::from(vec![x])) as ArrayRef;
+    Ok(RecordBatch::try_new(
+        information_loss_schema(),
+        vec![
+            Arc::new(StringArray::from(vec![method])),
+            f(il.ncp),
+            f(il.emd),
+            f(il.rate),
+            f(il.sum()),
+            f(il.mean()),
+            f(il.lm),
+            f(il.rce),
+        ],
+    )?)
 }
 
 #[cfg(test)]

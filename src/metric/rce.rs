@@ -26,8 +26,8 @@
 //! classes of each catalog group have equal volumes; the exact value is owner-only because
 //! it can tell in which class of a group the counterfeits are.
 
-use crate::counterfeit_catalog::{CatalogWeights, CounterfeitCatalog};
 use crate::hierarchy::Hierarchy;
+use crate::release::catalog::{CatalogWeights, CounterfeitCatalog};
 use crate::release::{ReleasedHistogram, SUPPRESSED};
 
 /// Number of leaf combinations `V` a class's generalized box covers.

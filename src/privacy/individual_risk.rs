@@ -20,6 +20,12 @@
 
 use std::fmt;
 
+/// Default `risk_threshold` of `records_at_risk`.
+pub const DEFAULT_RISK_THRESHOLD: f64 = 0.2;
+
+/// Default `max_global_risk` of the global risk threshold (sdcMicro's `measure_risk`).
+pub const DEFAULT_MAX_GLOBAL_RISK: f64 = 0.01;
+
 /// Which of sdcMicro's formulas evaluates `r_k = E[1/F_k | f_k]`. In all three, with
 /// `p = f_k / Ŵ_k` and `q = 1 − p`, classes with `Ŵ_k == f_k` (every weight 1: the sample is
 /// the population for that key) get `r_k = 1 / f_k` (`indivRisk`: `rk[fk == Fk] <- 1/fk`).

@@ -12,8 +12,12 @@ use std::collections::BTreeSet;
 use datafusion::common::{plan_err, Result};
 use rand::RngCore;
 
+use crate::budget::account::AccountKey;
 use crate::budget::Cost;
 use crate::mechanism::noise::sample_uniform_below;
+
+mod persons;
+pub use persons::{bound_rows, person_classes, person_ends, PersonClasses};
 
 /// Largest `max_rows_per_person`: beyond it the per-row ε of group privacy is too small for
 /// any release to carry information.
@@ -68,12 +72,13 @@ impl PrivacyUnit {
     }
 
     /// The ledger account of a source under this unit: the table's key for rows, the key
-    /// and the person column otherwise (see `budget::ledger::unit_of`).
+    /// and the person column otherwise ([`AccountKey`]).
     pub fn account(&self, table_key: &str) -> String {
-        match self {
-            Self::Row => table_key.to_string(),
-            Self::Person { column, .. } => format!("{table_key}{PERSON_ACCOUNT}{column}"),
+        AccountKey {
+            table: table_key,
+            person: self.person_column(),
         }
+        .text()
     }
 
     /// The `privacy_unit` metadata value.
@@ -90,9 +95,6 @@ impl PrivacyUnit {
         }
     }
 }
-
-/// What separates a table's key from the person column in a per-person ledger account.
-pub const PERSON_ACCOUNT: &str = " per person ";
 
 /// The per-row budget that gives `(epsilon, delta)` per person when a person has at most
 /// `m` rows (group privacy, METHODS.md §9.2): `ε_row = ε / m` and

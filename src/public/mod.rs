@@ -29,7 +29,6 @@ use datafusion::common::{plan_err, DataFusionError, Result, ScalarValue};
 use datafusion::execution::SessionState;
 use datafusion::prelude::SessionContext;
 
-use crate::access::RegisterOptions;
 use crate::budget::ledger::table_key;
 use crate::method::{find_method, Method, MethodSpec};
 use crate::public::policy::{PublicPolicy, SourcePolicy};
@@ -301,14 +300,12 @@ fn quoted(names: &[String]) -> String {
 /// its `anonymize` functions check.
 pub fn install(
     ctx: &SessionContext,
-    options: &RegisterOptions,
+    policy: &PublicPolicy,
+    epsilon_budget: f64,
     published: published::PublishedNames,
 ) -> Result<Arc<PublicRules>> {
-    options
-        .public
-        .validate()
-        .map_err(DataFusionError::Configuration)?;
-    let policy = Arc::new(options.public.clone());
+    policy.validate().map_err(DataFusionError::Configuration)?;
+    let policy = Arc::new(policy.clone());
     let state = ctx.state();
     let owner_tables = state.catalog_list().clone();
     let defaults = &state.config_options().catalog;
@@ -317,7 +314,7 @@ pub fn install(
         owner_tables: owner_tables.clone(),
         default_catalog: defaults.default_catalog.clone(),
         default_schema: defaults.default_schema.clone(),
-        epsilon_budget: options.budget.epsilon_budget,
+        epsilon_budget,
         owner_settings: settings::OwnerSettings::of(&state),
     });
     // Each source's columns are checked where the session has the table already (a

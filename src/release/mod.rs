@@ -10,6 +10,7 @@ use datafusion::common::Result;
 
 use crate::hierarchy::Hierarchy;
 
+pub mod catalog;
 pub mod interval_means;
 mod rows;
 mod size;

@@ -16,9 +16,8 @@ use datafusion::prelude::SessionContext;
 
 use super::bins::{k_marginal_score, Binner, Marginals, Side};
 use super::{ReportOptions, Subject};
-use crate::engine::assess::{
-    assess, class_sizes, counts_of, qi_text, AssessRequest, Entry, Population,
-};
+use crate::assess::grouped::{counts_of, qi_text};
+use crate::assess::{assess, class_sizes, AssessRequest, Entry, Population};
 use crate::engine::load_hierarchy;
 use crate::hierarchy::Hierarchy;
 use crate::session::{local_state, reading_error};
@@ -79,7 +78,7 @@ pub async fn gather(
         population: population.clone(),
         risk_threshold: options.risk_threshold,
         weights: None,
-        max_global_risk: crate::sql::functions::DEFAULT_MAX_GLOBAL_RISK,
+        max_global_risk: crate::privacy::individual_risk::DEFAULT_MAX_GLOBAL_RISK,
         person: None,
     };
     let source = assessing(&request.source_name, &request.source);
@@ -157,7 +156,7 @@ async fn value_counts(
     // the same release.
     let order = columns
         .iter()
-        .map(|c| crate::engine::assess::column(c).sort(true, true))
+        .map(|c| crate::assess::grouped::column(c).sort(true, true))
         .collect();
     ctx.read_table(table.clone())?
         .aggregate(

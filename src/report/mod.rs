@@ -4,7 +4,7 @@
 //!
 //! The page is built from the release already computed for the same arguments (no new
 //! draw, no new charge) and from the same code the SQL functions run: the risk figures
-//! are [`crate::engine::assess`] on the source and on the release, information loss and
+//! are [`crate::assess`] on the source and on the release, information loss and
 //! diagnostics are the release's own. Every number is therefore the one
 //! `anonymize_assess`, `anonymize_information_loss` and `anonymize_diagnostics` give.
 

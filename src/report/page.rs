@@ -14,8 +14,8 @@ use datafusion::common::Result;
 use super::charts;
 use super::gather::{sensitive_columns, Figures};
 use super::{ReportOptions, Subject};
-use crate::engine::assess::Entry;
-use crate::sql::functions::anonymize::views::information_loss_batch;
+use crate::assess::Entry;
+use crate::metric::information_loss::information_loss_batch;
 
 /// The sections of every report, in order.
 pub const SECTIONS: [&str; 6] = [

@@ -3,12 +3,11 @@
 
 pub mod args;
 pub mod call;
+pub(crate) mod columns;
 pub mod copy_output;
 pub mod depth;
 pub mod docs;
 pub mod functions;
-pub mod lazy;
 pub mod planner;
 pub mod resolve;
 pub mod script;
-pub mod shipped;

@@ -15,8 +15,8 @@ use datafusion::datasource::source_as_provider;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 use datafusion::logical_expr::{lit, Expr};
 
-use super::lazy::session_state;
 use crate::session::table_reference_candidates;
+use crate::tables::lazy::session_state;
 
 /// Name under which the internal resolver function is registered.
 pub const RESOLVER_FUNCTION: &str = "__anonymize_resolve_table";

@@ -1,11 +1,11 @@
 //! Fixtures shared by unit tests: hierarchies, the IPA paper's example and leaf
 //! histograms built from records.
 
-use crate::engine::person::person_classes;
-use crate::engine::PersonClasses;
 use crate::hierarchy::builders::{interval_hierarchy_rows, parse_integer_domain, IntervalLevel};
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
+use crate::privacy_unit::person_classes;
+use crate::privacy_unit::PersonClasses;
 
 /// ARX-layout rows from string slices.
 pub fn rows(data: &[&[&str]]) -> Vec<Vec<String>> {

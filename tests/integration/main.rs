@@ -10,6 +10,7 @@ mod doors;
 mod functions_doc;
 mod fuzz_grammar;
 mod hostile_input;
+mod layers;
 mod one_build;
 mod paper_evaluator;
 mod pseudonyms;

@@ -30,9 +30,10 @@ mod report;
 mod score;
 mod values;
 
+use params::Scales;
+use perturb::perturb_node;
 #[cfg(test)]
 use perturb::*;
-use perturb::{perturb_node, Scales};
 
 use crate::budget::Cost;
 use crate::lattice::LevelBounds;

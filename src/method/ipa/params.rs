@@ -399,7 +399,26 @@ impl IpaParams {
             );
         }
         // The exact noise scales must exist for these budgets (e.g. epsilon >= 2^-30).
-        super::Scales::new(self)?;
+        Scales::new(self)?;
         Ok(())
+    }
+}
+
+/// Exact noise scales derived once from the budget.
+pub(super) struct Scales {
+    pub(super) suppression: ExactScale,
+    pub(super) insertion: ExactScale,
+}
+
+impl Scales {
+    pub(super) fn new(params: &IpaParams) -> Result<Self> {
+        let sup_sensitivity = match params.variant {
+            IpaVariant::Paper => params.threshold - 1,
+            IpaVariant::Reference => 1,
+        };
+        Ok(Self {
+            suppression: ExactScale::from_sensitivity_epsilon(sup_sensitivity, params.eps_sup)?,
+            insertion: ExactScale::from_sensitivity_epsilon(1, params.eps_ins)?,
+        })
     }
 }

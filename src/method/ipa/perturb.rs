@@ -9,32 +9,14 @@ use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::mechanism::exponential::sample_weighted_index;
 use crate::mechanism::noise::{
-    sample_discrete_laplace, sample_floor_laplace, sample_uniform_below, ExactScale,
+    sample_discrete_laplace, sample_floor_laplace, sample_uniform_below,
 };
 use crate::mechanism::rng::AnonRng;
 use crate::metric::information_loss::class_scores;
 use crate::release::{merge_counts, ReleasedHistogram, SUPPRESSED};
 
+use super::params::Scales;
 use super::{IpaParams, IpaVariant, MarginalValues, NodeOutcome};
-
-/// Exact noise scales derived once from the budget.
-pub(super) struct Scales {
-    suppression: ExactScale,
-    insertion: ExactScale,
-}
-
-impl Scales {
-    pub(super) fn new(params: &IpaParams) -> Result<Self> {
-        let sup_sensitivity = match params.variant {
-            IpaVariant::Paper => params.threshold - 1,
-            IpaVariant::Reference => 1,
-        };
-        Ok(Self {
-            suppression: ExactScale::from_sensitivity_epsilon(sup_sensitivity, params.eps_sup)?,
-            insertion: ExactScale::from_sensitivity_epsilon(1, params.eps_ins)?,
-        })
-    }
-}
 
 /// Per-class scratch state while perturbing one node.
 #[derive(Default)]

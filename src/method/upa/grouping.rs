@@ -25,8 +25,8 @@
 use datafusion::common::{internal_err, HashMap, Result};
 
 use super::counterfeits::{real_count, Counterfeits};
-use crate::counterfeit_catalog::{CatalogEntry, CounterfeitCatalog};
 use crate::histogram::GroupedHistogram;
+use crate::release::catalog::{CatalogEntry, CounterfeitCatalog};
 
 /// Union-find over classes, with each group's real counts of the counterfeit values.
 struct Groups {

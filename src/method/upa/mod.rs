@@ -24,8 +24,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use datafusion::common::{exec_err, internal_err, Result};
 
 use crate::budget::Cost;
-use crate::counterfeit_catalog::{CatalogWeights, CounterfeitCatalog};
-use crate::engine::PersonClasses;
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::lattice::LevelBounds;
@@ -37,6 +35,8 @@ use crate::method::{Method, MethodOutput, MethodSpec};
 use crate::metric::degree::{loss_metric, Degrees, DEGREE_TOLERANCE};
 use crate::metric::rce::{cell_rce, class_volume, class_volumes};
 use crate::privacy::models::{ClassModels, ModelScratch};
+use crate::privacy_unit::PersonClasses;
+use crate::release::catalog::{CatalogWeights, CounterfeitCatalog};
 use crate::release::ReleaseSize;
 use crate::release::{merge_pairs, ReleasedHistogram};
 use crate::sensitive::SensitiveSpec;

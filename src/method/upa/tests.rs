@@ -166,7 +166,7 @@ fn lemma1_rejects_a_catalog_that_pins_the_counterfeit() {
     };
     let pinned = CounterfeitCatalog {
         groups: vec![vec![0]],
-        entries: vec![crate::counterfeit_catalog::CatalogEntry {
+        entries: vec![crate::release::catalog::CatalogEntry {
             group: 0,
             value: 1,
             count: 1,

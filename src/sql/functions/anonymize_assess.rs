@@ -5,7 +5,7 @@
 //! the data: owner-only) or a published release, whose `*` values are ordinary labels and
 //! whose suppressed rows (every quasi-identifier `*`) are excluded from the classes and
 //! counted as `suppressed`. This file binds the arguments; the table is read
-//! and the figures computed in [`crate::engine::assess`] (formulas: docs/METHODS.md §7.5).
+//! and the figures computed in [`crate::assess`] (formulas: docs/METHODS.md §7.5).
 
 use std::sync::Arc;
 
@@ -17,19 +17,12 @@ use datafusion::common::{plan_err, Result, ScalarValue};
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
-use crate::engine::assess::{
-    assess, assess_schema, class_sizes, entries_batch, AssessRequest, Population,
-};
+use crate::assess::{assess, assess_schema, class_sizes, entries_batch, AssessRequest, Population};
 use crate::params::{ParamDefault, ParamKind, ParamValues};
+use crate::privacy::individual_risk::{DEFAULT_MAX_GLOBAL_RISK, DEFAULT_RISK_THRESHOLD};
 use crate::sql::args::{bind, CallArgs, ParamSpec};
-use crate::sql::lazy::{Cached, Compute, LazyTable};
 use crate::sql::planner::SqlTableFunction;
-
-/// Default `risk_threshold` of `records_at_risk`.
-pub const DEFAULT_RISK_THRESHOLD: f64 = 0.2;
-
-/// Default `max_global_risk` of the global risk threshold (sdcMicro's `measure_risk`).
-pub const DEFAULT_MAX_GLOBAL_RISK: f64 = 0.01;
+use crate::tables::lazy::{Cached, Compute, LazyTable};
 
 pub(super) const WEIGHTS: ParamSpec = ParamSpec::new(
     "weights",

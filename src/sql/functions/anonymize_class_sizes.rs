@@ -1,6 +1,6 @@
 //! `anonymize_class_sizes(...)`: the class-size distribution of any table, for plotting.
 //! It binds like `anonymize_assess(...)` (see [`super::anonymize_assess`]); the table is
-//! read in [`crate::engine::assess`].
+//! read in [`crate::assess`].
 
 use std::sync::Arc;
 
@@ -9,10 +9,10 @@ use datafusion::common::Result;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
 use super::anonymize_assess::{build_request, AssessRows, Kind, CLASS_SIZES_PARAMS};
-use crate::engine::assess::class_sizes_schema;
+use crate::assess::class_sizes_schema;
 use crate::sql::args::{CallArgs, ParamSpec};
-use crate::sql::lazy::{Cached, LazyTable};
 use crate::sql::planner::SqlTableFunction;
+use crate::tables::lazy::{Cached, LazyTable};
 
 /// `anonymize_class_sizes(...)`.
 #[derive(Debug, Default)]

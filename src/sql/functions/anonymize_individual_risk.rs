@@ -1,6 +1,6 @@
 //! `anonymize_individual_risk(...)`: sdcMicro's individual re-identification risk of every
 //! class (owner-only). The arguments are bound here; the table is read in
-//! [`crate::engine::individual_risk`].
+//! [`crate::assess::individual_risk`].
 
 use std::sync::Arc;
 
@@ -12,14 +12,14 @@ use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
 use super::anonymize_assess::{columns, table, weight_column, QI, SOURCE, WEIGHTS};
-use crate::engine::individual_risk::{
+use crate::assess::individual_risk::{
     individual_risk_schema, individual_risks, IndividualRiskRequest, INDIVIDUAL_RISK_COLUMNS,
 };
 use crate::params::{ParamDefault, ParamKind, ParamValues};
 use crate::privacy::individual_risk::RiskMethod;
 use crate::sql::args::{bind, CallArgs, ParamSpec};
-use crate::sql::lazy::{Cached, Compute, LazyTable};
 use crate::sql::planner::SqlTableFunction;
+use crate::tables::lazy::{Cached, Compute, LazyTable};
 
 /// Parameters of `anonymize_individual_risk`.
 pub const INDIVIDUAL_RISK_PARAMS: &[ParamSpec] = &[

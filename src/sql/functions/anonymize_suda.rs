@@ -1,5 +1,5 @@
 //! `anonymize_suda(...)`: SUDA2's special uniques of every record (owner-only). The
-//! arguments are bound here; the table is read in [`crate::engine::suda`].
+//! arguments are bound here; the table is read in [`crate::assess::suda`].
 
 use std::sync::Arc;
 
@@ -11,14 +11,14 @@ use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
 use super::anonymize_assess::{columns, table, QI, SOURCE};
-use crate::engine::suda::{suda, suda_schema, SudaRequest, SUDA_COLUMNS};
+use crate::assess::suda::{suda, suda_schema, SudaRequest, SUDA_COLUMNS};
 use crate::params::{ParamDefault, ParamKind, ParamValues};
 use crate::privacy::suda::{
     combinations_searched, SudaConfig, SudaScoring, MAX_COMBINATIONS_SEARCHED,
 };
 use crate::sql::args::{bind, CallArgs, ParamSpec};
-use crate::sql::lazy::{Cached, Compute, LazyTable};
 use crate::sql::planner::SqlTableFunction;
+use crate::tables::lazy::{Cached, Compute, LazyTable};
 
 /// sdcMicro's default DIS fraction (`suda2(..., DisFraction = 0.01)`).
 pub const DEFAULT_DIS_FRACTION: f64 = 0.01;

@@ -17,8 +17,8 @@ use crate::hierarchy::builders::{mask_hierarchy_rows, MAX_HIERARCHY_VALUES};
 use crate::hierarchy::load::array_to_strings;
 use crate::params::{ParamDefault, ParamKind};
 use crate::sql::args::{bind, CallArgs, ParamSpec};
-use crate::sql::lazy::{Cached, Compute, LazyTable};
 use crate::sql::planner::SqlTableFunction;
+use crate::tables::lazy::{Cached, Compute, LazyTable};
 
 const MASK_PARAMS: &[ParamSpec] = &[
     ParamSpec::new(

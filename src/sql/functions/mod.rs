@@ -27,7 +27,6 @@ use crate::access::{Access, RegisterOptions};
 use crate::public::PublicRules;
 use crate::sql::docs::{self, scalar_doc, table_doc, FunctionDoc};
 use crate::sql::planner::SqlTableFunction;
-pub use anonymize::SharedReleases;
 use anonymize::{
     AnonymizeFunction, PublishFunction, PublishedMetadataFunction, ReleaseCache, ReleaseView,
     ReportFunction, UnpublishFunction,
@@ -44,8 +43,6 @@ use nps_demo::{NpsDemoFunction, NpsDiseaseHierarchyFunction};
 use privacy_budget::PrivacyBudgetFunction;
 use top_bottom_hierarchy::TopBottomHierarchyFunction;
 use upa_truthful::UpaTruthfulFunction;
-
-pub(crate) use anonymize_assess::{DEFAULT_MAX_GLOBAL_RISK, DEFAULT_RISK_THRESHOLD};
 
 /// Every view of a release, one `anonymize*` table function each.
 const RELEASE_VIEWS: [ReleaseView; 7] = [

@@ -16,8 +16,8 @@ use crate::demo::nps::{generate_nps, nps_schema, NPS_DEFAULT_ROWS, NPS_DEFAULT_S
 use crate::params::{ParamDefault, ParamKind, ParamValues};
 use crate::progress::Cancel;
 use crate::sql::args::{bind, CallArgs, ParamSpec};
-use crate::sql::lazy::{BatchProducer, BatchSource, LazyTable};
 use crate::sql::planner::SqlTableFunction;
+use crate::tables::lazy::{BatchProducer, BatchSource, LazyTable};
 
 const NPS_PARAMS: &[ParamSpec] = &[
     ParamSpec::new(

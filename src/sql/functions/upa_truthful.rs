@@ -20,16 +20,17 @@ use datafusion::logical_expr::Expr;
 use datafusion::prelude::SessionContext;
 use tokio::sync::OnceCell;
 
-use crate::counterfeit_catalog::{check_concealed, COUNT_COLUMN, GROUP_COLUMN};
 use crate::hierarchy::STAR;
+use crate::method::upa::truthful::check_concealed;
 use crate::method::upa::truthful::{truthful_rows, CatalogRow, Names, ReleasedRows};
 use crate::names::{parse_list, written_name};
 use crate::params::{ParamDefault, ParamKind};
 use crate::quote::quote;
+use crate::release::catalog::{COUNT_COLUMN, GROUP_COLUMN};
 use crate::session::reading_error;
 use crate::sql::args::{bind, CallArgs, ParamSpec};
-use crate::sql::lazy::{BatchProducer, LazyTable};
 use crate::sql::planner::SqlTableFunction;
+use crate::tables::lazy::{BatchProducer, LazyTable};
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec::new(
@@ -256,11 +257,11 @@ impl BatchProducer for TruthfulProducer {
     async fn batches(
         &self,
         state: &SessionState,
-    ) -> Result<Arc<dyn crate::sql::lazy::BatchSource>> {
+    ) -> Result<Arc<dyn crate::tables::lazy::BatchSource>> {
         self.cell
             .get_or_try_init(|| async { self.compute(state).await.map(Arc::new) })
             .await
-            .map(|batches| batches.clone() as Arc<dyn crate::sql::lazy::BatchSource>)
+            .map(|batches| batches.clone() as Arc<dyn crate::tables::lazy::BatchSource>)
     }
 }
 

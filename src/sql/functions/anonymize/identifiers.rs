@@ -3,9 +3,10 @@
 
 use datafusion::common::{plan_err, Result};
 
-use super::request::{resolve_column, CallColumns};
+use super::call_columns::CallColumns;
 use crate::names::parse_list;
 use crate::pseudonym::{Identifiers, PseudonymKey};
+use crate::sql::columns::resolve_column;
 
 /// Reads `identifiers` and `identifier_mode` against the source, the method and the key.
 /// Pseudonyms are for the data owner and `kanon` only: a pseudonym links a released row

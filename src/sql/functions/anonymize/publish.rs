@@ -30,13 +30,14 @@ use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
 use super::views::{metadata_batch, metadata_schema};
-use super::{lock, published_files, CacheEntry, Publication, ReleaseCache, ANONYMIZE_PARAMS};
+use super::{ReleaseCache, ANONYMIZE_PARAMS};
 use crate::engine::ReleaseOutput;
 use crate::params::{ParamDefault, ParamKind};
 use crate::release::ReleaseRowLimit;
+use crate::releases::{same_request, CacheEntry, Publication};
 use crate::sql::args::{bind, CallArgs, ParamSpec};
-use crate::sql::lazy::{BatchProducer, BatchSource, LazyTable, Ready};
 use crate::sql::planner::SqlTableFunction;
+use crate::tables::lazy::{BatchProducer, BatchSource, LazyTable, Ready};
 
 /// The arguments of `anonymize_publish`: the table's name, then those of `anonymize`.
 static PUBLISH_PARAMS: LazyLock<Vec<ParamSpec>> = LazyLock::new(|| {
@@ -76,10 +77,8 @@ fn table_name(function: &str, name: &str) -> Result<String> {
 }
 
 impl ReleaseCache {
-    /// Publishes `output`, the release of `entry`, as the table `name` of the session's
-    /// default schema, kept beside the session's ledger file when it has one. Publishing
-    /// the same request under the same name again changes nothing; another request under
-    /// a published name, or a name a table already has, is refused.
+    /// Publishes `output`, the release of `entry`, as the table `name` (see
+    /// [`SharedReleases::publish`](crate::releases::SharedReleases)).
     fn publish(
         &self,
         name: &str,
@@ -87,110 +86,18 @@ impl ReleaseCache {
         output: Arc<ReleaseOutput>,
         state: &SessionState,
     ) -> Result<()> {
-        let arguments = entry.request.canonical_args.clone();
-        let mut published = lock(&self.store.0.published);
-        if let Some(existing) = published.get(name) {
-            return same_request(name, existing, &arguments);
-        }
-        let defaults = &state.config_options().catalog;
-        let location = (
-            defaults.default_catalog.clone(),
-            defaults.default_schema.clone(),
-        );
-        let schema = state
-            .catalog_list()
-            .catalog(&location.0)
-            .and_then(|catalog| catalog.schema(&location.1))
-            .ok_or_else(|| {
-                plan_datafusion_err!(
-                    "anonymize_publish(): the session's default schema '{}.{}' does not exist",
-                    location.0,
-                    location.1
-                )
-            })?;
-        if schema.table_exist(name) {
-            return plan_err!(
-                "anonymize_publish(): a table named '{name}' already exists; publish the release under another name"
-            );
-        }
-        let release_schema = entry.request.release_schema();
-        let publication = Publication {
-            arguments,
-            method: entry.request.method.name().to_string(),
-            cost: entry.request.cost(),
-            rows: output.rows.row_count(),
-            metadata: output.metadata.clone(),
-            location,
-        };
-        // Kept first: a publication that cannot be written is not made.
-        if let Some(ledger) = crate::budget::config::options(state.config_options()).ledger_path {
-            let description = published_files::Description {
-                arguments: publication.arguments.clone(),
-                method: publication.method.clone(),
-                epsilon: publication.cost.epsilon,
-                delta: publication.cost.delta,
-                metadata: publication.metadata.clone(),
-                catalog: publication.location.0.clone(),
-                schema: publication.location.1.clone(),
-            };
-            published_files::save(
-                &published_files::folder(&ledger),
-                name,
-                &description,
-                &release_schema,
-                output.rows.iter(None)?,
-            )?;
-        }
-        let table: Arc<dyn TableProvider> = Arc::new(LazyTable::new(
-            release_schema,
-            Arc::new(Ready(Arc::new(output.rows.clone()))),
-        ));
-        schema.register_table(name.to_string(), table)?;
-        published.insert(name.to_string(), Arc::new(publication));
-        self.store.0.published_names.insert(name);
-        Ok(())
+        self.store.publish(name, entry, output, state)
     }
 
     /// Takes the publication `name` away (its table too); whether there was one.
     fn unpublish(&self, name: &str, state: &SessionState) -> Result<bool> {
-        let mut published = lock(&self.store.0.published);
-        if !published.contains_key(name) {
-            return Ok(false);
-        }
-        if let Some(ledger) = crate::budget::config::options(state.config_options()).ledger_path {
-            published_files::remove(&published_files::folder(&ledger), name)?;
-        }
-        let Some(publication) = published.remove(name) else {
-            return Ok(false);
-        };
-        drop(published);
-        self.store.0.published_names.remove(name);
-        let (catalog, schema) = &publication.location;
-        if let Some(schema) = state
-            .catalog_list()
-            .catalog(catalog)
-            .and_then(|c| c.schema(schema))
-        {
-            schema.deregister_table(name)?;
-        }
-        Ok(true)
+        self.store.unpublish(name, state)
     }
 
     /// The publication `name`, if there is one.
     fn publication(&self, name: &str) -> Option<Arc<Publication>> {
-        lock(&self.store.0.published).get(name).cloned()
+        self.store.publication(name)
     }
-}
-
-/// `Ok` when `existing`, the publication `name`, is of the request with `arguments`;
-/// otherwise the refusal to publish another release under its name.
-fn same_request(name: &str, existing: &Publication, arguments: &str) -> Result<()> {
-    if existing.arguments == arguments {
-        return Ok(());
-    }
-    plan_err!(
-        "anonymize_publish(): a release with other arguments is published as '{name}'; take it away first with anonymize_unpublish('{name}')"
-    )
 }
 
 /// `anonymize_publish(name, source, ...)`.

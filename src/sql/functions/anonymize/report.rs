@@ -13,18 +13,19 @@ use datafusion::common::{plan_err, Result, ScalarValue};
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
-use super::{CacheEntry, ReleaseCache, ANONYMIZE_PARAMS};
+use super::{ReleaseCache, ANONYMIZE_PARAMS};
 use crate::budget::account::Limits;
 use crate::budget::config::options;
 use crate::method::find_method;
 use crate::method::COMMON_PARAMS;
 use crate::params::{ParamDefault, ParamKind, ParamValues};
+use crate::privacy::individual_risk::DEFAULT_RISK_THRESHOLD;
 use crate::release::ReleaseRowLimit;
+use crate::releases::CacheEntry;
 use crate::report::{check_path, write, Parameter, ReportOptions, Subject};
 use crate::sql::args::{bind, BoundArgs, CallArgs, ParamSpec};
-use crate::sql::functions::DEFAULT_RISK_THRESHOLD;
-use crate::sql::lazy::{Cached, Compute, LazyTable, Ready};
 use crate::sql::planner::SqlTableFunction;
+use crate::tables::lazy::{Cached, Compute, LazyTable, Ready};
 
 const NAME: &str = "anonymize_report";
 

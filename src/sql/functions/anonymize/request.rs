@@ -14,13 +14,15 @@ use crate::budget::ledger::table_key;
 use crate::engine::{AnonymizeRequest, QiSpec};
 use crate::lattice::LatticeError;
 use crate::method::{find_method, Method, MethodArgs, MethodSpec, METHODS};
-use crate::names::{parse_list, written_name, ListName};
+use crate::names::parse_list;
 use crate::params::ParamValues;
 use crate::public::policy::SourcePolicy;
 use crate::public::PublicRules;
 use crate::sensitive::SensitiveSpec;
 use crate::sql::args::BoundArgs;
+use crate::sql::columns::resolve_column;
 
+use super::call_columns::{prefix_error, CallColumns};
 use super::identifiers::identifiers;
 use super::unit::{per_row_context, per_row_values, privacy_unit};
 use crate::method::common_params::DEFAULT_METHOD;
@@ -216,18 +218,6 @@ fn find_method_named(function: &str, name: &str) -> Result<&'static MethodSpec> 
     }
 }
 
-/// What the checks of `person` and `identifiers` read of one call: the function, the common
-/// arguments, the source (name and schema), its resolved columns and the method.
-pub(super) struct CallColumns<'a> {
-    pub function: &'a str,
-    pub common: &'a ParamValues,
-    pub schema: &'a Schema,
-    pub source_name: &'a str,
-    pub qi: &'a [QiSpec],
-    pub sensitive: &'a [SensitiveSpec],
-    pub method: &'static MethodSpec,
-}
-
 /// Every argument given must belong to the common table or the method's.
 fn check_applicable(function: &str, method: &MethodSpec, args: &BoundArgs) -> Result<()> {
     let accepts = |name: &str| {
@@ -339,82 +329,6 @@ impl Tables<'_> {
             _ => Err(rules.undeclared_hierarchy(self.function, name, column)),
         }
     }
-}
-
-/// Finds a column: a quoted name by its exact spelling; a plain name by its exact spelling,
-/// else by a unique case-insensitive match.
-/// `list` is the argument holding the name (its name and text), for a quoting hint.
-pub(super) fn resolve_column(
-    function: &str,
-    schema: &Schema,
-    table: &str,
-    wanted: &ListName,
-    list: (&str, &str),
-) -> Result<String> {
-    let name = wanted.text.as_str();
-    if schema.field_with_name(name).is_ok() {
-        return Ok(name.to_string());
-    }
-    let matches: Vec<&str> = schema
-        .fields()
-        .iter()
-        .map(|f| f.name().as_str())
-        .filter(|n| !wanted.quoted && n.eq_ignore_ascii_case(name))
-        .collect();
-    match matches.as_slice() {
-        [one] => Ok(one.to_string()),
-        [_, _, ..] => {
-            let shown: Vec<String> = matches.iter().map(|m| format!("'{m}'")).collect();
-            plan_err!(
-                "{function}(): column name '{name}' is ambiguous: table '{table}' has columns {} that differ only in letter case; write the one you mean exactly as it is spelled",
-                shown.join(" and ")
-            )
-        }
-        [] => {
-            let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-            let how = if wanted.quoted {
-                " (a name in double quotes must match exactly)"
-            } else {
-                ""
-            };
-            let hint = if wanted.quoted {
-                String::new()
-            } else {
-                quoting_hint(schema, list)
-            };
-            plan_err!(
-                "{function}(): table '{table}' has no column '{name}'{how}; its columns are: {}{hint}",
-                names.join(", ")
-            )
-        }
-    }
-}
-
-/// When a column whose name holds `,` or `:` is written unquoted in the list argument
-/// `list` (its name and its text), how to write it: split at the `,` or `:`, its parts
-/// named no column.
-fn quoting_hint(schema: &Schema, list: (&str, &str)) -> String {
-    let (param, text) = list;
-    for field in schema.fields() {
-        let name = field.name();
-        if !name.contains([',', ':']) {
-            continue;
-        }
-        let Some(at) = text.find(name.as_str()) else {
-            continue;
-        };
-        // The rest of the item: a ':table' suffix (up to the next ',').
-        let rest = &text[at + name.len()..];
-        let suffix = match rest.trim_start().strip_prefix(':') {
-            Some(table) => format!(":{}", table.split(',').next().unwrap_or("").trim()),
-            None => String::new(),
-        };
-        return format!(
-            "; the column '{name}' has ',' or ':' in its name: write it in double quotes, e.g. {param} => '{}{suffix}'",
-            written_name(name)
-        );
-    }
-    String::new()
 }
 
 /// Resolves the `qi` of a method that releases numbers, not hierarchy labels
@@ -612,14 +526,4 @@ fn check_level_bounds(method: &dyn Method, qi: &[QiSpec]) -> Result<(), LatticeE
         })
         .collect();
     bounds.resolve(&columns, &widths).map(|_| ())
-}
-
-/// A planning error prefixed with the function name: a planning error's message, or any
-/// other error's full text.
-pub(super) fn prefix_error(function: &str, e: DataFusionError) -> DataFusionError {
-    let message = match e {
-        DataFusionError::Plan(message) => message,
-        other => other.strip_backtrace(),
-    };
-    DataFusionError::Plan(format!("{function}(): {message}"))
 }

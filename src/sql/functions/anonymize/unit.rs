@@ -4,12 +4,13 @@
 
 use datafusion::common::{plan_err, DataFusionError, Result};
 
-use super::request::{resolve_column, CallColumns};
+use super::call_columns::CallColumns;
 use crate::method::MethodSpec;
 use crate::names::parse_list;
 use crate::params::{ParamValue, ParamValues};
 use crate::privacy_unit::{per_row_budget, PrivacyUnit, DEFAULT_MAX_ROWS_PER_PERSON};
 use crate::public::PublicRules;
+use crate::sql::columns::resolve_column;
 
 /// The call's privacy unit. A public session's unit is the owner's
 /// ([`PublicRules::person`]): a public user may leave `person` out or name that column,
@@ -90,7 +91,7 @@ pub fn privacy_unit(call: &CallColumns<'_>, public: Option<&PublicRules>) -> Res
         );
     }
     PrivacyUnit::person(&column, max_rows.unwrap_or(DEFAULT_MAX_ROWS_PER_PERSON))
-        .map_err(|e| super::request::prefix_error(function, e))
+        .map_err(|e| super::call_columns::prefix_error(function, e))
 }
 
 /// The method's values with `epsilon` (and `delta`, where the method has one) replaced by

@@ -14,7 +14,6 @@
 //! the group's classes; the paper's row `({class ids}, value, count)` is the set of rows
 //! sharing `group_id` and value.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
@@ -22,10 +21,8 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::common::{exec_err, internal_err, Result};
+use datafusion::common::{internal_err, Result};
 
-use crate::method::upa::truthful::{CatalogRow, Names, ReleasedRows as TextRows};
-use crate::quote::quote;
 use crate::release::{Columns, ReleasedHistogram, ReleasedRows, RELEASE_BATCH_ROWS};
 
 /// Name of the catalog's group column.
@@ -341,106 +338,6 @@ impl CatalogWeights {
             _ => 1.0,
         }
     }
-}
-
-/// The released rows of one catalog entry's value in its group's classes.
-struct GroupRows<'a> {
-    /// The entry's count.
-    count: u64,
-    /// Rows with the value in all the group's classes.
-    total: u64,
-    /// Rows with the value in the class holding most of them.
-    largest: u64,
-    /// That class.
-    largest_class: &'a [String],
-}
-
-/// The recipient's check that a catalog read back (`upa_truthful(...)`) is one that
-/// `anonymize_catalog()` could have published for `release` (docs/METHODS.md §5.5): for
-/// every entry (group `G`, value `s`, count `c`) and every class `E` of `G`, the rows with
-/// `s` in the other classes of `G` are at least `c`. This is Lemma 1 as the two published
-/// tables show it: a class with counterfeits of `s` needs `real_{G∖E}(s) ≥ fake_E(s)`, i.e.
-/// `Σ_{E'≠E} n_{E'}(s) ≥ c`, and a class without them has all `c` counterfeits among the
-/// other classes' rows. A group of one class, or a release edited so that a group no
-/// longer conceals its counterfeits, fails it. Run after `truthful_rows` has checked that
-/// every catalogued class occurs and every count fits its rows.
-pub fn check_concealed(catalog: &[CatalogRow], release: &TextRows, names: Names<'_>) -> Result<()> {
-    // Rows per (class, value), for the catalogued pairs only.
-    let mut class_ids: HashMap<&[String], usize> = HashMap::new();
-    let mut value_ids: HashMap<&str, usize> = HashMap::new();
-    let mut wanted: HashMap<(usize, usize), u64> = HashMap::new();
-    for row in catalog {
-        let next = class_ids.len();
-        let c = *class_ids.entry(row.class.as_slice()).or_insert(next);
-        let next = value_ids.len();
-        let v = *value_ids.entry(row.value.as_str()).or_insert(next);
-        wanted.insert((c, v), 0);
-    }
-    let mut class: Vec<String> = vec![String::new(); release.labels.len()];
-    for (r, value) in release.values.iter().enumerate() {
-        let Some(&v) = value_ids.get(value.as_str()) else {
-            continue;
-        };
-        for (slot, labels) in class.iter_mut().zip(&release.labels) {
-            slot.clone_from(&labels[r]);
-        }
-        if let Some(&c) = class_ids.get(class.as_slice()) {
-            if let Some(n) = wanted.get_mut(&(c, v)) {
-                *n += 1;
-            }
-        }
-    }
-    // Per (group, value): the count, the rows in all its classes, the largest class's rows.
-    let mut entries: HashMap<(u64, &str), GroupRows<'_>> = HashMap::new();
-    let mut seen: std::collections::HashSet<(u64, &[String], &str)> = Default::default();
-    for row in catalog {
-        if !seen.insert((row.group, row.class.as_slice(), row.value.as_str())) {
-            continue;
-        }
-        let key = (
-            class_ids[row.class.as_slice()],
-            value_ids[row.value.as_str()],
-        );
-        let n = wanted.get(&key).copied().unwrap_or(0);
-        let entry = entries
-            .entry((row.group, row.value.as_str()))
-            .or_insert(GroupRows {
-                count: row.count,
-                total: 0,
-                largest: 0,
-                largest_class: row.class.as_slice(),
-            });
-        entry.total += n;
-        if n > entry.largest {
-            entry.largest = n;
-            entry.largest_class = row.class.as_slice();
-        }
-    }
-    let mut keys: Vec<&(u64, &str)> = entries.keys().collect();
-    keys.sort();
-    for key in keys {
-        let entry = &entries[key];
-        let (count, class) = (entry.count, entry.largest_class);
-        let others = entry.total - entry.largest;
-        if others < count {
-            let described: Vec<String> = names
-                .qi
-                .iter()
-                .zip(class)
-                .map(|(q, l)| format!("{q}={}", quote(l)))
-                .collect();
-            return exec_err!(
-                "{}(): catalog '{}' does not conceal its counterfeits in release '{}': group {} counts {count} counterfeit row(s) of {}, but outside its class ({}) the group's classes hold only {others} such row(s), so the counterfeits could be pinned down (Lemma 1); anonymize_catalog() publishes no such catalog (a group of one class, or an edited release or catalog): give the release and the catalog of the same anonymize() call, unchanged",
-                names.function,
-                names.catalog,
-                names.release,
-                key.0,
-                quote(key.1),
-                described.join(", ")
-            );
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -169,8 +169,8 @@ impl ProjectedRows for crate::release::ReleasedRows {
     }
 }
 
-impl ProjectedRows for crate::counterfeit_catalog::CatalogRows {
-    type Batches = crate::counterfeit_catalog::CatalogBatches;
+impl ProjectedRows for crate::release::catalog::CatalogRows {
+    type Batches = crate::release::catalog::CatalogBatches;
     fn project(&self, projection: &[usize]) -> Result<Self> {
         Self::project(self, projection)
     }

@@ -34,7 +34,7 @@ use crate::distributed::wire;
 use crate::engine::{self, AnonymizeRequest, ReleaseOutput};
 use crate::progress::ProgressFn;
 use crate::release::ReleaseRowLimit;
-use crate::sql::shipped::Shipped;
+use crate::tables::shipped::Shipped;
 
 /// The largest draws file read back (a file larger than this is refused as not ours).
 const MAX_FILE_BYTES: u64 = 64 << 20;

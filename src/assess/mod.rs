@@ -10,19 +10,21 @@ use std::sync::Arc;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, Float64Array, RecordBatch, StringArray, UInt32Array,
 };
-use datafusion::arrow::compute::{cast, concat, sort_to_indices, take};
-use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
-use datafusion::arrow::row::{OwnedRow, RowConverter, SortField};
+use datafusion::arrow::compute::{sort_to_indices, take};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::row::OwnedRow;
 use datafusion::catalog::TableProvider;
-use datafusion::common::{exec_err, Column, Result};
+use datafusion::common::{exec_err, Result};
 use datafusion::execution::SessionState;
 use datafusion::functions_aggregate::expr_fn::{count, sum};
-use datafusion::logical_expr::{cast as cast_expr, lit, Expr};
-use datafusion::prelude::{DataFrame, SessionContext};
+use datafusion::logical_expr::{cast as cast_expr, lit};
+use datafusion::prelude::SessionContext;
 
-use super::individual_risk::{weight_aggregates, weight_sums, weighted_entries};
-use super::person::{distinct_persons, persons_per_class};
-use crate::hierarchy::STAR;
+pub(crate) mod grouped;
+pub(crate) mod individual_risk;
+mod persons;
+pub(crate) mod suda;
+
 use crate::privacy::assessment::{Rows, SensitiveFigures};
 use crate::privacy::population::{
     estimate_from_population_size_with, population_size_from_sampling_fraction, Estimate,
@@ -31,6 +33,12 @@ use crate::privacy::population::{
 use crate::privacy::risk::{ClassRisk, PopulationRisk};
 use crate::sensitive::has_natural_order;
 use crate::session::reading_error;
+pub(crate) use grouped::Entry;
+use grouped::{
+    column, concat_column, counts_of, grouped, null_qi, qi_text, row_ids, suppressed_flag,
+};
+use individual_risk::{weight_aggregates, weight_sums, weighted_entries};
+use persons::{distinct_persons, persons_per_class};
 
 /// Schema of `anonymize_assess`.
 pub fn assess_schema() -> SchemaRef {
@@ -81,93 +89,6 @@ pub(crate) struct AssessRequest {
     /// The column identifying a person: class figures count distinct persons.
     pub(crate) person: Option<String>,
 }
-
-pub(crate) fn column(name: &str) -> Expr {
-    Expr::Column(Column::new_unqualified(name))
-}
-
-/// Whether every quasi-identifier of a row is `*` (never NULL).
-pub(crate) fn suppressed_flag(qi: &[String]) -> Expr {
-    let mut flag: Option<Expr> = None;
-    for q in qi {
-        let is_star = cast_expr(column(q), DataType::Utf8).eq(lit(STAR));
-        flag = Some(match flag {
-            None => is_star,
-            Some(f) => f.and(is_star),
-        });
-    }
-    flag.unwrap_or(lit(false)).is_true()
-}
-
-/// Quasi-identifiers as text (so that a release's labels and a source's values compare).
-pub(crate) fn qi_text(qi: &[String]) -> Vec<Expr> {
-    qi.iter()
-        .map(|q| cast_expr(column(q), DataType::Utf8).alias(q))
-        .collect()
-}
-
-/// `df` grouped by `group`, with the number of rows of each group, then `more` aggregates.
-async fn grouped(df: DataFrame, group: Vec<Expr>, more: Vec<Expr>) -> Result<Vec<RecordBatch>> {
-    let mut aggregates = vec![count(lit(1)).alias("__assess_count")];
-    aggregates.extend(more);
-    df.aggregate(group, aggregates)?.collect().await
-}
-
-pub(crate) fn counts_of(batches: &[RecordBatch], column: usize) -> Result<Vec<u64>> {
-    let mut out = Vec::new();
-    for b in batches {
-        let c = cast(b.column(column), &DataType::Int64)?;
-        out.extend(
-            c.as_primitive::<Int64Type>()
-                .values()
-                .iter()
-                .map(|&v| v.max(0) as u64),
-        );
-    }
-    Ok(out)
-}
-
-/// Dense ids of the rows of `arrays` (equal rows, equal ids) and the number of ids.
-pub(crate) fn row_ids(arrays: &[ArrayRef]) -> Result<(Vec<u32>, Vec<OwnedRow>)> {
-    let converter = RowConverter::new(
-        arrays
-            .iter()
-            .map(|a| SortField::new(a.data_type().clone()))
-            .collect(),
-    )?;
-    let rows = converter.convert_columns(arrays)?;
-    let mut index: HashMap<OwnedRow, u32> = HashMap::new();
-    let mut keys = Vec::new();
-    let mut ids = Vec::with_capacity(rows.num_rows());
-    for row in rows.iter() {
-        let next = index.len() as u32;
-        let id = *index.entry(row.owned()).or_insert_with(|| {
-            keys.push(row.owned());
-            next
-        });
-        ids.push(id);
-    }
-    Ok((ids, keys))
-}
-
-pub(crate) fn concat_column(
-    batches: &[RecordBatch],
-    i: usize,
-    schema: &SchemaRef,
-) -> Result<ArrayRef> {
-    if batches.is_empty() {
-        return Ok(datafusion::arrow::array::new_empty_array(
-            schema.field(i).data_type(),
-        ));
-    }
-    let arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(i).as_ref()).collect();
-    Ok(concat(&arrays)?)
-}
-
-/// One output row of `anonymize_assess`.
-/// One row of `anonymize_assess`: key, sensitive column, value (NULL when there is no
-/// number, e.g. an estimator that did not converge) and a note saying why, or naming a model.
-pub(crate) type Entry = (String, Option<String>, Option<f64>, Option<String>);
 
 pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Result<Vec<Entry>> {
     let ctx = SessionContext::new_with_state(state.clone());
@@ -554,12 +475,4 @@ pub(crate) async fn class_sizes(
             )?)
         })
         .collect()
-}
-
-/// The error for a NULL quasi-identifier value, as `anonymize` words it: a NULL is no
-/// value a class could be formed of.
-pub(crate) fn null_qi<T>(function: &str, qi: &str, table: &str) -> Result<T> {
-    exec_err!(
-        "{function}(): quasi-identifier '{qi}' of table '{table}' contains NULL values; filter or impute them first"
-    )
 }

@@ -16,7 +16,7 @@ use datafusion::common::{exec_err, Result};
 use datafusion::execution::SessionState;
 use datafusion::prelude::SessionContext;
 
-use super::assess::{column, concat_column, null_qi, row_ids};
+use super::grouped::{column, concat_column, null_qi, row_ids};
 use crate::hierarchy::STAR;
 use crate::privacy::suda::{suda2_with, SudaConfig};
 use crate::session::reading_error;

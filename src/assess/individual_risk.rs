@@ -18,7 +18,7 @@ use datafusion::functions_aggregate::expr_fn::{count, min, sum};
 use datafusion::logical_expr::{cast as cast_expr, lit, Expr};
 use datafusion::prelude::SessionContext;
 
-use super::assess::{column, concat_column, null_qi, qi_text, suppressed_flag, Entry};
+use super::grouped::{column, concat_column, null_qi, qi_text, suppressed_flag, Entry};
 use crate::privacy::individual_risk::{global_threshold, individual_risk, RiskMethod};
 use crate::session::reading_error;
 
