@@ -68,8 +68,8 @@ pub use budget::config::{
 pub use progress::ProgressFn;
 pub use pseudonym::PseudonymKey;
 pub use public::policy::{
-    PolicyValue, PublicPolicy, SourcePolicy, DEFAULT_PUBLIC_MAX_RELEASE_ROWS,
-    DEFAULT_PUBLIC_METHODS, DEFAULT_PUBLIC_MIN_EPSILON,
+    default_public_methods, PolicyValue, PublicPolicy, SourcePolicy,
+    DEFAULT_PUBLIC_MAX_RELEASE_ROWS, DEFAULT_PUBLIC_MIN_EPSILON,
 };
 pub use public::statements::{
     check_plan as check_public_plan, check_sql_statement as check_public_sql_statement,

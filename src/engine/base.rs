@@ -25,7 +25,7 @@ use crate::sensitive::{has_natural_order, SensitiveColumn, SensitiveDomain, Sens
 use crate::session::reading_error;
 
 use super::AnonymizeRequest;
-use crate::method::is_differentially_private;
+use crate::method::Persons;
 use crate::privacy_unit::PrivacyUnit;
 use crate::privacy_unit::{bound_rows, person_classes, person_ends, PersonClasses};
 
@@ -228,7 +228,7 @@ pub async fn load_base<R: RngCore + Send + ?Sized>(
     let refs: Vec<&Hierarchy> = hierarchies.iter().collect();
     let mut persons = None;
     if let (Some(ends), PrivacyUnit::Person { max_rows, .. }) = (&ends, &request.unit) {
-        if is_differentially_private(&*request.method) {
+        if request.method.spec().persons == Persons::BoundRows {
             bound_rows(
                 ends,
                 &mut leaf_codes,

@@ -14,10 +14,12 @@ use crate::budget::Cost;
 use crate::hierarchy::Hierarchy;
 use crate::lattice::{node_label, Lattice, LevelBounds};
 use crate::mechanism::rng::{rng_from_seed, try_rng_from_os, AnonRng};
-use crate::method::{is_differentially_private, Method, MethodInput, MethodOutput};
+use crate::method::{
+    is_differentially_private, per_unit_cost, Input, Method, MethodInput, MethodOutput, Persons,
+};
 use crate::metric::information_loss::{information_loss, InformationLoss};
 use crate::privacy::warnings::delta_size_warning;
-use crate::privacy_unit::{per_person_cost, PrivacyUnit};
+use crate::privacy_unit::PrivacyUnit;
 use crate::progress::{Cancel, Progress, ProgressFn};
 use crate::pseudonym::{Identifiers, PseudonymKey};
 use crate::release::catalog::{CatalogRows, CounterfeitCatalog};
@@ -26,7 +28,7 @@ use crate::release::{check_release_size, ReleaseRowLimit, ReleaseSize, ReleasedR
 use crate::sensitive::SensitiveSpec;
 
 mod base;
-mod microaggregate;
+mod numeric;
 
 pub(crate) use base::load_hierarchy;
 pub use base::{load_base, BaseData};
@@ -38,7 +40,7 @@ pub struct QiSpec {
     pub column: String,
     /// Name of the hierarchy table, as given (empty without one).
     pub hierarchy_name: String,
-    /// The hierarchy table; `None` for a method that releases numbers (microaggregation).
+    /// The hierarchy table; `None` for a method that releases numbers.
     pub hierarchy: Option<Arc<dyn TableProvider>>,
 }
 
@@ -117,20 +119,15 @@ impl AnonymizeRequest {
     /// What the release costs in its privacy unit: the method's budget, or per person the
     /// group-privacy cost of the method's per-row budget (METHODS.md §9.2).
     pub fn cost(&self) -> Cost {
-        match &self.unit {
-            PrivacyUnit::Row => self.method.budget(),
-            PrivacyUnit::Person { max_rows, .. } => {
-                per_person_cost(self.method.budget(), *max_rows)
-            }
-        }
+        per_unit_cost(&*self.method, &self.unit)
     }
 
     /// Schema of the released rows: quasi-identifiers as text (as numbers when
-    /// microaggregated), then the sensitive columns with their source types.
+    /// released as numbers), then the sensitive columns with their source types.
     pub fn release_schema(&self) -> SchemaRef {
-        let qi_type = match self.method.microaggregation() {
-            Some(_) => DataType::Float64,
-            None => DataType::Utf8,
+        let qi_type = match self.method.spec().input {
+            Input::Numeric => DataType::Float64,
+            Input::Lattice => DataType::Utf8,
         };
         let mut fields: Vec<Field> = self
             .qi
@@ -190,8 +187,8 @@ pub async fn compute_release(
     limit: ReleaseRowLimit,
     draw: Option<[u8; 32]>,
 ) -> Result<ReleaseOutput> {
-    if let Some(method) = request.method.microaggregation() {
-        return microaggregate::release(request, method, state, progress, limit).await;
+    if request.method.spec().input == Input::Numeric {
+        return numeric::release(request, state, progress, limit).await;
     }
     let mut rng = match (request.seed, draw) {
         (Some(seed), _) => rng_from_seed(seed),
@@ -326,10 +323,7 @@ fn size_advice(method: &dyn Method, size: &ReleaseSize) -> String {
             method.name()
         );
     }
-    let takes = |param: &str| {
-        crate::method::find_method(method.name())
-            .is_some_and(|spec| spec.params.iter().any(|p| p.name == param))
-    };
+    let takes = |param: &str| method.spec().params.iter().any(|p| p.name == param);
     if takes("epsilon") && method.budget().epsilon > 0.0 {
         "Use a larger epsilon, or allow the size".to_string()
     } else if takes("k") {
@@ -354,13 +348,14 @@ fn per_unit_guarantee(request: &AnonymizeRequest, dp: bool, method_text: &str) -
                 cost.epsilon, cost.delta
             )
         }
-        // UPA fills small classes with counterfeit rows instead of suppressing them.
-        PrivacyUnit::Person { column, .. } if request.method.name() == crate::method::upa::METHOD.name => format!(
-            "Per person (column '{column}'): every released class holds at least k persons, not only k rows: a class of p < k distinct persons gets k - p counterfeit rows, each standing for one more person; the prosecutor risks count persons. {method_text}"
-        ),
-        PrivacyUnit::Person { column, .. } => format!(
-            "Per person (column '{column}'): every released class other than the fully suppressed one holds at least k distinct persons, not only k records; the prosecutor risks count persons. {method_text}"
-        ),
+        // A syntactic method says what its classes hold per person.
+        PrivacyUnit::Person { column, .. } => match request.method.spec().persons {
+            Persons::CountPersons(text) => {
+                format!("{} {method_text}", text.replace("{column}", column))
+            }
+            // Refused when the request was made; never reached.
+            Persons::BoundRows | Persons::Refused(_) => method_text.to_string(),
+        },
     }
 }
 
@@ -386,8 +381,8 @@ fn common_metadata(
             joined(request.qi.iter().map(|q| q.column.clone()).collect()),
         ),
     ];
-    // A method that releases numbers (microaggregation) has no hierarchies or lattice.
-    let lattice = request.method.microaggregation().is_none();
+    // A method that releases numbers has no hierarchies or lattice.
+    let lattice = request.method.spec().input == Input::Lattice;
     if lattice {
         out.push((
             "hierarchies".into(),

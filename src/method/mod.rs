@@ -11,6 +11,7 @@ pub mod dp_histogram;
 pub mod ipa;
 pub mod kanon;
 pub mod microaggregation;
+pub mod numeric;
 pub mod safepub;
 pub mod sweep;
 pub mod upa;
@@ -22,7 +23,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::common::{plan_err, Result};
+use datafusion::common::{internal_err, plan_err, DataFusionError, Result};
 use datafusion::execution::memory_pool::{MemoryPool, UnboundedMemoryPool};
 
 use crate::budget::Cost;
@@ -31,14 +32,16 @@ use crate::histogram::GroupedHistogram;
 use crate::lattice::{parse_level_list, Lattice, LevelBounds, Node, NO_LEVEL_BOUNDS};
 use crate::mechanism::rng::AnonRng;
 use crate::names::PairsError;
+use crate::params::ParamValue;
 use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
-use crate::privacy_unit::PersonClasses;
+use crate::privacy_unit::{per_person_cost, per_row_budget, PersonClasses, PrivacyUnit};
 use crate::progress::Progress;
 use crate::release::catalog::CounterfeitCatalog;
 use crate::release::IntervalMeans;
 use crate::release::{ReleaseSize, ReleasedHistogram};
 use crate::sensitive::SensitiveDomain;
 use crate::sensitive::SensitiveSpec;
+use numeric::{NumericOutput, NumericPoints};
 
 /// What every method receives.
 pub struct MethodInput<'a> {
@@ -145,8 +148,13 @@ pub struct MethodOutput {
 
 /// A method with validated parameters, ready to run.
 pub trait Method: Debug + Send + Sync {
+    /// What the method is: its entry in [`METHODS`].
+    fn spec(&self) -> &'static MethodSpec;
+
     /// The method's name in SQL.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &'static str {
+        self.spec().name
+    }
 
     /// The privacy parameters one release charges to its source table's budget (see the
     /// `budget` module): the method's nominal parameters, whether or not its guarantee
@@ -213,9 +221,22 @@ pub trait Method: Debug + Send + Sync {
         false
     }
 
-    /// Runs the method: the released histogram, the chosen node, public metadata (including
-    /// the guarantee text) and diagnostics.
-    fn run(&self, input: &MethodInput<'_>, rng: &mut AnonRng) -> Result<MethodOutput>;
+    /// Runs a method of [`Input::Lattice`]: the released histogram, the chosen node, public
+    /// metadata (including the guarantee text) and diagnostics.
+    fn run(&self, _input: &MethodInput<'_>, _rng: &mut AnonRng) -> Result<MethodOutput> {
+        internal_err!("method '{}' reads numbers, not a histogram", self.name())
+    }
+
+    /// Runs a method of [`Input::Numeric`] on the records' quasi-identifiers (`columns`)
+    /// as points: deterministic, it draws nothing.
+    fn run_numeric(
+        &self,
+        _points: &NumericPoints,
+        _columns: &[String],
+        _progress: &Progress,
+    ) -> Result<NumericOutput> {
+        internal_err!("method '{}' reads a histogram, not numbers", self.name())
+    }
 
     /// How many sensitive columns the method can release (`sensitive => 'a, b'`); one
     /// unless the method says otherwise.
@@ -228,13 +249,6 @@ pub trait Method: Debug + Send + Sync {
     /// prefix.
     fn check_sensitive(&self, _columns: &[SensitiveSpec]) -> Result<()> {
         Ok(())
-    }
-
-    /// The configured microaggregation, for the one method whose released values are
-    /// numbers rather than hierarchy labels: the engine runs it on the source's values
-    /// instead of calling [`Method::run`] (METHODS.md §10).
-    fn microaggregation(&self) -> Option<&microaggregation::Microaggregation> {
-        None
     }
 }
 
@@ -258,26 +272,76 @@ pub struct MethodSpec {
     pub params: &'static [ParamSpec],
     /// Arguments of other methods this one refuses with a specific reason.
     pub refuses: &'static [(&'static str, &'static str)],
-    /// Whether everything the release shows (rows and public metadata) is differentially
-    /// private, what public users may call by default: `dp_histogram` and `safepub`. IPA
-    /// takes an ε, but its release is not DP (docs/METHODS.md §1.11).
-    pub release_is_dp: bool,
+    /// What the release's guarantee is: differential privacy for everything it shows, for
+    /// some of its steps only, or a syntactic property of the released classes.
+    pub guarantee: Guarantee,
+    /// What the method reads of the source: a histogram over hierarchies, or numbers.
+    pub input: Input,
+    /// How the method treats a person unit (`person => 'patient_id'`).
+    pub persons: Persons,
+    /// Whether it may release direct identifiers as pseudonyms
+    /// (`identifier_mode => 'pseudonym'`): only a method whose released rows are each a
+    /// real record's, with no differential privacy to break by linking them.
+    pub pseudonyms: bool,
+    /// What the score column of its diagnostics means, for the report's chart of the
+    /// search; `None` when it has no score.
+    pub diagnostics_score: Option<&'static str>,
     /// Validates the arguments into a configured method. Errors are planning errors
     /// without a function-name prefix (the caller adds it).
     pub configure: fn(&MethodArgs<'_>) -> Result<Arc<dyn Method>>,
 }
 
+/// The kind of guarantee a method's release carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guarantee {
+    /// Everything the release shows (rows and public metadata) is differentially private:
+    /// what public users may call by default (docs/METHODS.md §8).
+    WholeReleaseDp,
+    /// The method takes an ε and some of its steps are differentially private, but the
+    /// release as a whole is not (IPA, docs/METHODS.md §1.11).
+    PartlyDp,
+    /// A property of the released classes (k-anonymity and its refinements); no ε.
+    Syntactic,
+}
+
+/// What a method reads of the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    /// The source's histogram over the quasi-identifiers' hierarchies, generalized along a
+    /// lattice ([`Method::run`]).
+    Lattice,
+    /// The quasi-identifiers as numbers, without hierarchies ([`Method::run_numeric`]).
+    Numeric,
+}
+
+/// How a method treats a person unit (docs/METHODS.md §9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Persons {
+    /// At most `max_rows_per_person` rows of each person reach the method, whose ε and δ
+    /// are divided for them (group privacy).
+    BoundRows,
+    /// Every row is kept and each released class counts distinct persons. The text, with
+    /// `{column}` for the person column, is what the guarantee says per person before the
+    /// method's own text.
+    CountPersons(&'static str),
+    /// Persons are refused, for this reason.
+    Refused(&'static str),
+}
+
+/// What a syntactic method that counts persons says of them: every class holds k persons.
+pub const PERSONS_PER_CLASS: &str = "Per person (column '{column}'): every released class other than the fully suppressed one holds at least k distinct persons, not only k records; the prosecutor risks count persons.";
+
 impl MethodSpec {
-    /// Whether the method generalizes along hierarchies (every method but
-    /// microaggregation, whose quasi-identifiers are numeric columns without one).
+    /// Whether the method generalizes along hierarchies ([`Input::Lattice`]).
     pub fn takes_hierarchies(&self) -> bool {
-        self.name != microaggregation::METHOD.name
+        self.input == Input::Lattice
     }
 
-    /// Whether the method is differentially private (it takes an `epsilon`): per person
-    /// it bounds contributions, while the syntactic methods count persons (METHODS.md §9).
+    /// Whether the method takes an ε (its guarantee is differential privacy, for the whole
+    /// release or for some steps): per person it bounds contributions, while the syntactic
+    /// methods count persons (METHODS.md §9).
     pub fn is_differentially_private(&self) -> bool {
-        self.params.iter().any(|p| p.name == "epsilon")
+        self.guarantee != Guarantee::Syntactic
     }
 
     /// The names of every argument a call of this method takes: the common ones
@@ -294,7 +358,80 @@ impl MethodSpec {
 /// Whether the configured `method` is differentially private
 /// ([`MethodSpec::is_differentially_private`]).
 pub fn is_differentially_private(method: &dyn Method) -> bool {
-    find_method(method.name()).is_some_and(MethodSpec::is_differentially_private)
+    method.spec().is_differentially_private()
+}
+
+impl MethodSpec {
+    /// Validates `args` into a configured method for the privacy unit `unit`. Per person, a
+    /// differentially private method runs with the per-row budget that group privacy turns
+    /// into the requested per-person budget (METHODS.md §9.2): its `epsilon` (and `delta`)
+    /// are replaced before it is configured, and [`per_unit_cost`] turns its cost back.
+    pub fn configure_for_unit(
+        &self,
+        args: &MethodArgs<'_>,
+        unit: &PrivacyUnit,
+    ) -> Result<Arc<dyn Method>> {
+        let values = per_row_values(args.values.clone(), unit, self)?;
+        (self.configure)(&MethodArgs {
+            values: &values,
+            has_informative: args.has_informative,
+            qi: args.qi,
+        })
+        .map_err(|e| per_row_context(e, unit, self, &values))
+    }
+}
+
+/// What a release of `method` costs in the privacy unit `unit`: its per-row cost per row,
+/// or per person by group privacy over its per-row budget ([`MethodSpec::configure_for_unit`]).
+pub fn per_unit_cost(method: &dyn Method, unit: &PrivacyUnit) -> Cost {
+    match unit {
+        PrivacyUnit::Row => method.budget(),
+        PrivacyUnit::Person { max_rows, .. } => per_person_cost(method.budget(), *max_rows),
+    }
+}
+
+/// The method's values with `epsilon` (and `delta`, where the method has one) replaced by
+/// the per-row budget that group privacy turns into the requested per-person budget, for a
+/// differentially private method released per person. Other calls keep their values.
+fn per_row_values(
+    values: ParamValues,
+    unit: &PrivacyUnit,
+    method: &MethodSpec,
+) -> Result<ParamValues> {
+    let PrivacyUnit::Person { max_rows, .. } = unit else {
+        return Ok(values);
+    };
+    if !method.is_differentially_private() || *max_rows == 1 {
+        return Ok(values);
+    }
+    let epsilon = values.f64("epsilon")?;
+    let delta = values.opt_f64("delta");
+    let (eps_row, delta_row) = per_row_budget(epsilon, delta.unwrap_or(0.0), *max_rows);
+    let mut values = values;
+    values.set("epsilon", ParamValue::Number(eps_row));
+    if delta.is_some() {
+        values.set("delta", ParamValue::Number(delta_row));
+    }
+    Ok(values)
+}
+
+/// A method's refusal of its per-row budget, with where that budget came from.
+fn per_row_context(
+    e: DataFusionError,
+    unit: &PrivacyUnit,
+    method: &MethodSpec,
+    values: &ParamValues,
+) -> DataFusionError {
+    match unit {
+        PrivacyUnit::Person { max_rows, .. } if *max_rows > 1 && method.is_differentially_private() => {
+            DataFusionError::Plan(format!(
+                "{} (per person, each row gets epsilon / max_rows_per_person = {}: lower max_rows_per_person or raise epsilon)",
+                e.strip_backtrace().trim_start_matches("Error during planning: "),
+                values.opt_f64("epsilon").unwrap_or(f64::NAN)
+            ))
+        }
+        _ => e,
+    }
 }
 
 /// Every method, in the order help lists them. Adding a method is one module and one line.
@@ -306,6 +443,16 @@ pub const METHODS: &[&MethodSpec] = &[
     &upa::METHOD,
     &microaggregation::METHOD,
 ];
+
+/// The methods whose whole release is differentially private ([`Guarantee::WholeReleaseDp`]):
+/// the methods a public policy allows unless it says otherwise.
+pub fn whole_release_dp_methods() -> Vec<&'static str> {
+    METHODS
+        .iter()
+        .filter(|m| m.guarantee == Guarantee::WholeReleaseDp)
+        .map(|m| m.name)
+        .collect()
+}
 
 /// The method called `name` (case-insensitive).
 pub fn find_method(name: &str) -> Option<&'static MethodSpec> {
@@ -429,6 +576,29 @@ mod tests {
     fn registry_tables_are_consistent() {
         let mut method_names = Vec::new();
         for method in METHODS {
+            // A method takes an ε exactly when its guarantee is differential privacy, and
+            // then bounds a person's rows; a syntactic one counts persons or refuses them.
+            let takes_epsilon = method.params.iter().any(|p| p.name == "epsilon");
+            assert_eq!(
+                takes_epsilon,
+                method.is_differentially_private(),
+                "{}",
+                method.name
+            );
+            assert_eq!(
+                method.persons == Persons::BoundRows,
+                method.is_differentially_private(),
+                "{}",
+                method.name
+            );
+            if let Persons::CountPersons(text) = method.persons {
+                assert!(text.contains("{column}"), "{}", method.name);
+            }
+            assert!(
+                !method.pseudonyms || method.guarantee == Guarantee::Syntactic,
+                "{}: pseudonyms link rows across releases",
+                method.name
+            );
             assert!(!method_names.contains(&method.name), "{}", method.name);
             method_names.push(method.name);
             assert_eq!(

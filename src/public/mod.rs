@@ -30,7 +30,7 @@ use datafusion::execution::SessionState;
 use datafusion::prelude::SessionContext;
 
 use crate::budget::ledger::table_key;
-use crate::method::{find_method, Method, MethodSpec};
+use crate::method::{find_method, Guarantee, Method, MethodSpec};
 use crate::public::policy::{PublicPolicy, SourcePolicy};
 use crate::session::table_reference_candidates;
 
@@ -135,7 +135,7 @@ impl PublicRules {
         given: &[&str],
     ) -> Result<Vec<(String, ScalarValue)>> {
         let fixed = source.fixed.get(method.name);
-        if !method.release_is_dp {
+        if method.guarantee != Guarantee::WholeReleaseDp {
             if let Some(name) = given.iter().find(|n| **n != "source" && **n != "method") {
                 return plan_err!(
                     "{function}(): method '{}' is not differentially private, so public users call it with the data owner's arguments only: argument '{name}' cannot be given (give only the source and the method)",

@@ -12,10 +12,18 @@ use std::collections::BTreeMap;
 use datafusion::common::ScalarValue;
 use serde::{Deserialize, Serialize};
 
-use crate::method::find_method;
+use crate::method::{find_method, whole_release_dp_methods, Guarantee};
 
-/// The methods public users may call when the owner says nothing else.
-pub const DEFAULT_PUBLIC_METHODS: [&str; 2] = ["dp_histogram", "safepub"];
+/// The methods public users may call when the owner says nothing else: those whose whole
+/// release is differentially private, by name.
+pub fn default_public_methods() -> Vec<String> {
+    let mut methods: Vec<String> = whole_release_dp_methods()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    methods.sort();
+    methods
+}
 
 /// Default [`PublicPolicy::min_epsilon`].
 pub const DEFAULT_PUBLIC_MIN_EPSILON: f64 = 0.01;
@@ -159,10 +167,7 @@ impl Default for PublicPolicy {
     fn default() -> Self {
         Self {
             tables: Vec::new(),
-            methods: DEFAULT_PUBLIC_METHODS
-                .iter()
-                .map(|m| m.to_string())
-                .collect(),
+            methods: default_public_methods(),
             allow_non_dp: false,
             min_epsilon: DEFAULT_PUBLIC_MIN_EPSILON,
             max_epsilon: None,
@@ -209,7 +214,7 @@ impl PublicPolicy {
             let Some(spec) = find_method(method) else {
                 return Err(format!("public policy: unknown method '{method}'"));
             };
-            if !spec.release_is_dp && !self.allow_non_dp {
+            if spec.guarantee != Guarantee::WholeReleaseDp && !self.allow_non_dp {
                 return Err(format!(
                     "public method '{method}' does not release differentially private data: public users could read what its guarantee leaves open. Enable it only knowingly, with allow_non_dp = true in the policy (the file of dfanon --policy, server.toml's [public], PublicPolicy::allow_non_dp); its public calls then take every argument from the source's fixed arguments. The other way is anonymize_publish"
                 ));
@@ -307,7 +312,8 @@ impl SourcePolicy {
             }
             let spec =
                 find_method(method).ok_or_else(|| format!("{at}: unknown method '{method}'"))?;
-            if !spec.release_is_dp && !self.fixed.get(method).is_some_and(|f| f.contains_key("qi"))
+            if spec.guarantee != Guarantee::WholeReleaseDp
+                && !self.fixed.get(method).is_some_and(|f| f.contains_key("qi"))
             {
                 return Err(format!(
                     "{at}: method '{method}' is not differentially private, so its public calls take every argument from the owner: give them in fixed.{method} (qi at least)"

@@ -579,7 +579,14 @@ fn search(out: &mut String, subject: &Subject<'_>) -> Result<()> {
                 out,
                 "<figure>{svg}<figcaption class=\"explain\">The y axis is the diagnostics' '{}' column: {}.</figcaption></figure>",
                 escape(&score),
-                escape(score_meaning(method))
+                escape(
+                    subject
+                        .request
+                        .method
+                        .spec()
+                        .diagnostics_score
+                        .unwrap_or("the method's score")
+                )
             );
         }
         None => {
@@ -591,16 +598,6 @@ fn search(out: &mut String, subject: &Subject<'_>) -> Result<()> {
     }
     out.push_str("</section>");
     Ok(())
-}
-
-fn score_meaning(method: &str) -> &'static str {
-    match method {
-        "ipa" => "IPA's node score (the utility score by default; the chosen node is drawn with the exponential mechanism, so it need not be the best)",
-        "kanon" => "the k-anonymity search's metric (lower is better; the chosen node is the best feasible one)",
-        "safepub" => "SafePub's score of each pivot of its search (higher is better)",
-        "upa" => "UPA's LM information loss of each node (lower is better)",
-        _ => "the method's score",
-    }
 }
 
 fn warnings(out: &mut String, subject: &Subject<'_>) {

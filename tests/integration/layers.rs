@@ -11,6 +11,9 @@
 //!    loop, is a circle.
 //! 2. [`lower_layers_never_name_upper_ones`]: the layer rules of `docs/ARCHITECTURE.md`: no
 //!    file of a lower area names a file of an area above it (the table [`FORBIDDEN`]).
+//! 3. [`only_the_methods_name_a_method`]: no string literal outside `src/method/` is a
+//!    method's name (a folder of `src/method/`): what a method is and does is declared in
+//!    its `MethodSpec`, which the other layers read.
 //!
 //! Test-only files (`tests.rs`, `*_tests.rs`, `src/testing/`) and inline `#[cfg(test)]`
 //! modules are left out: a test may reach anything. Run with
@@ -97,6 +100,52 @@ fn lower_layers_never_name_upper_ones() {
     assert!(
         offences.is_empty(),
         "imports that point upward:\n{}",
+        offences.join("\n")
+    );
+}
+
+#[test]
+fn only_the_methods_name_a_method() {
+    let src = root().join("src");
+    let methods: Vec<String> = std::fs::read_dir(src.join("method"))
+        .expect("src/method")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.is_dir())
+        .filter_map(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string))
+        .collect();
+    assert!(methods.len() >= 6, "{methods:?}");
+    let mut paths = Vec::new();
+    collect(&src, &mut paths);
+    let mut offences = Vec::new();
+    for path in paths {
+        let name = path
+            .strip_prefix(root())
+            .expect("under the root")
+            .to_string_lossy()
+            .replace('\\', "/");
+        let file_name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if name.starts_with("src/method/")
+            || name.starts_with("src/testing/")
+            || file_name == "tests.rs"
+            || file_name.ends_with("_tests.rs")
+        {
+            continue;
+        }
+        let code = code_with_strings(&std::fs::read_to_string(&path).expect("read"));
+        for (n, line) in code.lines().enumerate() {
+            for method in &methods {
+                if line.contains(&format!("\"{method}\"")) {
+                    offences.push(format!("{name}:{}: \"{method}\"", n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "method names outside src/method/ (declare the fact in the method's MethodSpec):\n{}",
         offences.join("\n")
     );
 }
@@ -402,6 +451,15 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
 /// The text without comments, string literals' contents and the inline test modules
 /// (a `#[cfg(test)]` line followed by `mod … {`: the rest of the file).
 fn code_of(text: &str) -> String {
+    strip(text, false)
+}
+
+/// The text without comments and the inline test modules, string literals kept.
+fn code_with_strings(text: &str) -> String {
+    strip(text, true)
+}
+
+fn strip(text: &str, keep_strings: bool) -> String {
     let lines: Vec<&str> = text.lines().collect();
     let mut out = String::new();
     let mut in_block_comment = false;
@@ -428,10 +486,16 @@ fn code_of(text: &str) -> String {
             }
             if in_string {
                 if c == '\\' {
-                    chars.next();
+                    let escaped = chars.next();
+                    if keep_strings {
+                        out.push(c);
+                        out.extend(escaped);
+                    }
                 } else if c == '"' {
                     in_string = false;
                     out.push('"');
+                } else if keep_strings {
+                    out.push(c);
                 }
                 continue;
             }

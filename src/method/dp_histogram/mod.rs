@@ -30,6 +30,7 @@ use crate::mechanism::noise::PositiveNoise;
 use crate::mechanism::noise::{sample_discrete_laplace, ExactScale};
 use crate::mechanism::rng::AnonRng;
 use crate::method::MethodInput;
+use crate::method::{Guarantee, Input, Persons};
 use crate::method::{Method, MethodOutput, MethodSpec};
 use crate::release::ReleasedHistogram;
 use crate::release::{ReleaseSize, TooManyRows, SIZE_FAILURE};
@@ -146,7 +147,11 @@ pub const METHOD: MethodSpec = MethodSpec {
     about: "noisy contingency table over a generalized domain, every cell with exact discrete Laplace noise: epsilon-differential privacy (rows are not real records)",
     params: params::PARAMS,
     refuses: params::REFUSES,
-    release_is_dp: true,
+    guarantee: Guarantee::WholeReleaseDp,
+    input: Input::Lattice,
+    persons: Persons::BoundRows,
+    pseudonyms: false,
+    diagnostics_score: None,
     configure: params::configure,
 };
 
@@ -162,8 +167,8 @@ pub struct DpHistogram {
 }
 
 impl Method for DpHistogram {
-    fn name(&self) -> &'static str {
-        METHOD.name
+    fn spec(&self) -> &'static MethodSpec {
+        &METHOD
     }
 
     fn budget(&self) -> Cost {

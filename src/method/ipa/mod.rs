@@ -21,6 +21,7 @@ use crate::mechanism::exponential::exponential_mechanism;
 use crate::mechanism::rng::{derive_child, AnonRng};
 use crate::method::sweep::Sweep;
 use crate::method::MethodInput;
+use crate::method::{Guarantee, Input, Persons};
 use crate::release::interval_means::interval_means;
 use crate::release::{IntervalMeans, ReleasedHistogram};
 
@@ -98,7 +99,11 @@ pub const METHOD: MethodSpec = MethodSpec {
     about: "IPA (Lee & Chung 2020): full-domain generalization, noisy-threshold suppression, counterfeit records and exponential-mechanism choices; no formal DP guarantee (see the metadata's guarantee text)",
     params: params::PARAMS,
     refuses: params::REFUSES,
-    release_is_dp: false,
+    guarantee: Guarantee::PartlyDp,
+    input: Input::Lattice,
+    persons: Persons::BoundRows,
+    pseudonyms: false,
+    diagnostics_score: Some("IPA's node score (the utility score by default; the chosen node is drawn with the exponential mechanism, so it need not be the best)"),
     configure: params::configure,
 };
 
@@ -114,8 +119,8 @@ pub struct Ipa {
 }
 
 impl Method for Ipa {
-    fn name(&self) -> &'static str {
-        METHOD.name
+    fn spec(&self) -> &'static MethodSpec {
+        &METHOD
     }
 
     /// With `counterfeit_values => 'marginal'` every value of the domain gets a noisy count.

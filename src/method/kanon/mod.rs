@@ -21,6 +21,7 @@ use datafusion::common::{exec_err, internal_err, Result};
 
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
+use crate::method::{Guarantee, Input, Persons, PERSONS_PER_CLASS};
 use crate::privacy::models::ClassModels;
 use crate::privacy_unit::PersonCodes;
 use crate::release::{ReleasedHistogram, SUPPRESSED};
@@ -86,7 +87,11 @@ pub const METHOD: MethodSpec = MethodSpec {
     about: "optimal full-domain k-anonymity with record or cell suppression (least NCP or ARX metric, pruned search); deterministic, no differential privacy",
     params: params::PARAMS,
     refuses: params::REFUSES,
-    release_is_dp: false,
+    guarantee: Guarantee::Syntactic,
+    input: Input::Lattice,
+    persons: Persons::CountPersons(PERSONS_PER_CLASS),
+    pseudonyms: true,
+    diagnostics_score: Some("the k-anonymity search's metric (lower is better; the chosen node is the best feasible one)"),
     configure: params::configure,
 };
 
@@ -102,8 +107,8 @@ pub struct Kanon {
 }
 
 impl Method for Kanon {
-    fn name(&self) -> &'static str {
-        METHOD.name
+    fn spec(&self) -> &'static MethodSpec {
+        &METHOD
     }
 
     fn budget(&self) -> Cost {

@@ -14,12 +14,13 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Float64Array, RecordBatch, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::common::{internal_err, plan_err, Result};
+use datafusion::common::{plan_err, Result};
 
 use crate::budget::Cost;
-use crate::mechanism::rng::AnonRng;
-use crate::method::{Method, MethodArgs, MethodInput, MethodOutput, MethodSpec};
+use crate::method::{Guarantee, Input, Persons};
+use crate::method::{Method, MethodArgs, MethodSpec};
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
+use crate::progress::Progress;
 use crate::sensitive::SensitiveSpec;
 
 pub mod groups;
@@ -27,7 +28,8 @@ pub mod mdav;
 #[cfg(test)]
 mod tests;
 
-pub use groups::{microaggregate, Aggregate, Microaggregated, NumericPoints};
+pub use crate::method::numeric::{NumericOutput, NumericPoints};
+pub use groups::{microaggregate, Aggregate, Microaggregated};
 
 /// Default `k`, as sdcMicro's `aggr`.
 pub const DEFAULT_K: u64 = 3;
@@ -68,7 +70,11 @@ pub const METHOD: MethodSpec = MethodSpec {
     about: "MDAV microaggregation of numeric quasi-identifiers: groups of at least k records get their group's mean (or median); k-anonymity on those columns only, no differential privacy",
     params: PARAMS,
     refuses: REFUSES,
-    release_is_dp: false,
+    guarantee: Guarantee::Syntactic,
+    input: Input::Numeric,
+    persons: Persons::Refused("its groups hold k records, not k persons; use 'kanon' (which counts persons) or a differentially private method"),
+    pseudonyms: false,
+    diagnostics_score: None,
     configure,
 };
 
@@ -155,8 +161,8 @@ pub fn microaggregation_diagnostics_schema() -> SchemaRef {
 }
 
 impl Method for Microaggregation {
-    fn name(&self) -> &'static str {
-        METHOD.name
+    fn spec(&self) -> &'static MethodSpec {
+        &METHOD
     }
 
     fn budget(&self) -> Cost {
@@ -171,8 +177,20 @@ impl Method for Microaggregation {
         microaggregation_diagnostics_schema()
     }
 
-    fn run(&self, _input: &MethodInput<'_>, _rng: &mut AnonRng) -> Result<MethodOutput> {
-        internal_err!("microaggregation runs on the numeric values, not on a histogram")
+    fn run_numeric(
+        &self,
+        points: &NumericPoints,
+        columns: &[String],
+        progress: &Progress,
+    ) -> Result<NumericOutput> {
+        let result = microaggregate(points, self.k, self.aggregate, progress)?;
+        Ok(NumericOutput {
+            metadata: self.metadata(columns),
+            diagnostics: self.diagnostics(&result)?,
+            release: result.release,
+            class_values: result.class_values,
+            information_loss: result.information_loss,
+        })
     }
 
     fn max_sensitive_columns(&self) -> usize {
@@ -187,9 +205,5 @@ impl Method for Microaggregation {
             );
         }
         Ok(())
-    }
-
-    fn microaggregation(&self) -> Option<&Microaggregation> {
-        Some(self)
     }
 }

@@ -47,6 +47,7 @@ use crate::budget::Cost;
 use crate::lattice::{Lattice, LevelBounds};
 use crate::mechanism::rng::{derive_child, AnonRng};
 use crate::method::MethodInput;
+use crate::method::{Guarantee, Input, Persons};
 use crate::method::{Method, MethodOutput, MethodSpec};
 use crate::privacy::sampling_dp::{
     beta_numerator, calibrate, smoothness_delta, SafePubCalibration, MIN_DELTA,
@@ -168,7 +169,11 @@ pub const METHOD: MethodSpec = MethodSpec {
     about: "SafePub (Bild, Kuhn & Prasser 2018): truthful (epsilon, delta)-differential privacy by random sampling, full-domain generalization and suppression of classes below k, with a private top-down search",
     params: params::PARAMS,
     refuses: params::REFUSES,
-    release_is_dp: true,
+    guarantee: Guarantee::WholeReleaseDp,
+    input: Input::Lattice,
+    persons: Persons::BoundRows,
+    pseudonyms: false,
+    diagnostics_score: Some("SafePub's score of each pivot of its search (higher is better)"),
     configure: params::configure,
 };
 
@@ -184,8 +189,8 @@ pub struct SafePub {
 }
 
 impl Method for SafePub {
-    fn name(&self) -> &'static str {
-        METHOD.name
+    fn spec(&self) -> &'static MethodSpec {
+        &METHOD
     }
 
     /// The last pivot of a search on an independent sample (§2.12); `final_selection =>

@@ -31,6 +31,7 @@ use crate::lattice::{node_label, Node};
 use crate::mechanism::rng::{derive_child, AnonRng};
 use crate::method::sweep::Sweep;
 use crate::method::MethodInput;
+use crate::method::{Guarantee, Input, Persons};
 use crate::method::{Method, MethodOutput, MethodSpec};
 use crate::metric::degree::{loss_metric, Degrees, DEGREE_TOLERANCE};
 use crate::metric::rce::{cell_rce, class_volume, class_volumes};
@@ -384,13 +385,21 @@ fn node_rce(
     total
 }
 
+/// What UPA says per person: it fills small classes with counterfeit rows instead of
+/// suppressing them, each counterfeit standing for one more person.
+const PERSONS_WITH_COUNTERFEITS: &str = "Per person (column '{column}'): every released class holds at least k persons, not only k rows: a class of p < k distinct persons gets k - p counterfeit rows, each standing for one more person; the prosecutor risks count persons.";
+
 /// UPA in the method registry.
 pub const METHOD: MethodSpec = MethodSpec {
     name: "upa",
     about: "UPA (Lee et al. 2017): k-anonymity under an h-ceiling on every record's generalization degree, counterfeit records and a published catalog of them (anonymize_catalog, upa_truthful); syntactic, no differential privacy",
     params: params::PARAMS,
     refuses: params::REFUSES,
-    release_is_dp: false,
+    guarantee: Guarantee::Syntactic,
+    input: Input::Lattice,
+    persons: Persons::CountPersons(PERSONS_WITH_COUNTERFEITS),
+    pseudonyms: false,
+    diagnostics_score: Some("UPA's LM information loss of each node (lower is better)"),
     configure: params::configure,
 };
 
@@ -406,8 +415,8 @@ pub struct Upa {
 }
 
 impl Method for Upa {
-    fn name(&self) -> &'static str {
-        METHOD.name
+    fn spec(&self) -> &'static MethodSpec {
+        &METHOD
     }
 
     fn budget(&self) -> Cost {

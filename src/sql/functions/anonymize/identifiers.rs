@@ -4,6 +4,7 @@
 use datafusion::common::{plan_err, Result};
 
 use super::call_columns::CallColumns;
+use crate::method::METHODS;
 use crate::names::parse_list;
 use crate::pseudonym::{Identifiers, PseudonymKey};
 use crate::sql::columns::resolve_column;
@@ -67,9 +68,15 @@ pub fn identifiers(
                 "{function}(): identifier_mode 'pseudonym' is for the data owner only"
             );
         }
-        if method.name != "kanon" {
+        if !method.pseudonyms {
+            let allowed: Vec<String> = METHODS
+                .iter()
+                .filter(|m| m.pseudonyms)
+                .map(|m| format!("'{}'", m.name))
+                .collect();
             return plan_err!(
-                "{function}(): identifier_mode 'pseudonym' applies to method 'kanon' only: a pseudonym links every released row across releases, which '{}' cannot allow (its rows are noisy or counterfeit, or its guarantee is differential privacy); leave the identifiers dropped",
+                "{function}(): identifier_mode 'pseudonym' applies to method {} only: a pseudonym links every released row across releases, which '{}' cannot allow (its rows are noisy or counterfeit, or its guarantee is differential privacy); leave the identifiers dropped",
+                allowed.join(", "),
                 method.name
             );
         }

@@ -24,7 +24,7 @@ use crate::sql::columns::resolve_column;
 
 use super::call_columns::{prefix_error, CallColumns};
 use super::identifiers::identifiers;
-use super::unit::{per_row_context, per_row_values, privacy_unit};
+use super::unit::privacy_unit;
 use crate::method::common_params::DEFAULT_METHOD;
 use crate::method::COMMON_PARAMS;
 use crate::pseudonym::PseudonymKey;
@@ -115,13 +115,16 @@ pub fn build_request(
     };
     let unit = privacy_unit(&columns, public)?;
     let identifiers = identifiers(&columns, public.is_some(), pseudonym_key)?;
-    let values = per_row_values(values, &unit, method)?;
-    let configured = (method.configure)(&MethodArgs {
-        values: &values,
-        has_informative: !sensitive.is_empty(),
-        qi: &qi_columns,
-    })
-    .map_err(|e| per_row_context(prefix_error(function, e), &unit, method, &values))?;
+    let configured = method
+        .configure_for_unit(
+            &MethodArgs {
+                values: &values,
+                has_informative: !sensitive.is_empty(),
+                qi: &qi_columns,
+            },
+            &unit,
+        )
+        .map_err(|e| prefix_error(function, e))?;
     check_level_bounds(&*configured, &qi)
         .map_err(|e| DataFusionError::Plan(format!("{function}(): {e}")))?;
     if sensitive.len() > configured.max_sensitive_columns() {

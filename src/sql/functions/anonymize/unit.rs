@@ -2,13 +2,12 @@
 //! checked against the source, the method and a public session's policy, and the per-row
 //! budget a differentially private method runs with (METHODS.md §9).
 
-use datafusion::common::{plan_err, DataFusionError, Result};
+use datafusion::common::{plan_err, Result};
 
 use super::call_columns::CallColumns;
-use crate::method::MethodSpec;
+use crate::method::Persons;
 use crate::names::parse_list;
-use crate::params::{ParamValue, ParamValues};
-use crate::privacy_unit::{per_row_budget, PrivacyUnit, DEFAULT_MAX_ROWS_PER_PERSON};
+use crate::privacy_unit::{PrivacyUnit, DEFAULT_MAX_ROWS_PER_PERSON};
 use crate::public::PublicRules;
 use crate::sql::columns::resolve_column;
 
@@ -79,9 +78,10 @@ pub fn privacy_unit(call: &CallColumns<'_>, public: Option<&PublicRules>) -> Res
             "{function}(): the person column '{column}' cannot also be a quasi-identifier or a sensitive column: it is never released"
         );
     }
-    if method.name == "microaggregation" {
+    if let Persons::Refused(reason) = method.persons {
         return plan_err!(
-            "{function}(): argument 'person' does not apply to method 'microaggregation': its groups hold k records, not k persons; use 'kanon' (which counts persons) or a differentially private method"
+            "{function}(): argument 'person' does not apply to method '{}': {reason}",
+            method.name
         );
     }
     if !method.is_differentially_private() && max_rows.is_some() {
@@ -92,48 +92,4 @@ pub fn privacy_unit(call: &CallColumns<'_>, public: Option<&PublicRules>) -> Res
     }
     PrivacyUnit::person(&column, max_rows.unwrap_or(DEFAULT_MAX_ROWS_PER_PERSON))
         .map_err(|e| super::call_columns::prefix_error(function, e))
-}
-
-/// The method's values with `epsilon` (and `delta`, where the method has one) replaced by
-/// the per-row budget that group privacy turns into the requested per-person budget, for a
-/// differentially private method released per person. Other calls keep their values.
-pub fn per_row_values(
-    values: ParamValues,
-    unit: &PrivacyUnit,
-    method: &MethodSpec,
-) -> Result<ParamValues> {
-    let PrivacyUnit::Person { max_rows, .. } = unit else {
-        return Ok(values);
-    };
-    if !method.is_differentially_private() || *max_rows == 1 {
-        return Ok(values);
-    }
-    let epsilon = values.f64("epsilon")?;
-    let delta = values.opt_f64("delta");
-    let (eps_row, delta_row) = per_row_budget(epsilon, delta.unwrap_or(0.0), *max_rows);
-    let mut values = values;
-    values.set("epsilon", ParamValue::Number(eps_row));
-    if delta.is_some() {
-        values.set("delta", ParamValue::Number(delta_row));
-    }
-    Ok(values)
-}
-
-/// A method's refusal of its per-row budget, with where that budget came from.
-pub(super) fn per_row_context(
-    e: DataFusionError,
-    unit: &PrivacyUnit,
-    method: &MethodSpec,
-    values: &ParamValues,
-) -> DataFusionError {
-    match unit {
-        PrivacyUnit::Person { max_rows, .. } if *max_rows > 1 && method.is_differentially_private() => {
-            DataFusionError::Plan(format!(
-                "{} (per person, each row gets epsilon / max_rows_per_person = {}: lower max_rows_per_person or raise epsilon)",
-                e.strip_backtrace().trim_start_matches("Error during planning: "),
-                values.opt_f64("epsilon").unwrap_or(f64::NAN)
-            ))
-        }
-        _ => e,
-    }
 }

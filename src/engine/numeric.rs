@@ -1,6 +1,6 @@
-//! Phase 1 and the release of method `microaggregation` (METHODS.md §10): one aggregate
+//! Phase 1 and the release of a method that reads numbers (METHODS.md §10): one aggregate
 //! over the source (the quasi-identifiers as numbers, the sensitive columns, the record
-//! count), then MDAV and the released classes ([`crate::method::microaggregation`]). The
+//! count), then the method on the points ([`crate::method::Method::run_numeric`]). The
 //! released rows are the lattice methods' ([`ReleasedRows`]), with numbers for labels.
 
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use datafusion::prelude::SessionContext;
 
 use super::base::sensitive_codes;
 use super::{AnonymizeRequest, ReleaseOutput};
-use crate::method::microaggregation::{microaggregate, Microaggregation, NumericPoints};
+use crate::method::numeric::NumericPoints;
 use crate::method::MethodOutput;
 use crate::progress::{Cancel, Progress, ProgressFn};
 use crate::release::{
@@ -24,10 +24,9 @@ use crate::release::{
 };
 use crate::session::reading_error;
 
-/// The release of `request`, whose method is `method`.
+/// The release of `request`, whose method reads numbers ([`crate::method::Input::Numeric`]).
 pub(super) async fn release(
     request: &AnonymizeRequest,
-    method: &Microaggregation,
     state: &SessionState,
     progress: Option<ProgressFn>,
     limit: ReleaseRowLimit,
@@ -84,9 +83,10 @@ pub(super) async fn release(
                     }
                     Some(x) => {
                         return exec_err!(
-                            "anonymize(): quasi-identifier '{}' of table '{}' contains the value {x}; microaggregation needs finite numbers",
+                            "anonymize(): quasi-identifier '{}' of table '{}' contains the value {x}; {} needs finite numbers",
                             q.column,
-                            request.source_name
+                            request.source_name,
+                            request.method.name()
                         )
                     }
                 }
@@ -120,12 +120,16 @@ pub(super) async fn release(
     drop(batches);
     let total: u64 = records.iter().sum();
     if !request.public {
+        let advice = format!(
+            "Method '{}' never releases more rows than its input: allow the size",
+            request.method.name()
+        );
         check_release_size(
-            method_name(),
+            request.method.name(),
             &ReleaseSize::at_most(total),
             total,
             limit,
-            "Method 'microaggregation' never releases more rows than its input: allow the size",
+            &advice,
         )?;
     }
     let points = NumericPoints::from_rows(
@@ -138,14 +142,13 @@ pub(super) async fn release(
     );
     let cancel = Cancel::new();
     let _stop_when_dropped = cancel.on_drop();
-    let progress = Progress::new(method_name(), progress, cancel);
-    let (k, aggregate) = (method.k, method.aggregate);
+    let progress = Progress::new(request.method.name(), progress, cancel);
+    let method = request.method.clone();
+    let columns: Vec<String> = request.qi.iter().map(|q| q.column.clone()).collect();
     let result =
-        tokio::task::spawn_blocking(move || microaggregate(&points, k, aggregate, &progress))
+        tokio::task::spawn_blocking(move || method.run_numeric(&points, &columns, &progress))
             .await
-            .map_err(|e| {
-                DataFusionError::Internal(format!("microaggregation task failed: {e}"))
-            })??;
+            .map_err(|e| DataFusionError::Internal(format!("the method's task failed: {e}")))??;
 
     let schema = request.release_schema();
     let values = sensitive.tuple_arrays()?;
@@ -168,18 +171,18 @@ pub(super) async fn release(
         indices: (0..width).collect(),
         schema: schema.clone(),
     })?;
-    let columns: Vec<String> = request.qi.iter().map(|q| q.column.clone()).collect();
     let output = MethodOutput {
-        release: result.release.clone(),
+        release: result.release,
         node: vec![0; attrs],
-        metadata: method.metadata(&columns),
-        diagnostics: method.diagnostics(&result)?,
+        metadata: result.metadata,
+        diagnostics: result.diagnostics,
         catalog: None,
         interval_means: None,
     };
     if rows.row_count() != total {
         return internal_err!(
-            "microaggregation released {} of {total} records",
+            "{} released {} of {total} records",
+            request.method.name(),
             rows.row_count()
         );
     }
@@ -193,8 +196,4 @@ pub(super) async fn release(
         information_loss: result.information_loss,
         warnings: Vec::new(),
     })
-}
-
-fn method_name() -> &'static str {
-    crate::method::microaggregation::METHOD.name
 }
