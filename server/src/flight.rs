@@ -39,7 +39,7 @@ use tonic::transport::{Identity, ServerTlsConfig};
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::config::Role;
-use crate::limits::{bounded, guarded, stop_signal, Stop};
+use crate::limits::Stop;
 use crate::sessions::Server;
 
 /// Most sessions (tokens) kept at once; the oldest is forgotten first.
@@ -178,23 +178,17 @@ impl FlightSql {
                 Status::deadline_exceeded(stop.to_string())
             }
         };
-        if session.role == Role::Owner {
-            let started = guarded(self.start(session, sql)).await.map_err(stopped)??;
-            let stream = bounded(started.into_inner(), None, stop_signal(None, None), stopped);
-            return Ok(Response::new(Box::pin(stream)));
-        }
-        let admission = self.server.admission();
-        let deadline = admission.deadline();
-        let stop = stop_signal(None, Some(deadline));
-        let slot = tokio::select! {
-            slot = admission.enter(deadline) => slot,
-            stop = stop.clone() => return Err(stopped(stop)),
-        };
-        let started = tokio::select! {
-            started = guarded(self.start(session, sql)) => started.map_err(stopped)??,
-            stop = stop.clone() => return Err(stopped(stop)),
-        };
-        let stream = bounded(started.into_inner(), Some(slot), stop, stopped);
+        let admitted = self
+            .server
+            .admission()
+            .begin(session.role != Role::Owner, None, None)
+            .await
+            .map_err(stopped)?;
+        let started = admitted
+            .run(self.start(session, sql))
+            .await
+            .map_err(stopped)??;
+        let stream = admitted.bound(started.into_inner(), stopped);
         Ok(Response::new(Box::pin(stream)))
     }
 

@@ -161,6 +161,65 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     }
 }
 
+/// A statement that has begun ([`Admission::begin`]): the slot it holds (a public user's
+/// statement) and what stops it.
+pub struct Admitted {
+    /// The slot, for a public user's statement.
+    pub slot: Option<Arc<Slot>>,
+    /// Resolves when the statement must stop.
+    pub stop: StopSignal,
+}
+
+impl Admission {
+    /// Begins a statement: the one path of both protocols. An owner's statement
+    /// (`public` false) takes no slot and stops only at the client's `cancel` or at the
+    /// connection's own timeout; a public user's waits for a slot, at most until its
+    /// deadline (the server's limit, or the connection's own when shorter), and stops at
+    /// either.
+    pub async fn begin(
+        &self,
+        public: bool,
+        cancel: Option<oneshot::Receiver<()>>,
+        own_timeout: Option<Duration>,
+    ) -> Result<Admitted, Stop> {
+        if !public {
+            return Ok(Admitted {
+                slot: None,
+                stop: stop_signal(cancel, own_timeout.map(Deadline::session)),
+            });
+        }
+        let deadline = self.deadline_with(own_timeout);
+        let stop = stop_signal(cancel, Some(deadline));
+        tokio::select! {
+            slot = self.enter(deadline) => Ok(Admitted { slot: Some(slot), stop }),
+            stopped = stop.clone() => Err(stopped),
+        }
+    }
+}
+
+impl Admitted {
+    /// Runs `work` (planning, starting) unless the statement must stop first; a panic in
+    /// it stops the statement ([`Stop::Failed`]).
+    pub async fn run<T>(&self, work: impl Future<Output = T>) -> Result<T, Stop> {
+        tokio::select! {
+            result = guarded(work) => result,
+            stopped = self.stop.clone() => Err(stopped),
+        }
+    }
+
+    /// `rows`, read until the statement must stop, holding the slot until they end.
+    pub fn bound<S, T, E>(
+        &self,
+        rows: S,
+        error: impl Fn(Stop) -> E + Send + 'static,
+    ) -> Bounded<S, E>
+    where
+        S: Stream<Item = Result<T, E>>,
+    {
+        bounded(rows, self.slot.clone(), self.stop.clone(), error)
+    }
+}
+
 /// Resolves when a statement must stop; its clones resolve together.
 pub type StopSignal = Shared<BoxFuture<'static, Stop>>;
 

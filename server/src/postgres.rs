@@ -50,7 +50,7 @@ use crate::catalog::{PgCatalogKeeper, WithPgCatalog};
 use crate::config::Role;
 use crate::connections::{self, ConnectionLimits, ConnectionState};
 use crate::cursors::Cursors;
-use crate::limits::{bounded, guarded, stop_signal, Deadline, Slot, Stop, StopSignal};
+use crate::limits::{Admitted, Stop};
 use crate::password::ITERATIONS;
 use crate::sessions::Server;
 
@@ -387,10 +387,7 @@ fn connection<C: ClientInfo + ?Sized>(
 
 /// A statement under way on a connection: the slot a public user's statement holds, and
 /// what stops it (the client's cancel request; for public users, the time limit).
-struct Running {
-    slot: Option<Arc<Slot>>,
-    stop: StopSignal,
-}
+struct Running(Admitted);
 
 impl Running {
     /// Starts a statement of `connection` (a public one waits for a slot, at most until
@@ -412,28 +409,18 @@ impl Running {
             .and_then(|ms| ms.parse::<u64>().ok())
             .filter(|ms| *ms > 0)
             .map(Duration::from_millis);
-        if connection.role == Role::Owner {
-            return Ok(Self {
-                slot: None,
-                stop: stop_signal(cancel, own_timeout.map(Deadline::session)),
-            });
-        }
-        let admission = server.admission();
-        let deadline = admission.deadline_with(own_timeout);
-        let stop = stop_signal(cancel, Some(deadline));
-        tokio::select! {
-            slot = admission.enter(deadline) => Ok(Self { slot: Some(slot), stop }),
-            stopped = stop.clone() => Err(stop_error(stopped)),
-        }
+        let admitted = server
+            .admission()
+            .begin(connection.role != Role::Owner, cancel, own_timeout)
+            .await
+            .map_err(stop_error)?;
+        Ok(Self(admitted))
     }
 
     /// Runs `work` (planning, starting) unless the statement must stop first; a panic in
     /// it is an error of this statement.
     async fn run<T>(&self, work: impl Future<Output = PgWireResult<T>>) -> PgWireResult<T> {
-        tokio::select! {
-            result = guarded(work) => result.map_err(stop_error)?,
-            stopped = self.stop.clone() => Err(stop_error(stopped)),
-        }
+        self.0.run(work).await.map_err(stop_error)?
     }
 
     /// `response`, whose rows are read until the statement must stop, holding the slot.
@@ -442,12 +429,7 @@ impl Running {
             Response::Query(mut query) => {
                 let rows =
                     std::mem::replace(&mut query.data_rows, Box::pin(futures::stream::empty()));
-                query.data_rows = Box::pin(bounded(
-                    rows,
-                    self.slot.clone(),
-                    self.stop.clone(),
-                    stop_error,
-                ));
+                query.data_rows = Box::pin(self.0.bound(rows, stop_error));
                 Response::Query(query)
             }
             other => other,

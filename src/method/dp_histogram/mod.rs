@@ -36,12 +36,12 @@ use crate::release::ReleasedHistogram;
 use crate::release::{ReleaseSize, TooManyRows, SIZE_FAILURE};
 use datafusion::arrow::datatypes::SchemaRef;
 
+mod metadata;
 mod params;
-mod report;
 
 pub use params::DpHistogramParams;
 
-pub use report::{
+pub use metadata::{
     dp_histogram_diagnostics_batch, dp_histogram_diagnostics_schema, dp_histogram_metadata,
 };
 

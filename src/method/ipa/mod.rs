@@ -25,9 +25,9 @@ use crate::method::{Guarantee, Input, Persons};
 use crate::release::interval_means::interval_means;
 use crate::release::{IntervalMeans, ReleasedHistogram};
 
+mod metadata;
 mod params;
 mod perturb;
-mod report;
 mod score;
 mod values;
 
@@ -43,8 +43,8 @@ use crate::mechanism::noise::PositiveNoise;
 use crate::method::{Method, MethodOutput, MethodSpec};
 use crate::release::{ReleaseSize, SIZE_FAILURE};
 use datafusion::arrow::datatypes::SchemaRef;
+pub use metadata::{ipa_diagnostics_batch, ipa_diagnostics_schema, ipa_metadata};
 pub use params::{CounterfeitValues, IpaParams, IpaVariant, NodeScore};
-pub use report::{ipa_diagnostics_batch, ipa_diagnostics_schema, ipa_metadata};
 #[cfg(test)]
 use score::COUNTERFEIT_COST;
 pub use score::{attribute_weights, node_utility, NodeUtility, UtilityModel};

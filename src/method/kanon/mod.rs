@@ -29,17 +29,17 @@ use std::sync::Arc;
 
 mod cells;
 mod check;
+mod metadata;
 mod metric;
 mod params;
-mod report;
 
 pub use params::KanonParams;
 mod search;
 
 pub use cells::{SuppressionMode, SuppressionPlan};
 pub use check::{ClassRule, KanonNodeOutcome};
+pub use metadata::{kanon_diagnostics_batch, kanon_diagnostics_schema, kanon_metadata};
 pub use metric::{Metric, MetricKind, METRIC_NAMES};
-pub use report::{kanon_diagnostics_batch, kanon_diagnostics_schema, kanon_metadata};
 pub use search::SearchStrategy;
 
 use crate::budget::Cost;

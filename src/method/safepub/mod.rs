@@ -32,9 +32,9 @@
 //! chosen and is covered by the sensitivities.
 
 mod evaluator;
+mod metadata;
 mod params;
 pub mod partition;
-mod report;
 
 pub use params::SafePubParams;
 pub mod sample;
@@ -55,8 +55,8 @@ use crate::privacy::sampling_dp::{
 use crate::release::ReleasedHistogram;
 use datafusion::arrow::datatypes::SchemaRef;
 use evaluator::Evaluator;
+pub use metadata::{safepub_diagnostics_batch, safepub_diagnostics_schema, safepub_metadata};
 use partition::{Partition, SampleData};
-pub use report::{safepub_diagnostics_batch, safepub_diagnostics_schema, safepub_metadata};
 pub use sample::SearchSample;
 use score::Evaluation;
 pub use score::ScoreFunction;

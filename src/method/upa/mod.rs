@@ -45,14 +45,14 @@ use datafusion::arrow::datatypes::SchemaRef;
 
 mod counterfeits;
 mod grouping;
+mod metadata;
 mod params;
-mod report;
 
 pub use params::UpaParams;
 pub mod truthful;
 
 pub use grouping::{check_lemma1, group_classes};
-pub use report::{upa_diagnostics_batch, upa_diagnostics_schema, upa_metadata};
+pub use metadata::{upa_diagnostics_batch, upa_diagnostics_schema, upa_metadata};
 
 /// Default `k`.
 pub const DEFAULT_K: u64 = 10;
