@@ -350,7 +350,7 @@ fn per_unit_guarantee(request: &AnonymizeRequest, dp: bool, method_text: &str) -
         }
         // A syntactic method says what its classes hold per person.
         PrivacyUnit::Person { column, .. } => match request.method.spec().persons {
-            Persons::CountPersons(text) => {
+            Persons::Counted(text) => {
                 format!("{} {method_text}", text.replace("{column}", column))
             }
             // Refused when the request was made; never reached.

@@ -323,7 +323,7 @@ pub enum Persons {
     /// Every row is kept and each released class counts distinct persons. The text, with
     /// `{column}` for the person column, is what the guarantee says per person before the
     /// method's own text.
-    CountPersons(&'static str),
+    Counted(&'static str),
     /// Persons are refused, for this reason.
     Refused(&'static str),
 }
@@ -591,7 +591,7 @@ mod tests {
                 "{}",
                 method.name
             );
-            if let Persons::CountPersons(text) = method.persons {
+            if let Persons::Counted(text) = method.persons {
                 assert!(text.contains("{column}"), "{}", method.name);
             }
             assert!(

@@ -61,12 +61,12 @@ impl SharedReleases {
                 if spent + cost.epsilon <= principal.epsilon_quota * (1.0 + SLACK) {
                     return Err(e);
                 }
-                return plan_err!(
+                plan_err!(
                 "privacy quota exceeded for user '{}' on table '{table}': this release costs epsilon = {}; the user's releases of it have spent epsilon = {spent} of their quota of {}. Nothing was released",
                 principal.name,
                 cost.epsilon,
                 principal.epsilon_quota
-            );
+            )
             }
         }
     }

@@ -89,7 +89,7 @@ pub const METHOD: MethodSpec = MethodSpec {
     refuses: params::REFUSES,
     guarantee: Guarantee::Syntactic,
     input: Input::Lattice,
-    persons: Persons::CountPersons(PERSONS_PER_CLASS),
+    persons: Persons::Counted(PERSONS_PER_CLASS),
     pseudonyms: true,
     diagnostics_score: Some("the k-anonymity search's metric (lower is better; the chosen node is the best feasible one)"),
     configure: params::configure,

@@ -397,7 +397,7 @@ pub const METHOD: MethodSpec = MethodSpec {
     refuses: params::REFUSES,
     guarantee: Guarantee::Syntactic,
     input: Input::Lattice,
-    persons: Persons::CountPersons(PERSONS_WITH_COUNTERFEITS),
+    persons: Persons::Counted(PERSONS_WITH_COUNTERFEITS),
     pseudonyms: false,
     diagnostics_score: Some("UPA's LM information loss of each node (lower is better)"),
     configure: params::configure,
