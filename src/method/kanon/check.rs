@@ -9,7 +9,7 @@ use datafusion::common::Result;
 use rayon::prelude::*;
 
 use super::cells::{cell_order, plan_suppression, SuppressionMode, SuppressionPlan};
-use super::metric::{Metric, Score, Suppression};
+use super::objective::{Metric, Score, Suppression};
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
 use crate::lattice::Node;

@@ -3,7 +3,7 @@
 
 use super::cells::SuppressionMode;
 use super::check::KanonNodeOutcome;
-use super::metric::Score;
+use super::objective::Score;
 use super::{KanonParams, KanonResult};
 use crate::lattice::{node_label, Lattice};
 use crate::privacy::risk::{release_risk, release_risk_per_person};

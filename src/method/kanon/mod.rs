@@ -11,7 +11,7 @@
 //! then to the earliest node in lattice order. The pruned search (`search`) finds the same
 //! node as checking every node. The method is deterministic and draws no randomness.
 //!
-//! Modules: `params` (the parameter table), `metric` (NCP and ARX's metrics), `check` (one
+//! Modules: `params` (the parameter table), `objective` (NCP and ARX's metrics), `check` (one
 //! node: classes, the per-class privacy test, feasibility, score), `cells` (record and cell
 //! suppression), `search` (pruned and exhaustive search).
 
@@ -30,7 +30,7 @@ use std::sync::Arc;
 mod cells;
 mod check;
 mod metadata;
-mod metric;
+mod objective;
 mod params;
 
 pub use params::KanonParams;
@@ -39,7 +39,7 @@ mod search;
 pub use cells::{SuppressionMode, SuppressionPlan};
 pub use check::{ClassRule, KanonNodeOutcome};
 pub use metadata::{kanon_diagnostics_batch, kanon_diagnostics_schema, kanon_metadata};
-pub use metric::{Metric, MetricKind, METRIC_NAMES};
+pub use objective::{Metric, MetricKind, METRIC_NAMES};
 pub use search::SearchStrategy;
 
 use crate::budget::Cost;

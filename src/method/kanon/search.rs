@@ -17,7 +17,7 @@ use std::collections::{BinaryHeap, HashMap};
 use datafusion::common::Result;
 
 use super::check::{Evaluator, KanonNodeOutcome};
-use super::metric::Score;
+use super::objective::Score;
 use crate::lattice::{Lattice, Node};
 use crate::progress::Progress;
 
