@@ -118,20 +118,8 @@ fn only_the_methods_name_a_method() {
     collect(&src, &mut paths);
     let mut offences = Vec::new();
     for path in paths {
-        let name = path
-            .strip_prefix(root())
-            .expect("under the root")
-            .to_string_lossy()
-            .replace('\\', "/");
-        let file_name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        if name.starts_with("src/method/")
-            || name.starts_with("src/testing/")
-            || file_name == "tests.rs"
-            || file_name.ends_with("_tests.rs")
-        {
+        let (name, test_only) = file_name_of(&path, &root());
+        if test_only || name.starts_with("src/method/") {
             continue;
         }
         let code = code_with_strings(&std::fs::read_to_string(&path).expect("read"));
@@ -230,21 +218,14 @@ impl Graph {
         let mut files = BTreeMap::new();
         let mut by_module = BTreeMap::new();
         for path in paths {
-            let name = path
-                .strip_prefix(base)
-                .expect("under the root")
-                .to_string_lossy()
-                .replace('\\', "/");
+            let (name, test_only) = file_name_of(&path, base);
+            if test_only {
+                continue;
+            }
             let file_name = path
                 .file_name()
                 .and_then(|n| n.to_str())
                 .unwrap_or_default();
-            if file_name == "tests.rs"
-                || file_name.ends_with("_tests.rs")
-                || name.starts_with("src/testing/")
-            {
-                continue;
-            }
             let inner = name.trim_start_matches("src/").trim_end_matches(".rs");
             let mut module: Vec<String> = inner.split('/').map(str::to_string).collect();
             let front = matches!(file_name, "mod.rs" | "lib.rs" | "main.rs");
@@ -431,6 +412,24 @@ impl Graph {
         }
         state.found
     }
+}
+
+/// A source file's name relative to `base` (`src/budget/mod.rs`), and whether it is
+/// test-only (`tests.rs`, `*_tests.rs`, under `src/testing/`).
+fn file_name_of(path: &Path, base: &Path) -> (String, bool) {
+    let name = path
+        .strip_prefix(base)
+        .expect("under the root")
+        .to_string_lossy()
+        .replace('\\', "/");
+    let file_name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let test_only = file_name == "tests.rs"
+        || file_name.ends_with("_tests.rs")
+        || name.starts_with("src/testing/");
+    (name, test_only)
 }
 
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {

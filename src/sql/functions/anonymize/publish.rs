@@ -31,10 +31,9 @@ use datafusion::logical_expr::planner::RelationPlannerContext;
 
 use super::views::{metadata_batch, metadata_schema};
 use super::{ReleaseCache, ANONYMIZE_PARAMS};
-use crate::engine::ReleaseOutput;
 use crate::params::{ParamDefault, ParamKind};
 use crate::release::ReleaseRowLimit;
-use crate::releases::{same_request, CacheEntry, Publication};
+use crate::releases::{same_request, CacheEntry};
 use crate::sql::args::{bind, CallArgs, ParamSpec};
 use crate::sql::planner::SqlTableFunction;
 use crate::tables::lazy::{BatchProducer, BatchSource, LazyTable, Ready};
@@ -74,30 +73,6 @@ fn table_name(function: &str, name: &str) -> Result<String> {
         );
     }
     Ok(lower)
-}
-
-impl ReleaseCache {
-    /// Publishes `output`, the release of `entry`, as the table `name` (see
-    /// [`SharedReleases::publish`](crate::releases::SharedReleases)).
-    fn publish(
-        &self,
-        name: &str,
-        entry: &CacheEntry,
-        output: Arc<ReleaseOutput>,
-        state: &SessionState,
-    ) -> Result<()> {
-        self.store.publish(name, entry, output, state)
-    }
-
-    /// Takes the publication `name` away (its table too); whether there was one.
-    fn unpublish(&self, name: &str, state: &SessionState) -> Result<bool> {
-        self.store.unpublish(name, state)
-    }
-
-    /// The publication `name`, if there is one.
-    fn publication(&self, name: &str) -> Option<Arc<Publication>> {
-        self.store.publication(name)
-    }
 }
 
 /// `anonymize_publish(name, source, ...)`.
@@ -184,17 +159,19 @@ impl BatchProducer for PublishProducer {
     async fn batches(&self, state: &SessionState) -> Result<Arc<dyn BatchSource>> {
         // The same request published already (in this process, or kept beside the ledger
         // and read back) is served as it is: nothing is drawn or charged again.
-        let existing = self.cache.publication(&self.name);
+        let existing = self.cache.store.publication(&self.name);
         match existing {
             Some(existing) => {
                 same_request(&self.name, &existing, &self.entry.request.canonical_args)?
             }
             None => {
                 let output = self.cache.release(&self.entry, self.limit, state).await?;
-                self.cache.publish(&self.name, &self.entry, output, state)?;
+                self.cache
+                    .store
+                    .publish(&self.name, &self.entry, output, state)?;
             }
         }
-        let publication = self.cache.publication(&self.name).ok_or_else(|| {
+        let publication = self.cache.store.publication(&self.name).ok_or_else(|| {
             plan_datafusion_err!(
                 "anonymize_publish(): '{}' was unpublished meanwhile",
                 self.name
@@ -281,7 +258,7 @@ struct UnpublishProducer {
 #[async_trait]
 impl BatchProducer for UnpublishProducer {
     async fn batches(&self, state: &SessionState) -> Result<Arc<dyn BatchSource>> {
-        let removed = self.cache.unpublish(&self.name, state)?;
+        let removed = self.cache.store.unpublish(&self.name, state)?;
         let batch = RecordBatch::try_new(
             unpublished_schema(),
             vec![
@@ -326,7 +303,7 @@ impl SqlTableFunction for PublishedMetadataFunction {
     ) -> Result<Arc<dyn TableProvider>> {
         let bound = bind(self.name(), NAME_PARAMS, &["name"], args)?;
         let name = table_name(self.name(), &bound.required_string("name")?)?;
-        let Some(publication) = self.cache.publication(&name) else {
+        let Some(publication) = self.cache.store.publication(&name) else {
             return plan_err!("published_metadata(): no release is published as '{name}'");
         };
         let batch = metadata_batch(&publication.metadata)?;
