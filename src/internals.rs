@@ -26,4 +26,4 @@ pub use crate::release::SUPPRESSED;
 pub use crate::report::svg;
 pub use crate::sql::args::{bind, CallArgs};
 pub use crate::sql::functions::anonymize::ANONYMIZE_PARAMS;
-pub use crate::sql::functions::FunctionCatalog;
+pub use crate::sql::functions::FunctionList;

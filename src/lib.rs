@@ -57,7 +57,7 @@ use datafusion::error::Result;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::SessionContext;
 
-use sql::functions::FunctionCatalog;
+use sql::functions::FunctionList;
 use sql::planner::FunctionPlanner;
 
 pub use access::{Access, Principal, RegisterOptions};
@@ -135,7 +135,7 @@ pub fn register_with(ctx: &SessionContext, options: RegisterOptions) -> Result<(
         )?),
         Access::Owner => None,
     };
-    let catalog = FunctionCatalog::build(&options, public);
+    let functions = FunctionList::build(&options, public);
     budget::config::install(ctx, &options.budget, options.access == Access::Public);
     // Internal plumbing for table names given as text; not a user-facing function.
     ctx.register_udtf(
@@ -143,10 +143,10 @@ pub fn register_with(ctx: &SessionContext, options: RegisterOptions) -> Result<(
         Arc::new(sql::resolve::TableResolver),
     );
     ctx.register_relation_planner(Arc::new(FunctionPlanner::new(
-        catalog.table_functions,
-        catalog.withheld,
+        functions.table_functions,
+        functions.withheld,
     )))?;
-    for udf in catalog.scalar_functions {
+    for udf in functions.scalar_functions {
         ctx.register_udf(udf);
     }
     Ok(())

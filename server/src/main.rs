@@ -4,13 +4,13 @@
 //! the releases and the privacy ledger. `docs/SERVER.md` describes it.
 
 mod blocks;
-mod catalog;
 mod config;
 mod connections;
 mod cursors;
 mod flight;
 mod limits;
 mod password;
+mod pg_catalog;
 mod postgres;
 mod sessions;
 

@@ -14,13 +14,13 @@
 //!   and data problems a record carries (a NULL or a value outside the public hierarchy)
 //!   drop that record instead of failing (see `engine::load_base`).
 
-pub mod catalog;
 pub mod guard;
 pub mod policy;
 pub mod published;
 pub mod records;
 pub mod settings;
 pub mod statements;
+pub mod tables;
 
 use std::sync::Arc;
 
@@ -337,7 +337,7 @@ pub fn install(
             }
         }
     }
-    ctx.register_catalog_list(Arc::new(catalog::PublicCatalogList::new(
+    ctx.register_catalog_list(Arc::new(tables::PublicCatalogList::new(
         owner_tables,
         policy,
         published,

@@ -10,6 +10,8 @@
 
 mod charts;
 mod gather;
+mod html;
+mod node;
 mod page;
 
 pub mod bins;

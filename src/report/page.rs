@@ -13,6 +13,8 @@ use datafusion::common::Result;
 
 use super::charts;
 use super::gather::{sensitive_columns, Figures};
+use super::html::{escape, figure_cell, section, shown};
+use super::node::{chosen_node, chosen_value, search};
 use super::{ReportOptions, Subject};
 use crate::assess::Entry;
 use crate::metric::information_loss::information_loss_batch;
@@ -39,64 +41,6 @@ blockquote{margin:.6rem 0;padding:.5rem .9rem;background:#f6f6f6;border-left:4px
 .score{font-size:2rem;font-weight:700;color:#0072B2}nav a{margin-right:.8rem}
 figure{margin:1rem 0}svg{max-width:100%;height:auto}
 @media print{body{max-width:none;padding:0}nav{display:none}h2{break-before:auto}figure,table{break-inside:avoid}}";
-
-/// `<`, `>`, `&` and quotes escaped.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// A number for reading: integers whole, others to four significant digits.
-fn shown(x: f64) -> String {
-    if !x.is_finite() {
-        return if x.is_nan() {
-            "—".into()
-        } else {
-            "∞".into()
-        };
-    }
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        return format!("{x:.0}");
-    }
-    let digits = (3 - x.abs().log10().floor() as i32).clamp(0, 10) as usize;
-    let text = format!("{x:.digits$}");
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        text
-    }
-}
-
-/// A table cell holding one figure.
-fn figure_cell(name: &str, value: Option<f64>) -> String {
-    match value {
-        Some(x) => format!(
-            "<td class=\"num\" data-figure=\"{}\" data-value=\"{x}\">{}</td>",
-            escape(name),
-            shown(x)
-        ),
-        None => format!("<td class=\"num\" data-figure=\"{}\">—</td>", escape(name)),
-    }
-}
-
-fn section(out: &mut String, id: &str, title: &str, explain: &str) {
-    let _ = write!(
-        out,
-        "<section id=\"{id}\"><h2>{}</h2><p class=\"explain\">{}</p>",
-        escape(title),
-        escape(explain)
-    );
-}
 
 /// What each risk figure means, for the table's last column.
 fn meaning(key: &str) -> &'static str {
@@ -480,123 +424,6 @@ fn given_up(out: &mut String, subject: &Subject<'_>, figures: &Figures) -> Resul
         );
     }
     out.push_str("</table>");
-    Ok(())
-}
-
-/// A numeric column of the chosen node's row of the diagnostics.
-fn chosen_value(subject: &Subject<'_>, column: &str) -> Result<Option<f64>> {
-    for batch in subject.output.diagnostics.iter() {
-        let schema = batch.schema();
-        let (Ok(chosen), Ok(c)) = (schema.index_of("chosen"), schema.index_of(column)) else {
-            return Ok(None);
-        };
-        let values = cast(batch.column(c), &DataType::Float64)?;
-        let values = values.as_primitive::<Float64Type>();
-        let chosen = batch.column(chosen).as_boolean();
-        for row in 0..batch.num_rows() {
-            if chosen.value(row) && !values.is_null(row) {
-                return Ok(Some(values.value(row)));
-            }
-        }
-    }
-    Ok(None)
-}
-
-/// The chosen node's row of the diagnostics (or the whole table when it has a few rows
-/// and no chosen node): suppressed records and cells, counterfeits.
-fn chosen_node(out: &mut String, subject: &Subject<'_>) -> Result<()> {
-    let batches = subject.output.diagnostics.as_slice();
-    let Some(first) = batches.first() else {
-        return Ok(());
-    };
-    let schema = first.schema();
-    let chosen = schema.index_of("chosen").ok();
-    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-    if chosen.is_none() && rows > 5 {
-        return Ok(());
-    }
-    out.push_str("<h3>The chosen node</h3><p class=\"explain\">The release's own counts (anonymize_diagnostics, ");
-    out.push_str(if chosen.is_some() {
-        "the chosen node's row"
-    } else {
-        "every row"
-    });
-    out.push_str("): suppressed records and cells, counterfeit records added.</p><table>");
-    // One column per row shown, one line per diagnostics column.
-    let mut shown_rows: Vec<Vec<String>> = Vec::new();
-    for batch in batches {
-        let text: Vec<_> = batch
-            .columns()
-            .iter()
-            .map(|c| cast(c, &DataType::Utf8))
-            .collect::<std::result::Result<_, _>>()?;
-        for row in 0..batch.num_rows() {
-            if let Some(c) = chosen {
-                if !batch.column(c).as_boolean().value(row) {
-                    continue;
-                }
-            }
-            shown_rows.push(
-                text.iter()
-                    .map(|column| {
-                        let column = column.as_string::<i32>();
-                        if column.is_null(row) {
-                            "—".to_string()
-                        } else {
-                            let value = column.value(row);
-                            match value.parse::<f64>() {
-                                Ok(x) => shown(x),
-                                Err(_) => value.to_string(),
-                            }
-                        }
-                    })
-                    .collect(),
-            );
-        }
-    }
-    for (i, field) in schema.fields().iter().enumerate() {
-        let _ = write!(out, "<tr><th>{}</th>", escape(field.name()));
-        for row in &shown_rows {
-            let _ = write!(out, "<td class=\"num\">{}</td>", escape(&row[i]));
-        }
-        out.push_str("</tr>");
-    }
-    out.push_str("</table>");
-    Ok(())
-}
-
-fn search(out: &mut String, subject: &Subject<'_>) -> Result<()> {
-    section(
-        out,
-        "search",
-        "Search",
-        "How the method chose its generalization: every lattice node it evaluated (one level per quasi-identifier), its score against how far it generalizes, the chosen node marked.",
-    );
-    let method = subject.request.method.name();
-    match charts::search(method, &subject.output.diagnostics)? {
-        Some((score, svg)) => {
-            let _ = write!(
-                out,
-                "<figure>{svg}<figcaption class=\"explain\">The y axis is the diagnostics' '{}' column: {}.</figcaption></figure>",
-                escape(&score),
-                escape(
-                    subject
-                        .request
-                        .method
-                        .spec()
-                        .diagnostics_score
-                        .unwrap_or("the method's score")
-                )
-            );
-        }
-        None => {
-            let _ = write!(
-                out,
-                "<p>Method {method} does not search a generalization lattice: there is nothing to show.</p>"
-            );
-        }
-    }
-    out.push_str("</section>");
     Ok(())
 }
 

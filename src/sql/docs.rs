@@ -1,7 +1,7 @@
 //! What help and docs show of a function, and its renderings: the rows of
 //! `anonymize_help()`, the functions section of `dfanon --help` ([`cli_help`]) and
 //! `docs/FUNCTIONS.md` ([`markdown`]). The list of functions itself is
-//! [`super::functions::FunctionCatalog`].
+//! [`super::functions::FunctionList`].
 //!
 //! A table function is read through [`SqlTableFunction::name`], `about` and `params` (each
 //! parameter's `name`, `doc` and `default`), a scalar function through DataFusion's

@@ -1,4 +1,4 @@
-//! Docs that cannot drift from the code. Three checks, each listing every offending item:
+//! Docs that cannot drift from the code. Four checks, each listing every offending item:
 //!
 //! 1. [`every_source_file_is_in_the_module_map`]: every `.rs` file under the source folders
 //!    of the workspace's packages (`src/`, `cli/src/`, `server/src/`, `ballista/src/`,
@@ -9,6 +9,10 @@
 //! 3. [`every_methods_reference_resolves`]: every reference to a section of
 //!    `docs/METHODS.md` in `README.md`, `docs/*.md` and `src/**/*.rs` names a numbered
 //!    heading of `docs/METHODS.md`.
+//! 4. [`the_public_api_lists_every_root_name`]: the names the crate root exports
+//!    (`src/lib.rs`: `pub use` items, under their `as` names, and `pub fn`/`pub mod`/`pub
+//!    struct`/... items, except `#[doc(hidden)]` ones) are exactly the backticked names of
+//!    the bullet list in `## Public API` of `docs/ARCHITECTURE.md`.
 //!
 //! Plain Rust on the files of the repository; run with
 //! `cargo test --release --test integration docs_drift`.
@@ -680,4 +684,138 @@ fn reference_rules() {
         whose("(Bild 2024, §2.1.4, §3.2) and §1.7", true),
         [o("2.1.4"), o("3.2"), m("1.7")]
     );
+}
+
+/// Whether `word` is a Rust identifier.
+fn is_identifier(word: &str) -> bool {
+    let mut chars = word.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The names `lib` (the text of `src/lib.rs`) exports at the root: each `pub use` item
+/// under its `as` name, and each `pub` item's name, except items after `#[doc(hidden)]`.
+fn root_names(lib: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut hidden = false;
+    let mut lines = lib.lines();
+    while let Some(line) = lines.next() {
+        let line = line.trim_end();
+        if line.starts_with("#[doc(hidden)]") {
+            hidden = true;
+            continue;
+        }
+        if line.starts_with("#[") || line.starts_with("//") {
+            continue;
+        }
+        let was_hidden = std::mem::replace(&mut hidden, false);
+        if let Some(rest) = line.strip_prefix("pub use ") {
+            let mut statement = rest.to_string();
+            while !statement.contains(';') {
+                match lines.next() {
+                    Some(next) => statement.push_str(next.trim()),
+                    None => break,
+                }
+            }
+            let statement = statement.trim_end_matches(';');
+            let items = match (statement.find('{'), statement.rfind('}')) {
+                (Some(open), Some(close)) => statement[open + 1..close].to_string(),
+                _ => statement.rsplit("::").next().unwrap_or("").to_string(),
+            };
+            for item in items.split(',') {
+                let item = item.trim();
+                if item.is_empty() {
+                    continue;
+                }
+                let name = item.rsplit(" as ").next().unwrap_or(item).trim();
+                if !was_hidden {
+                    names.insert(name.to_string());
+                }
+            }
+            continue;
+        }
+        for kind in [
+            "pub fn ",
+            "pub async fn ",
+            "pub mod ",
+            "pub struct ",
+            "pub enum ",
+            "pub const ",
+            "pub static ",
+            "pub type ",
+            "pub trait ",
+        ] {
+            if let Some(rest) = line.strip_prefix(kind) {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !was_hidden {
+                    names.insert(name);
+                }
+            }
+        }
+    }
+    names
+}
+
+/// The backticked identifiers of the bullet list in `## Public API` of `architecture` (a
+/// bullet starts with `- ` in column 0; indented lines continue it).
+fn documented_names(architecture: &str) -> BTreeSet<String> {
+    let start = architecture
+        .find("\n## Public API\n")
+        .unwrap_or_else(|| panic!("{ARCHITECTURE} has no section `## Public API`"));
+    let section = &architecture[start + 1..];
+    let end = section[3..].find("\n## ").map_or(section.len(), |e| e + 3);
+    let mut names = BTreeSet::new();
+    let mut in_bullet = false;
+    for line in section[..end].lines() {
+        if line.starts_with("- ") {
+            in_bullet = true;
+        } else if !line.starts_with(' ') {
+            in_bullet = false;
+        }
+        if !in_bullet {
+            continue;
+        }
+        for (i, quoted) in line.split('`').enumerate() {
+            if i % 2 == 1 && is_identifier(quoted) {
+                names.insert(quoted.to_string());
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn the_public_api_lists_every_root_name() {
+    let exported = root_names(&read("src/lib.rs"));
+    let documented = documented_names(&read(ARCHITECTURE));
+    assert!(
+        exported.len() > 20,
+        "the root exports only {exported:?}: is src/lib.rs read right?"
+    );
+    let missing: Vec<_> = exported.difference(&documented).collect();
+    let stale: Vec<_> = documented.difference(&exported).collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "{ARCHITECTURE} `## Public API` and src/lib.rs differ.\n\
+         Exported but not listed: {missing:?}\n\
+         Listed but not exported: {stale:?}"
+    );
+}
+
+#[test]
+fn root_names_reads_uses_renames_and_hidden_items() {
+    let lib = "pub mod shown;\n#[doc(hidden)]\npub mod internals;\nmod private;\n\
+               pub use a::{B, c as d,\n    E};\npub use f::G;\npub fn h() {}\n\
+               pub(crate) fn i() {}\n";
+    let names: Vec<String> = root_names(lib).into_iter().collect();
+    assert_eq!(names, ["B", "E", "G", "d", "h", "shown"]);
+    let doc = "intro\n## Public API\n\ntext `notlisted`\n\n- one: `x`, `y()`,\n  `z`.\n\
+               - `w`\n\nafter `after`\n## Next\n- `next`\n";
+    let names: Vec<String> = documented_names(doc).into_iter().collect();
+    assert_eq!(names, ["w", "x", "z"]);
 }

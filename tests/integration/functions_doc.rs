@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use datafusion::arrow::array::AsArray;
 use datafusion::execution::FunctionRegistry;
 use datafusion::prelude::SessionContext;
-use datafusion_anonymize::internals::FunctionCatalog;
+use datafusion_anonymize::internals::FunctionList;
 use datafusion_anonymize::{
     cli_help_section, function_docs, functions_markdown, register, register_with, RegisterOptions,
 };
@@ -21,7 +21,7 @@ fn doc_path() -> PathBuf {
 
 /// Every function: the data owner's registration has them all.
 fn registered_names() -> Vec<String> {
-    FunctionCatalog::new(&RegisterOptions::owner()).names()
+    FunctionList::new(&RegisterOptions::owner()).names()
 }
 
 #[test]
@@ -133,8 +133,8 @@ async fn anonymize_help_lists_every_function_and_documented_parameter() {
 async fn scalar_functions_are_registered_with_their_documentation() {
     let ctx = SessionContext::new();
     register(&ctx).expect("register");
-    let catalog = FunctionCatalog::new(&RegisterOptions::default());
-    for udf in &catalog.scalar_functions {
+    let functions = FunctionList::new(&RegisterOptions::default());
+    for udf in &functions.scalar_functions {
         let registered = ctx.udf(udf.name()).expect("registered scalar function");
         assert_eq!(registered.documentation(), udf.documentation());
     }
@@ -158,7 +158,7 @@ async fn public_help_lists_only_the_public_functions() {
             (0..b.num_rows()).map(move |i| column.value(i).to_string())
         })
         .collect();
-    let public: BTreeSet<String> = FunctionCatalog::new(&RegisterOptions::default())
+    let public: BTreeSet<String> = FunctionList::new(&RegisterOptions::default())
         .names()
         .into_iter()
         .collect();

@@ -14,6 +14,8 @@
 //! 3. [`only_the_methods_name_a_method`]: no string literal outside `src/method/` is a
 //!    method's name (a folder of `src/method/`): what a method is and does is declared in
 //!    its `MethodSpec`, which the other layers read.
+//! 4. [`no_production_file_is_long`]: no source file of the workspace's packages is over
+//!    [`MAX_LINES`] lines before its inline test module: a longer one has more than one job.
 //!
 //! Test-only files (`tests.rs`, `*_tests.rs`, `src/testing/`) and inline `#[cfg(test)]`
 //! modules are left out: a test may reach anything. Run with
@@ -185,6 +187,68 @@ fn the_checker_sees_what_it_should() {
     assert!(
         graph.edges["src/sql/mod.rs"].is_empty(),
         "a comment is not an import"
+    );
+}
+
+/// The most lines a production file may have before its inline test module.
+const MAX_LINES: usize = 600;
+
+/// The source folders of the workspace's packages.
+const SOURCE_FOLDERS: &[&str] = &[
+    "src",
+    "cli/src",
+    "server/src",
+    "ballista/src",
+    "python/src",
+    "one-build/src",
+];
+
+/// The lines of `text` before its inline test module (a `#[cfg(test)]` line followed by a
+/// `mod … {` line).
+fn production_lines(text: &str) -> usize {
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .windows(2)
+        .position(|w| {
+            w[0].trim() == "#[cfg(test)]"
+                && w[1].trim_start().starts_with("mod ")
+                && w[1].trim_end().ends_with('{')
+        })
+        .unwrap_or(lines.len())
+}
+
+#[test]
+fn no_production_file_is_long() {
+    let root = root();
+    let mut long = Vec::new();
+    let mut seen = 0;
+    for folder in SOURCE_FOLDERS {
+        let mut files = Vec::new();
+        collect(&root.join(folder), &mut files);
+        for path in files {
+            let (name, test_only) = file_name_of(&path, &root);
+            if test_only {
+                continue;
+            }
+            seen += 1;
+            let text = std::fs::read_to_string(&path).expect("read a source file");
+            let lines = production_lines(&text);
+            if lines > MAX_LINES {
+                long.push(format!("{name}: {lines} lines"));
+            }
+        }
+    }
+    assert!(seen > 100, "only {seen} source files found");
+    assert!(
+        long.is_empty(),
+        "production files over {MAX_LINES} lines (split each along its seams):\n{}",
+        long.join("\n")
+    );
+    let sample = "fn a() {}\n#[cfg(test)]\nfn only_in_tests() {}\n#[cfg(test)]\nmod tests {\n}\n";
+    assert_eq!(
+        production_lines(sample),
+        3,
+        "a cfg(test) item is not the test module"
     );
 }
 

@@ -3,10 +3,14 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use super::counterfeits::{draw_counterfeits, real_count, Counterfeits};
+use super::grouping::{check_lemma1, group_classes};
+use super::node::*;
 use super::*;
 use crate::lattice::Lattice;
 use crate::mechanism::rng::rng_from_seed;
+use crate::metric::degree::DEGREE_TOLERANCE;
 use crate::metric::information_loss::information_loss;
+use crate::metric::rce::class_volumes;
 use crate::release::SUPPRESSED;
 use crate::testing::{histogram, ladder, rows, Record};
 

@@ -1,5 +1,5 @@
 //! The one list of functions this crate registers, and everything derived from it:
-//! [`crate::register_with`] registers [`FunctionCatalog`], `anonymize_help()` lists it,
+//! [`crate::register_with`] registers [`FunctionList`], `anonymize_help()` lists it,
 //! `dfanon --help` shows [`cli_help_section`] and `docs/FUNCTIONS.md` is
 //! [`functions_markdown`]. A function added here appears in all of them.
 //!
@@ -58,7 +58,7 @@ const RELEASE_VIEWS: [ReleaseView; 7] = [
 /// The functions of this crate for one registration: every function for the data owner,
 /// the public ones for public users ([`crate::Access`]).
 #[derive(Debug)]
-pub struct FunctionCatalog {
+pub struct FunctionList {
     /// Table functions, planned by `FunctionPlanner` (planner.rs).
     pub table_functions: Vec<Arc<dyn SqlTableFunction>>,
     /// Scalar functions, registered with `SessionContext::register_udf`.
@@ -67,14 +67,14 @@ pub struct FunctionCatalog {
     pub withheld: Vec<(String, &'static str)>,
 }
 
-impl FunctionCatalog {
+impl FunctionList {
     /// Builds every function; the `anonymize*` functions share one release cache and
     /// privacy ledger, which `privacy_budget()` reads.
     pub fn new(options: &RegisterOptions) -> Self {
         Self::build(options, None)
     }
 
-    /// [`FunctionCatalog::new`] for a registration whose releases check `public` (a public
+    /// [`FunctionList::new`] for a registration whose releases check `public` (a public
     /// registration; `None` for the data owner).
     pub fn build(options: &RegisterOptions, public: Option<Arc<PublicRules>>) -> Self {
         let cache = Arc::new(ReleaseCache::new(options, public));
@@ -111,7 +111,7 @@ impl FunctionCatalog {
         let (table_functions, withheld): (Vec<_>, Vec<_>) = table_functions
             .into_iter()
             .partition(|f| options.access == Access::Owner || !f.owner_only());
-        let catalog = Self {
+        let functions = Self {
             table_functions,
             scalar_functions: generalized_udfs(),
             withheld: withheld
@@ -119,18 +119,18 @@ impl FunctionCatalog {
                 .map(|f| (f.name().to_string(), f.owner_only_reason()))
                 .collect(),
         };
-        help.describe(&catalog.docs());
-        catalog
+        help.describe(&functions.docs());
+        functions
     }
 
-    /// What help and docs show of every function: table functions first, in catalog order.
+    /// What help and docs show of every function: table functions first, in list order.
     pub fn docs(&self) -> Vec<FunctionDoc> {
         let tables = self.table_functions.iter().map(|f| table_doc(f.as_ref()));
         let scalars = self.scalar_functions.iter().map(scalar_doc);
         tables.chain(scalars).collect()
     }
 
-    /// The SQL name of every function, in catalog order.
+    /// The SQL name of every function, in list order.
     pub fn names(&self) -> Vec<String> {
         let tables = self.table_functions.iter().map(|f| f.name().to_string());
         let scalars = self.scalar_functions.iter().map(|f| f.name().to_string());
@@ -139,9 +139,9 @@ impl FunctionCatalog {
 }
 
 /// Docs of every function (the data owner's registration, which has them all), from a
-/// catalog built without a session.
+/// list built without a session.
 pub fn function_docs() -> Vec<FunctionDoc> {
-    FunctionCatalog::new(&RegisterOptions::owner()).docs()
+    FunctionList::new(&RegisterOptions::owner()).docs()
 }
 
 /// The functions section of `dfanon --help`: every function's syntax and the first
@@ -161,13 +161,13 @@ mod tests {
 
     #[test]
     fn names_are_unique_and_documented() {
-        let catalog = FunctionCatalog::new(&RegisterOptions::owner());
-        let mut names = catalog.names();
+        let functions = FunctionList::new(&RegisterOptions::owner());
+        let mut names = functions.names();
         let count = names.len();
         names.sort();
         names.dedup();
         assert_eq!(names.len(), count, "a function name appears twice");
-        for f in catalog.docs() {
+        for f in functions.docs() {
             assert!(!f.description.is_empty(), "{} has no description", f.name);
             assert!(
                 f.syntax.starts_with(&format!("{}(", f.name)),
@@ -175,7 +175,7 @@ mod tests {
                 f.syntax
             );
         }
-        for udf in &catalog.scalar_functions {
+        for udf in &functions.scalar_functions {
             assert!(
                 udf.documentation().is_some(),
                 "{} has no documentation",
@@ -186,8 +186,8 @@ mod tests {
 
     #[test]
     fn public_registration_withholds_the_owner_only_functions() {
-        let owner = FunctionCatalog::new(&RegisterOptions::owner());
-        let public = FunctionCatalog::new(&RegisterOptions::default());
+        let owner = FunctionList::new(&RegisterOptions::owner());
+        let public = FunctionList::new(&RegisterOptions::default());
         let owner_only: Vec<String> = owner
             .table_functions
             .iter()

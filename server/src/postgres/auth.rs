@@ -1,0 +1,135 @@
+//! Logins over the PostgreSQL protocol: TLS when the server requires it, the failed-login
+//! limit, SCRAM-SHA-256 against the stored hashes, the per-user connection limit, and the
+//! registration for cancel requests.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use pgwire::api::auth::sasl::SASLAuthStartupHandler;
+use pgwire::api::auth::{AuthSource, LoginInfo, Password, ServerParameterProvider, StartupHandler};
+use pgwire::api::{
+    ClientInfo, ConnectionHandle, ConnectionManager, PgWireConnectionState, METADATA_USER,
+};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+
+use crate::connections::{ConnectionLimits, ConnectionState};
+use crate::sessions::Server;
+
+/// A connection's user, recorded when their login succeeded. Every statement asks for it:
+/// after a failed login the protocol loop may still read what the client sends next.
+pub(super) struct LoggedIn;
+
+/// What a cancel request for this connection fires (registered at login). Kept under
+/// its own type: pgwire's protocol loop would otherwise take the same handle for itself
+/// and see our next statement's start as a cancel of its own.
+pub(super) struct CancelHandle(pub(super) Arc<ConnectionHandle>);
+
+/// The login of one connection: TLS first when the server has it, then SCRAM-SHA-256;
+/// a logged-in connection is registered for cancel requests.
+pub(super) struct Login<P> {
+    pub(super) scram: SASLAuthStartupHandler<P>,
+    pub(super) tls_required: bool,
+    pub(super) connections: Arc<ConnectionManager>,
+    /// The server's connection limits (per user, checked at login).
+    pub(super) limits: Arc<ConnectionLimits>,
+    /// What the connection's watch reads.
+    pub(super) state: Arc<ConnectionState>,
+}
+
+/// A logged-in connection's statement activity, for its idle timeout.
+pub(super) struct Activity(pub(super) Arc<ConnectionState>);
+
+#[async_trait]
+impl<P: ServerParameterProvider> StartupHandler for Login<P> {
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + futures::Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: std::fmt::Debug,
+        PgWireError: From<<C as futures::Sink<PgWireBackendMessage>>::Error>,
+    {
+        if self.tls_required && !client.is_secure() {
+            return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
+                "FATAL".to_string(),
+                "28000".to_string(),
+                "this server accepts only connections with TLS: connect with sslmode=require (or verify-full)".to_string(),
+            ))));
+        }
+        // Failed logins are counted per user name and per address; past the limit the
+        // login is refused before the password is checked.
+        let keys = |client: &C| {
+            let user = client
+                .metadata()
+                .get(METADATA_USER)
+                .cloned()
+                .unwrap_or_default();
+            vec![
+                format!("user {user}"),
+                format!("address {}", client.socket_addr().ip()),
+            ]
+        };
+        if let Some(wait) = self.limits.failed_logins.locked(&keys(client)) {
+            return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
+                "FATAL".to_string(),
+                "28P01".to_string(),
+                format!(
+                    "too many failed logins for this user name or address: try again in {} s",
+                    wait.as_secs() + 1
+                ),
+            ))));
+        }
+        let started = self.scram.on_startup(client, message).await;
+        if let Err(PgWireError::InvalidPassword(_)) = &started {
+            self.limits.failed_logins.failed(&keys(client));
+        }
+        started?;
+        if matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            let user = client
+                .metadata()
+                .get(METADATA_USER)
+                .cloned()
+                .unwrap_or_default();
+            let Some(slot) = self.limits.admit_user(&user) else {
+                return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
+                    "FATAL".to_string(),
+                    "53300".to_string(),
+                    format!(
+                        "too many connections for user \"{user}\": at most {} (max_connections_per_user)",
+                        self.limits.per_user()
+                    ),
+                ))));
+            };
+            self.state.logged_in();
+            let (pid, secret_key) = client.pid_and_secret_key();
+            let (handle, registered) = self.connections.register(pid, secret_key);
+            let extensions = client.session_extensions();
+            extensions.insert(CancelHandle(handle));
+            // Unregistered when the connection ends.
+            extensions.insert(registered);
+            extensions.insert(slot);
+            extensions.insert(Activity(self.state.clone()));
+            extensions.insert(LoggedIn);
+        }
+        Ok(())
+    }
+}
+
+/// The stored password hashes, as SCRAM asks for them. A user who does not exist gets a
+/// hash no password matches, so the client cannot tell them from a wrong password.
+#[derive(Debug)]
+pub(super) struct Passwords(pub(super) Arc<Server>);
+
+#[async_trait]
+impl AuthSource for Passwords {
+    async fn get_password(&self, login: &LoginInfo) -> PgWireResult<Password> {
+        let hash = self.0.password(login.user().unwrap_or_default());
+        Ok(Password::new(
+            Some(hash.salt().to_vec()),
+            hash.salted().to_vec(),
+        ))
+    }
+}
