@@ -75,6 +75,7 @@ pub use public::statements::{
     check_plan as check_public_plan, check_sql_statement as check_public_sql_statement,
     check_statement as check_public_statement, PublicRefusal, PUBLIC_SETTINGS,
 };
+pub use releases::publications::PublishedRelease;
 pub use releases::SharedReleases;
 pub use sql::call::FunctionCall;
 pub use sql::copy_output::{CopyGuard, CopyOutput};

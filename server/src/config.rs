@@ -32,6 +32,7 @@ pub const DEFAULT_IDLE_SESSION_TIMEOUT: Duration = Duration::from_secs(900);
 struct File {
     postgres: Option<String>,
     flight_sql: Option<String>,
+    studio: Option<String>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
     #[serde(default)]
@@ -85,6 +86,8 @@ pub struct User {
 pub struct Config {
     pub postgres: Option<SocketAddr>,
     pub flight_sql: Option<SocketAddr>,
+    /// The studio's HTTP listener (HTTPS under `tls_cert`), if any.
+    pub studio: Option<SocketAddr>,
     /// The certificate chain and key (PEM): both protocols are then served with TLS only.
     pub tls: Option<(PathBuf, PathBuf)>,
     pub init: Vec<PathBuf>,
@@ -130,14 +133,24 @@ pub fn parse(text: &str, folder: &Path) -> Result<Config, String> {
     };
     let postgres = address("postgres", file.postgres)?;
     let flight_sql = address("flight_sql", file.flight_sql)?;
+    let studio = address("studio", file.studio)?;
     if postgres.is_none() && flight_sql.is_none() {
         return Err("give at least one listen address: postgres = \"127.0.0.1:5433\" and/or flight_sql = \"127.0.0.1:50061\"".into());
     }
-    if let (Some(pg), Some(flight)) = (postgres, flight_sql) {
-        if pg == flight && pg.port() != 0 {
-            return Err(format!(
-                "postgres and flight_sql are both {pg}: each protocol needs its own address"
-            ));
+    let listeners = [
+        ("postgres", postgres),
+        ("flight_sql", flight_sql),
+        ("studio", studio),
+    ];
+    for (i, (first, a)) in listeners.iter().enumerate() {
+        for (second, b) in &listeners[i + 1..] {
+            if let (Some(a), Some(b)) = (a, b) {
+                if a == b && a.port() != 0 {
+                    return Err(format!(
+                        "{first} and {second} are both {a}: each listener needs its own address"
+                    ));
+                }
+            }
         }
     }
     let tls = match (file.tls_cert, file.tls_key) {
@@ -255,6 +268,7 @@ pub fn parse(text: &str, folder: &Path) -> Result<Config, String> {
     Ok(Config {
         postgres,
         flight_sql,
+        studio,
         tls,
         init: file.init.into_iter().map(resolve).collect(),
         policy,
@@ -334,7 +348,19 @@ mod tests {
     fn one_address_for_both_protocols_and_a_ledger_without_its_folder_are_refused() {
         assert_eq!(
             parsed("flight_sql = \"127.0.0.1:5433\"").err().as_deref(),
-            Some("postgres and flight_sql are both 127.0.0.1:5433: each protocol needs its own address")
+            Some("postgres and flight_sql are both 127.0.0.1:5433: each listener needs its own address")
+        );
+        assert_eq!(
+            parsed("studio = \"127.0.0.1:5433\"").err().as_deref(),
+            Some(
+                "postgres and studio are both 127.0.0.1:5433: each listener needs its own address"
+            )
+        );
+        let config = parsed("studio = \"127.0.0.1:8080\"").expect("parses");
+        assert_eq!(config.studio, "127.0.0.1:8080".parse().ok());
+        assert_eq!(
+            parsed("studio = \"localhost\"").err().as_deref(),
+            Some("studio = 'localhost' is not a listen address such as 127.0.0.1:5433 (invalid socket address syntax)")
         );
         let err = parsed("ledger = \"/nonexistent-dfanon/dir/l.json\"")
             .err()

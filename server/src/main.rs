@@ -13,6 +13,7 @@ mod password;
 mod pg_catalog;
 mod postgres;
 mod sessions;
+mod studio;
 
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
@@ -96,6 +97,8 @@ fn serve(config: PathBuf) -> Result<(), String> {
             ),
             None => (None, None),
         };
+        // The studio serves HTTPS with the same certificate.
+        let studio_tls = pg_tls.clone();
         let server = Server::start(&config)
             .await
             .map_err(|e| e.strip_backtrace())?;
@@ -112,6 +115,10 @@ fn serve(config: PathBuf) -> Result<(), String> {
             Some(address) => Some(bind(address).await?),
             None => None,
         };
+        let studio = match config.studio {
+            Some(address) => Some(bind(address).await?),
+            None => None,
+        };
         let mut listening = Vec::new();
         if let Some(listener) = &pg {
             listening.push(format!("PostgreSQL on {}", postgres::bound(listener)));
@@ -119,6 +126,22 @@ fn serve(config: PathBuf) -> Result<(), String> {
         if let Some(listener) = &flight {
             listening.push(format!("Flight SQL on {}", postgres::bound(listener)));
         }
+        if let Some(listener) = &studio {
+            let scheme = if config.tls.is_some() {
+                "https"
+            } else {
+                "http"
+            };
+            listening.push(format!(
+                "studio on {scheme}://{}/",
+                postgres::bound(listener)
+            ));
+        }
+        let connect = studio::Connect {
+            postgres: pg.as_ref().and_then(|l| l.local_addr().ok()),
+            flight_sql: flight.as_ref().and_then(|l| l.local_addr().ok()),
+            tls: config.tls.is_some(),
+        };
         let tls = if config.tls.is_some() {
             " (TLS only)"
         } else {
@@ -139,9 +162,18 @@ fn serve(config: PathBuf) -> Result<(), String> {
                 None => std::future::pending().await,
             }
         };
+        let studio_task = async {
+            match studio {
+                Some(listener) => {
+                    studio::serve(server.clone(), listener, studio_tls, connect).await
+                }
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             result = pg_task => result,
             result = flight_task => result,
+            result = studio_task => result,
             _ = tokio::signal::ctrl_c() => {
                 eprintln!("dfanon-server: stopped");
                 Ok(())

@@ -116,6 +116,27 @@ impl Server {
         &self.connections
     }
 
+    /// Every published release.
+    pub fn published(&self) -> Vec<datafusion_anonymize::PublishedRelease> {
+        self.releases.published()
+    }
+
+    /// The tables of the owner's default schema, by name, without the published releases.
+    pub fn owner_tables(&self) -> Vec<String> {
+        let state = self.owner.state();
+        let defaults = &state.config_options().catalog;
+        let mut names = self
+            .owner
+            .catalog(&defaults.default_catalog)
+            .and_then(|catalog| catalog.schema(&defaults.default_schema))
+            .map(|schema| schema.table_names())
+            .unwrap_or_default();
+        let published: Vec<String> = self.published().into_iter().map(|r| r.name).collect();
+        names.retain(|name| !published.contains(name));
+        names.sort();
+        names
+    }
+
     /// Checks `password` for `user`; the user when it matches.
     pub fn login(&self, user: &str, password: &str) -> Option<&User> {
         let matches = self.password(user).matches(password);

@@ -30,6 +30,10 @@ const NOTHING_UNDONE: &str = "ROLLBACK ended the transaction block but undid not
      server applies each statement when it runs (a release's privacy-budget charge, a \
      publication and a changed setting stay; a charge is never given back)";
 
+/// The studio over HTTP.
+#[path = "server/studio.rs"]
+mod studio;
+
 /// The public door's attacks, shared with every door's test (`tests/doors/`).
 #[path = "../../tests/doors/attacks.rs"]
 mod doors;
@@ -39,6 +43,8 @@ struct Running {
     child: Child,
     postgres: u16,
     flight: u16,
+    /// The studio's port, when the configuration has one.
+    studio: Option<u16>,
 }
 
 impl Drop for Running {
@@ -204,9 +210,25 @@ fn start_under(config: &Path, wrapper: &[&str]) -> Result<Running, String> {
                     .and_then(|p| p.parse().ok())
                     .expect("a port")
             };
+            let studio = line.find("studio on http").map(|at| {
+                let rest = &line[at..];
+                let address: String = rest
+                    .split("://")
+                    .nth(1)
+                    .unwrap_or_default()
+                    .chars()
+                    .take_while(|c| *c != '/')
+                    .collect();
+                address
+                    .rsplit(':')
+                    .next()
+                    .and_then(|p| p.parse().ok())
+                    .expect("the studio's port")
+            });
             return Ok(Running {
                 postgres: port("PostgreSQL on "),
                 flight: port("Flight SQL on "),
+                studio,
                 child,
             });
         }
@@ -751,6 +773,7 @@ fn the_readme_example_serves_q1_to_psql_and_adbc_with_one_charge() {
     let config = example
         .replace("\"127.0.0.1:5433\"", "\"127.0.0.1:0\"")
         .replace("\"127.0.0.1:50061\"", "\"127.0.0.1:0\"")
+        .replace("\"127.0.0.1:8080\"", "\"127.0.0.1:0\"")
         .replace(
             "[\"../../sql/nps_hierarchies.sql\", \"setup.sql\"]",
             &format!("[\"{root}/sql/nps_hierarchies.sql\", \"{root}/examples/server/setup.sql\"]"),

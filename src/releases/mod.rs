@@ -25,7 +25,7 @@ use crate::public::published::PublishedNames;
 mod charges;
 mod draw;
 mod kept_draws;
-mod publications;
+pub(crate) mod publications;
 mod published_files;
 mod version;
 

@@ -32,7 +32,40 @@ pub(crate) struct Publication {
     pub(crate) location: (String, String),
 }
 
+/// A published release as a host lists it (the server's studio, for one): what a public
+/// user may read about it, never its rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PublishedRelease {
+    /// The table name public users query.
+    pub name: String,
+    /// The method's name.
+    pub method: String,
+    /// How many rows it has.
+    pub rows: u64,
+    /// The ε it was charged.
+    pub epsilon: f64,
+    /// The δ it was charged.
+    pub delta: f64,
+    /// Its public metadata (key, value), as `published_metadata(name)` shows it.
+    pub metadata: Vec<(String, String)>,
+}
+
 impl SharedReleases {
+    /// Every published release, by name.
+    pub fn published(&self) -> Vec<PublishedRelease> {
+        lock(&self.0.published)
+            .iter()
+            .map(|(name, p)| PublishedRelease {
+                name: name.clone(),
+                method: p.method.clone(),
+                rows: p.rows,
+                epsilon: p.cost.epsilon,
+                delta: p.cost.delta,
+                metadata: p.metadata.clone(),
+            })
+            .collect()
+    }
+
     /// Reads back the publications kept beside the ledger file `ledger`
     /// ([`published_files`]), once per store and file: each becomes again the table it
     /// was, in the catalog and schema it was in, with nothing drawn or charged.

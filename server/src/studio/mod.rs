@@ -1,0 +1,261 @@
+//! The steward's studio: a web page on the `studio` listener (HTTPS under the server's TLS
+//! settings). Owners log in with their server credentials and see the owner's tables and
+//! the published releases; public users see only the published releases and how to
+//! connect to them. Logins, cookies and CSRF tokens are in [`login`]; the HTML in
+//! [`pages`].
+
+mod login;
+mod pages;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Extension, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Form, Router};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use pgwire::tokio::tokio_rustls::TlsAcceptor;
+use tokio::net::TcpListener;
+
+use crate::config::Role;
+use crate::connections;
+use crate::sessions::Server;
+use login::{LoginForm, Sessions, StudioUser};
+pub use pages::Connect;
+
+/// How long a client may take to send a request's headers.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What every request of the studio shares.
+struct Studio {
+    server: Arc<Server>,
+    sessions: Sessions,
+    /// Whether the studio is served over TLS (cookies are then `Secure`).
+    secure: bool,
+    connect: Connect,
+}
+
+/// The address a request came from.
+#[derive(Clone, Copy)]
+struct Peer(SocketAddr);
+
+/// Serves the studio on `listener` until the process ends, within the server's connection
+/// limits.
+pub async fn serve(
+    server: Arc<Server>,
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    connect: Connect,
+) -> Result<(), String> {
+    let limits = server.connections().clone();
+    let idle = limits.idle_timeout;
+    let studio = Arc::new(Studio {
+        server,
+        sessions: Sessions::new(idle),
+        secure: tls.is_some(),
+        connect,
+    });
+    let router = Router::new()
+        .route("/", get(home))
+        .route("/login", get(login_page).post(log_in))
+        .route("/logout", post(log_out))
+        .route("/studio.css", get(stylesheet))
+        .fallback(not_found)
+        .with_state(studio);
+    loop {
+        let (socket, peer) = connections::accept(&listener, "studio").await;
+        let Some(held) = limits.admit() else {
+            drop(socket);
+            continue;
+        };
+        let service = TowerToHyperService::new(router.clone().layer(Extension(Peer(peer))));
+        let tls = tls.clone();
+        tokio::spawn(async move {
+            let _held = held;
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT);
+            let served = match tls {
+                Some(tls) => match tokio::time::timeout(HEADER_TIMEOUT, tls.accept(socket)).await {
+                    Ok(Ok(stream)) => http
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await
+                        .map_err(|e| e.to_string()),
+                    Ok(Err(e)) => Err(format!("TLS: {e}")),
+                    Err(_) => Err("TLS: no handshake in time".into()),
+                },
+                None => http
+                    .serve_connection(TokioIo::new(socket), service)
+                    .await
+                    .map_err(|e| e.to_string()),
+            };
+            if let Err(e) = served {
+                eprintln!("studio: connection from {peer} ended: {e}");
+            }
+        });
+    }
+}
+
+/// An HTML page with the headers every page carries: no caching, no framing, no scripts or
+/// styles from elsewhere, no referrer.
+fn html(status: StatusCode, body: String) -> Response {
+    let mut response = (status, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    secure_headers(headers);
+    response
+}
+
+fn secure_headers(headers: &mut HeaderMap) {
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'",
+        ),
+    );
+}
+
+/// A redirect to `to` (303: the browser follows with GET).
+fn redirect(to: &'static str, cookies: &[String]) -> Response {
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::LOCATION, HeaderValue::from_static(to));
+    for cookie in cookies {
+        if let Ok(value) = HeaderValue::from_str(cookie) {
+            headers.append(header::SET_COOKIE, value);
+        }
+    }
+    secure_headers(headers);
+    response
+}
+
+/// The home page: the login page for a visitor, the published releases for a public user,
+/// and the owner's tables as well for an owner.
+async fn home(State(studio): State<Arc<Studio>>, headers: HeaderMap) -> Response {
+    let Some(user) = studio.sessions.user(&headers) else {
+        return redirect("/login", &[]);
+    };
+    let published = studio.server.published();
+    let tables = match user.role {
+        Role::Owner => Some(studio.server.owner_tables()),
+        Role::Public => None,
+    };
+    html(
+        StatusCode::OK,
+        pages::home(&user, &published, tables.as_deref(), &studio.connect),
+    )
+}
+
+/// The login form, with a fresh login token in its cookie and in the form.
+async fn login_page(State(studio): State<Arc<Studio>>, headers: HeaderMap) -> Response {
+    if studio.sessions.user(&headers).is_some() {
+        return redirect("/", &[]);
+    }
+    login_form(&studio, StatusCode::OK, None)
+}
+
+fn login_form(studio: &Studio, status: StatusCode, message: Option<&str>) -> Response {
+    let token = login::token();
+    let mut response = html(status, pages::login(&token, message));
+    if let Ok(value) = HeaderValue::from_str(&login::login_cookie(&token, studio.secure)) {
+        response.headers_mut().append(header::SET_COOKIE, value);
+    }
+    response
+}
+
+/// Checks a login: the form's token must be the login cookie's, the user name and address
+/// must not be locked by failed logins, and the password must match. Every failure says
+/// only "authentication failed" (or, when locked, when to try again).
+async fn log_in(
+    State(studio): State<Arc<Studio>>,
+    Extension(Peer(peer)): Extension<Peer>,
+    headers: HeaderMap,
+    Form(form): Form<LoginForm>,
+) -> Response {
+    if !login::login_token_matches(&headers, &form.csrf) {
+        return login_form(
+            &studio,
+            StatusCode::FORBIDDEN,
+            Some("the login form expired: log in again"),
+        );
+    }
+    let limits = studio.server.connections();
+    let keys = [
+        format!("user {}", form.user),
+        format!("address {}", peer.ip()),
+    ];
+    if let Some(wait) = limits.failed_logins.locked(&keys) {
+        let message = format!(
+            "too many failed logins for this user name or address: try again in {} s",
+            wait.as_secs() + 1
+        );
+        return login_form(&studio, StatusCode::TOO_MANY_REQUESTS, Some(&message));
+    }
+    let Some(user) = studio.server.login(&form.user, &form.password) else {
+        limits.failed_logins.failed(&keys);
+        return login_form(
+            &studio,
+            StatusCode::UNAUTHORIZED,
+            Some("authentication failed"),
+        );
+    };
+    let session = studio.sessions.start(StudioUser {
+        name: user.name.clone(),
+        role: user.role,
+        csrf: login::token(),
+    });
+    redirect(
+        "/",
+        &[
+            login::session_cookie(&session, studio.secure),
+            login::clear_login_cookie(studio.secure),
+        ],
+    )
+}
+
+/// Ends the session (its CSRF token must come with the request).
+async fn log_out(
+    State(studio): State<Arc<Studio>>,
+    headers: HeaderMap,
+    Form(form): Form<login::CsrfForm>,
+) -> Response {
+    match studio.sessions.user(&headers) {
+        Some(user) if login::same_token(&user.csrf, &form.csrf) => {
+            studio.sessions.end(&headers);
+            redirect("/login", &[login::clear_session_cookie(studio.secure)])
+        }
+        _ => html(StatusCode::FORBIDDEN, pages::refused()),
+    }
+}
+
+async fn stylesheet() -> Response {
+    let mut response = pages::STYLE.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/css; charset=utf-8"),
+    );
+    secure_headers(headers);
+    response
+}
+
+async fn not_found() -> Response {
+    html(StatusCode::NOT_FOUND, pages::not_found())
+}

@@ -1,0 +1,281 @@
+//! The studio's HTML: plain pages, one stylesheet, no scripts. Every text from the data or
+//! the user is escaped.
+
+use std::fmt::Write;
+use std::net::SocketAddr;
+
+use datafusion_anonymize::PublishedRelease;
+
+use super::login::StudioUser;
+use crate::config::Role;
+
+/// The stylesheet, served as `/studio.css`.
+pub const STYLE: &str = include_str!("studio.css");
+
+/// Where analysts connect, for the instructions on the page.
+#[derive(Debug, Clone, Default)]
+pub struct Connect {
+    pub postgres: Option<SocketAddr>,
+    pub flight_sql: Option<SocketAddr>,
+    /// Whether both protocols require TLS.
+    pub tls: bool,
+}
+
+/// `<`, `>`, `&` and quotes escaped.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A whole page: `title`, the signed-in user's bar (with its log-out form) and `body`.
+fn page(title: &str, user: Option<&StudioUser>, body: &str) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{} · dfanon studio</title><link rel=\"stylesheet\" href=\"/studio.css\"></head><body>\
+         <header><span class=\"brand\">dfanon studio</span>",
+        escape(title)
+    );
+    if let Some(user) = user {
+        let role = match user.role {
+            Role::Owner => "data owner",
+            Role::Public => "analyst",
+        };
+        let _ = write!(
+            out,
+            "<form method=\"post\" action=\"/logout\" class=\"who\"><span>{} ({role})</span>\
+             <input type=\"hidden\" name=\"csrf\" value=\"{}\"><button>Log out</button></form>",
+            escape(&user.name),
+            escape(&user.csrf)
+        );
+    }
+    let _ = write!(
+        out,
+        "</header><main><h1>{}</h1>{body}</main></body></html>",
+        escape(title)
+    );
+    out
+}
+
+/// The login page, with the login token in a hidden field and `message` above the form.
+pub fn login(token: &str, message: Option<&str>) -> String {
+    let mut body = String::new();
+    if let Some(message) = message {
+        let _ = write!(
+            body,
+            "<p class=\"error\" role=\"alert\">{}</p>",
+            escape(message)
+        );
+    }
+    let _ = write!(
+        body,
+        "<form method=\"post\" action=\"/login\" class=\"login\">\
+         <label>User <input name=\"user\" autocomplete=\"username\" required autofocus></label>\
+         <label>Password <input name=\"password\" type=\"password\" autocomplete=\"current-password\" required></label>\
+         <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+         <button>Log in</button></form>\
+         <p class=\"explain\">Log in with your dfanon-server user and password. Data owners \
+         prepare and publish releases; analysts see the published releases.</p>",
+        escape(token)
+    );
+    page("Log in", None, &body)
+}
+
+/// The home page: the published releases and how to read them; for an owner, the owner's
+/// tables too.
+pub fn home(
+    user: &StudioUser,
+    published: &[PublishedRelease],
+    tables: Option<&[String]>,
+    connect: &Connect,
+) -> String {
+    let mut body = String::new();
+    if let Some(tables) = tables {
+        body.push_str(
+            "<section id=\"source\"><h2>Source tables</h2>\
+             <p class=\"explain\">The tables the server's init scripts set up, which releases \
+             are drawn from. Analysts never see them.</p>",
+        );
+        if tables.is_empty() {
+            body.push_str("<p>No tables yet: add them to an init script.</p>");
+        } else {
+            body.push_str("<ul class=\"tables\">");
+            for table in tables {
+                let _ = write!(body, "<li><code>{}</code></li>", escape(table));
+            }
+            body.push_str("</ul>");
+        }
+        body.push_str("<p class=\"sql\">SQL: <code>SHOW TABLES</code></p></section>");
+    }
+    body.push_str(
+        "<section id=\"published\"><h2>Published releases</h2>\
+         <p class=\"explain\">Releases the data owner published under a table name. Analysts \
+         query them with ordinary SQL; nothing else of the source is reachable.</p>",
+    );
+    if published.is_empty() {
+        body.push_str("<p>Nothing is published yet.</p>");
+    } else {
+        body.push_str(
+            "<table><thead><tr><th>Name</th><th>Method</th><th>Rows</th><th>ε charged</th>\
+             <th>Guarantee</th></tr></thead><tbody>",
+        );
+        for release in published {
+            let guarantee = release
+                .metadata
+                .iter()
+                .find(|(key, _)| key == "guarantee")
+                .map_or("", |(_, value)| value.as_str());
+            let _ = write!(
+                body,
+                "<tr data-release=\"{name}\"><td><code>{name}</code></td><td>{}</td>\
+                 <td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+                escape(&release.method),
+                release.rows,
+                release.epsilon,
+                escape(guarantee),
+                name = escape(&release.name),
+            );
+        }
+        body.push_str("</tbody></table>");
+    }
+    body.push_str("</section>");
+    body.push_str(&how_to_connect(user, published, connect));
+    let title = match user.role {
+        Role::Owner => "Releases and sources",
+        Role::Public => "Published releases",
+    };
+    page(title, Some(user), &body)
+}
+
+/// The psql and ADBC lines that read the first published release (or a placeholder name).
+fn how_to_connect(user: &StudioUser, published: &[PublishedRelease], connect: &Connect) -> String {
+    let name = published.first().map_or("<release>", |r| r.name.as_str());
+    let mut out = String::from(
+        "<section id=\"connect\"><h2>How to connect</h2>\
+         <p class=\"explain\">With your own user and password, from any PostgreSQL or Arrow \
+         Flight SQL client.</p>",
+    );
+    if let Some(address) = connect.postgres {
+        let ssl = if connect.tls { " sslmode=require" } else { "" };
+        let _ = write!(
+            out,
+            "<p>psql:</p><pre>psql \"host={} port={} user={} dbname=datafusion{ssl}\" \\\n  -c \"SELECT * FROM {} LIMIT 10\"</pre>",
+            address.ip(),
+            address.port(),
+            escape(&user.name),
+            escape(name)
+        );
+    }
+    if let Some(address) = connect.flight_sql {
+        let scheme = if connect.tls { "grpc+tls" } else { "grpc" };
+        let _ = write!(
+            out,
+            "<p>Python, ADBC (<code>pip install adbc-driver-flightsql pyarrow</code>):</p>\
+             <pre>import adbc_driver_flightsql.dbapi as flight\n\n\
+             with flight.connect(\"{scheme}://{address}\",\n    \
+             db_kwargs={{\"username\": \"{}\", \"password\": \"...\"}}) as conn:\n    \
+             with conn.cursor() as cur:\n        \
+             cur.execute(\"SELECT * FROM {} LIMIT 10\")\n        \
+             print(cur.fetch_arrow_table())</pre>",
+            escape(&user.name),
+            escape(name)
+        );
+    }
+    out.push_str("</section>");
+    out
+}
+
+/// The page of a refused request (a missing or wrong CSRF token, no session).
+pub fn refused() -> String {
+    page(
+        "Refused",
+        None,
+        "<p class=\"error\">This request was refused: it did not come from a page of this \
+         studio with a live session. <a href=\"/\">Start again</a>.</p>",
+    )
+}
+
+pub fn not_found() -> String {
+    page(
+        "Not found",
+        None,
+        "<p>There is no such page. <a href=\"/\">Back to the studio</a>.</p>",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn release(name: &str) -> PublishedRelease {
+        PublishedRelease {
+            name: name.into(),
+            method: "kanon".into(),
+            rows: 42,
+            epsilon: 0.0,
+            delta: 0.0,
+            metadata: vec![("guarantee".into(), "k-anonymity <k=5>".into())],
+        }
+    }
+
+    fn user(role: Role) -> StudioUser {
+        StudioUser {
+            name: "ann".into(),
+            role,
+            csrf: "tok\"en".into(),
+        }
+    }
+
+    #[test]
+    fn the_public_page_lists_releases_escaped_and_no_tables() {
+        let connect = Connect {
+            postgres: "127.0.0.1:5433".parse().ok(),
+            flight_sql: "127.0.0.1:50061".parse().ok(),
+            tls: false,
+        };
+        let html = home(
+            &user(Role::Public),
+            &[release("adult_<k5>")],
+            None,
+            &connect,
+        );
+        assert!(html.contains("<code>adult_&lt;k5&gt;</code>"), "{html}");
+        assert!(html.contains("k-anonymity &lt;k=5&gt;"));
+        assert!(!html.contains("adult_<k5>"));
+        assert!(!html.contains("Source tables"));
+        assert!(
+            html.contains("value=\"tok&quot;en\""),
+            "the CSRF token in the log-out form"
+        );
+        assert!(html.contains("host=127.0.0.1 port=5433 user=ann dbname=datafusion"));
+        assert!(html.contains("grpc://127.0.0.1:50061"));
+        let owner = home(
+            &user(Role::Owner),
+            &[],
+            Some(&["adult".to_string()]),
+            &connect,
+        );
+        assert!(owner.contains("Source tables") && owner.contains("<code>adult</code>"));
+        assert!(owner.contains("Nothing is published yet."));
+    }
+
+    #[test]
+    fn the_login_page_carries_its_token_and_message() {
+        let html = login("abc", Some("authentication failed"));
+        assert!(html.contains("name=\"csrf\" value=\"abc\""));
+        assert!(html.contains("role=\"alert\">authentication failed<"));
+        assert!(!html.contains("/logout"));
+    }
+}
