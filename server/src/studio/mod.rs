@@ -103,12 +103,14 @@ pub async fn serve(
 /// An HTML page with the headers every page carries: no caching, no framing, no scripts or
 /// styles from elsewhere, no referrer.
 fn html(status: StatusCode, body: String) -> Response {
+    typed(status, "text/html; charset=utf-8", body)
+}
+
+/// A response of `content_type` with the headers every response carries.
+fn typed(status: StatusCode, content_type: &'static str, body: String) -> Response {
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     secure_headers(headers);
     response
 }
@@ -246,14 +248,11 @@ async fn log_out(
 }
 
 async fn stylesheet() -> Response {
-    let mut response = pages::STYLE.into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/css; charset=utf-8"),
-    );
-    secure_headers(headers);
-    response
+    typed(
+        StatusCode::OK,
+        "text/css; charset=utf-8",
+        pages::STYLE.to_string(),
+    )
 }
 
 async fn not_found() -> Response {
