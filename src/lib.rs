@@ -77,6 +77,7 @@ pub use public::statements::{
 };
 pub use releases::publications::PublishedRelease;
 pub use releases::SharedReleases;
+pub use report::html::escape as escape_html;
 pub use sql::call::FunctionCall;
 pub use sql::copy_output::{CopyGuard, CopyOutput};
 pub use sql::depth::{check_expression_depth, MAX_EXPRESSION_DEPTH, STATEMENT_STACK_BYTES};

@@ -3,8 +3,9 @@
 
 use std::fmt::Write;
 
-/// `<`, `>`, `&` and quotes escaped.
-pub(super) fn escape(text: &str) -> String {
+/// Text made safe inside HTML content and quoted attribute values: `<`, `>`, `&`, `"` and
+/// `'` escaped.
+pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

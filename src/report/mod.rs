@@ -10,7 +10,7 @@
 
 mod charts;
 mod gather;
-mod html;
+pub(crate) mod html;
 mod node;
 mod page;
 

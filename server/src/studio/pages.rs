@@ -4,7 +4,7 @@
 use std::fmt::Write;
 use std::net::SocketAddr;
 
-use datafusion_anonymize::PublishedRelease;
+use datafusion_anonymize::{escape_html as escape, PublishedRelease};
 
 use super::login::StudioUser;
 use crate::config::Role;
@@ -19,22 +19,6 @@ pub struct Connect {
     pub flight_sql: Option<SocketAddr>,
     /// Whether both protocols require TLS.
     pub tls: bool,
-}
-
-/// `<`, `>`, `&` and quotes escaped.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// A whole page: `title`, the signed-in user's bar (with its log-out form) and `body`.
