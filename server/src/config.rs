@@ -33,6 +33,7 @@ struct File {
     postgres: Option<String>,
     flight_sql: Option<String>,
     studio: Option<String>,
+    studio_files: Option<PathBuf>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
     #[serde(default)]
@@ -88,6 +89,9 @@ pub struct Config {
     pub flight_sql: Option<SocketAddr>,
     /// The studio's HTTP listener (HTTPS under `tls_cert`), if any.
     pub studio: Option<SocketAddr>,
+    /// The folder whose CSV and Parquet files the studio may register as sources and
+    /// hierarchies (nothing outside it), if any.
+    pub studio_files: Option<PathBuf>,
     /// The certificate chain and key (PEM): both protocols are then served with TLS only.
     pub tls: Option<(PathBuf, PathBuf)>,
     pub init: Vec<PathBuf>,
@@ -269,6 +273,7 @@ pub fn parse(text: &str, folder: &Path) -> Result<Config, String> {
         postgres,
         flight_sql,
         studio,
+        studio_files: file.studio_files.map(resolve),
         tls,
         init: file.init.into_iter().map(resolve).collect(),
         policy,

@@ -119,6 +119,11 @@ fn serve(config: PathBuf) -> Result<(), String> {
             Some(address) => Some(bind(address).await?),
             None => None,
         };
+        let studio_files = config
+            .studio_files
+            .as_deref()
+            .map(studio::Folder::new)
+            .transpose()?;
         let mut listening = Vec::new();
         if let Some(listener) = &pg {
             listening.push(format!("PostgreSQL on {}", postgres::bound(listener)));
@@ -165,7 +170,7 @@ fn serve(config: PathBuf) -> Result<(), String> {
         let studio_task = async {
             match studio {
                 Some(listener) => {
-                    studio::serve(server.clone(), listener, studio_tls, connect).await
+                    studio::serve(server.clone(), listener, studio_tls, connect, studio_files).await
                 }
                 None => std::future::pending().await,
             }

@@ -4,11 +4,20 @@
 //! connect to them. Logins, cookies and CSRF tokens are in [`login`]; the HTML in
 //! [`pages`].
 
+mod candidates_page;
+mod files;
 mod login;
 mod pages;
+mod profile;
+mod project;
+mod project_page;
+mod results;
+mod steps;
+mod workbench;
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::{Extension, State};
@@ -24,8 +33,10 @@ use tokio::net::TcpListener;
 use crate::config::Role;
 use crate::connections;
 use crate::sessions::Server;
+pub use files::Folder;
 use login::{LoginForm, Sessions, StudioUser};
 pub use pages::Connect;
+use workbench::Workbench;
 
 /// How long a client may take to send a request's headers.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -37,6 +48,12 @@ struct Studio {
     /// Whether the studio is served over TLS (cookies are then `Secure`).
     secure: bool,
     connect: Connect,
+    /// The folder of files a steward may register, if the configuration names one.
+    folder: Option<Folder>,
+    /// Each owner's workbench, by user name.
+    benches: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Workbench>>>>,
+    /// Where candidates' reports are written before they are read back.
+    scratch: tempfile::TempDir,
 }
 
 /// The address a request came from.
@@ -50,6 +67,7 @@ pub async fn serve(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
     connect: Connect,
+    folder: Option<Folder>,
 ) -> Result<(), String> {
     let limits = server.connections().clone();
     let idle = limits.idle_timeout;
@@ -58,12 +76,29 @@ pub async fn serve(
         sessions: Sessions::new(idle),
         secure: tls.is_some(),
         connect,
+        folder,
+        benches: Mutex::new(HashMap::new()),
+        scratch: tempfile::Builder::new()
+            .prefix("dfanon-studio-")
+            .tempdir()
+            .map_err(|e| format!("studio: a folder for reports: {e}"))?,
     });
     let router = Router::new()
         .route("/", get(home))
         .route("/login", get(login_page).post(log_in))
         .route("/logout", post(log_out))
         .route("/studio.css", get(stylesheet))
+        .route("/project", get(steps::project))
+        .route("/project/source", post(steps::source))
+        .route("/project/roles", post(steps::roles))
+        .route("/project/hierarchy", post(steps::hierarchy))
+        .route("/project/risk", post(steps::risk))
+        .route("/project/candidate", post(steps::add_candidate))
+        .route("/project/publish", post(steps::publish))
+        .route("/project/undo", post(steps::undo))
+        .route("/project/open", post(steps::open))
+        .route("/project/recipe", get(steps::recipe))
+        .route("/project/candidates/{number}/report", get(steps::report))
         .fallback(not_found)
         .with_state(studio);
     loop {

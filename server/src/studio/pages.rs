@@ -22,7 +22,7 @@ pub struct Connect {
 }
 
 /// A whole page: `title`, the signed-in user's bar (with its log-out form) and `body`.
-fn page(title: &str, user: Option<&StudioUser>, body: &str) -> String {
+pub fn page(title: &str, user: Option<&StudioUser>, body: &str) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
@@ -101,7 +101,10 @@ pub fn home(
             }
             body.push_str("</ul>");
         }
-        body.push_str("<p class=\"sql\">SQL: <code>SHOW TABLES</code></p></section>");
+        body.push_str(
+            "<p class=\"sql\">SQL: <code>SHOW TABLES</code></p>\
+             <p><a class=\"start\" id=\"open-project\" href=\"/project\">Prepare a release in the studio →</a></p></section>",
+        );
     }
     body.push_str(
         "<section id=\"published\"><h2>Published releases</h2>\

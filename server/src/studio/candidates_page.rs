@@ -1,0 +1,334 @@
+//! The project page's later panels: the risk before release with the class-size chart,
+//! the candidates side by side, and the publications read back.
+
+use std::fmt::Write;
+
+use datafusion_anonymize::escape_html as escape;
+
+use super::login::StudioUser;
+use super::project::{Candidate, ColumnRole};
+use super::project_page::{form, sql_block};
+use super::results::Rows;
+use super::workbench::Workbench;
+
+/// The risk figures explained, in the order shown.
+const RISK_FIGURES: &[(&str, &str)] = &[
+    ("rows", "rows in the source"),
+    (
+        "classes",
+        "groups of rows sharing every quasi-identifier value (equivalence classes)",
+    ),
+    (
+        "min_class_size",
+        "the smallest group: 1 means someone is unique",
+    ),
+    (
+        "sample_uniques",
+        "rows unique in the source: an attacker who knows their quasi-identifiers finds them",
+    ),
+    (
+        "prosecutor_risk_max",
+        "the highest chance of re-identifying a targeted person (1 / the size of their group)",
+    ),
+    (
+        "prosecutor_risk_avg",
+        "that chance on average over all rows",
+    ),
+    (
+        "records_at_risk",
+        "the share of rows whose chance is above the threshold",
+    ),
+    (
+        "marketer_risk",
+        "the share of rows an attacker re-identifies when trying everyone",
+    ),
+];
+
+/// The figures of a candidate's report shown side by side, with their names.
+const CANDIDATE_FIGURES: &[(&str, &str, bool)] = &[
+    ("after:rows", "rows released", false),
+    ("after:suppressed", "rows suppressed", false),
+    ("after:min_class_size", "smallest class", false),
+    (
+        "after:prosecutor_risk_max",
+        "highest re-identification risk",
+        true,
+    ),
+    (
+        "after:prosecutor_risk_avg",
+        "average re-identification risk",
+        true,
+    ),
+    (
+        "information_loss:ncp",
+        "information loss (NCP, 0 best)",
+        true,
+    ),
+    (
+        "k_marginal_score",
+        "2-way k-marginal score (1000 best)",
+        true,
+    ),
+];
+
+fn number(value: &str) -> String {
+    match value.parse::<f64>() {
+        Ok(v) if v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:.0}"),
+        Ok(v) => format!("{v:.4}"),
+        Err(_) => escape(value),
+    }
+}
+
+/// The risk before release.
+pub fn risk(body: &mut String, user: &StudioUser, bench: &Workbench) {
+    body.push_str("<section id=\"risk\"><h2>4. Risk before</h2><p class=\"explain\">How identifiable the rows are now, by their quasi-identifiers alone.</p>");
+    body.push_str(&form("/project/risk", user));
+    body.push_str("<button id=\"assess\">Assess the risk</button></form>");
+    if let Some((figures, sizes)) = &bench.risk {
+        body.push_str("<table class=\"figures\"><tbody>");
+        for (key, meaning) in RISK_FIGURES {
+            if let Some(value) = figures.value(key) {
+                let _ = write!(
+                    body,
+                    "<tr data-figure=\"{key}\"><th>{key}</th><td class=\"num\">{}</td><td>{meaning}</td></tr>",
+                    number(value)
+                );
+            }
+        }
+        body.push_str("</tbody></table>");
+        body.push_str(&class_size_chart(sizes));
+        let sql = [bench.project.assess_sql(), bench.project.class_sizes_sql()];
+        body.push_str(&sql_block(&sql.into_iter().flatten().collect::<Vec<_>>()));
+    }
+    body.push_str("</section>");
+}
+
+/// The share of rows per class size, as bars (sizes grouped 1, 2, 3–4, 5–9, 10–19, 20–49,
+/// 50–99, 100+).
+pub fn class_size_chart(sizes: &Rows) -> String {
+    const BINS: [(u64, u64, &str); 8] = [
+        (1, 1, "1"),
+        (2, 2, "2"),
+        (3, 4, "3–4"),
+        (5, 9, "5–9"),
+        (10, 19, "10–19"),
+        (20, 49, "20–49"),
+        (50, 99, "50–99"),
+        (100, u64::MAX, "100+"),
+    ];
+    let mut records = [0u64; 8];
+    for r in 0..sizes.len() {
+        let size: u64 = sizes.cell(r, 0).parse().unwrap_or(0);
+        let count: u64 = sizes.cell(r, 2).parse().unwrap_or(0);
+        if let Some(i) = BINS
+            .iter()
+            .position(|(lo, hi, _)| (*lo..=*hi).contains(&size))
+        {
+            records[i] += count;
+        }
+    }
+    let total = records.iter().sum::<u64>().max(1) as f64;
+    let (width, bar, gap) = (560.0, 52.0, 14.0);
+    let mut svg = format!(
+        "<figure id=\"class-sizes\"><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"200\" viewBox=\"0 0 {width} 200\" role=\"img\" aria-label=\"share of rows by the size of their class\">"
+    );
+    for (i, ((_, _, label), count)) in BINS.iter().zip(records).enumerate() {
+        let share = count as f64 / total;
+        let height = 140.0 * share;
+        let x = 10.0 + i as f64 * (bar + gap);
+        let fill = if i < 2 { "#D55E00" } else { "#0072B2" };
+        let _ = write!(
+            svg,
+            "<rect x=\"{x}\" y=\"{:.1}\" width=\"{bar}\" height=\"{height:.1}\" fill=\"{fill}\"/>\
+             <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{:.1}%</text>\
+             <text x=\"{:.1}\" y=\"190\" font-size=\"12\" text-anchor=\"middle\">{label}</text>",
+            160.0 - height,
+            x + bar / 2.0,
+            155.0 - height,
+            100.0 * share,
+            x + bar / 2.0,
+        );
+    }
+    svg.push_str("</svg><figcaption>Share of rows by the size of their class (the rows sharing their quasi-identifiers). Rows in classes of 1 or 2 (orange) are the easiest to re-identify; a release moves them to the right.</figcaption></figure>");
+    svg
+}
+
+/// The guarantee of a candidate in one sentence.
+pub fn guarantee(candidate: &Candidate) -> String {
+    let arg = |name: &str, default: &str| {
+        candidate
+            .arguments
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(default.to_string(), |(_, v)| {
+                v.trim_matches('\'').to_string()
+            })
+    };
+    match candidate.method.as_str() {
+        "kanon" => format!("k-anonymity: every released combination of quasi-identifiers is shared by at least {} rows; at most a share {} of the rows is suppressed. Syntactic, not differential privacy.", arg("k", "10"), arg("suppression_limit", "0.05")),
+        "safepub" => format!("(ε = {}, δ = {})-differential privacy (SafePub): whether any one row is in the source changes the chance of any release by at most that much.", arg("epsilon", "1"), arg("delta", "?")),
+        "ipa" => format!("ε = {} differential privacy (IPA): true rows generalized, some suppressed, counterfeit rows added.", arg("epsilon", "1")),
+        "dp_histogram" => format!("ε = {} differential privacy: rows drawn from a noisy histogram of the generalized table.", arg("epsilon", "1")),
+        "upa" => format!("k-anonymity with counterfeits (UPA, k = {}): every class holds at least k rows, some of them counterfeit.", arg("k", "10")),
+        "microaggregation" => format!("groups of at least {} similar rows share their mean values: k-anonymity of the aggregated values, not differential privacy.", arg("k", "3")),
+        other => escape(other),
+    }
+}
+
+/// The candidates side by side.
+pub fn candidates(body: &mut String, user: &StudioUser, bench: &Workbench) {
+    body.push_str("<section id=\"candidates\"><h2>5. Candidates</h2><p class=\"explain\">Configurations to compare. Each runs as a <b>trial</b>: a seeded draw that charges no privacy budget and can never be published; publishing draws again, unseeded. Fill in the fields the method uses (k for k-anonymity, UPA and microaggregation; ε for the differentially private methods, δ for SafePub).</p>");
+    if bench.project.columns(ColumnRole::Quasi).is_empty() {
+        body.push_str("<p>Choose quasi-identifiers first.</p></section>");
+        return;
+    }
+    body.push_str(&form("/project/candidate", user));
+    body.push_str("<label>Method <select name=\"method\">\
+        <option value=\"kanon\">k-anonymity (optimal, with suppression)</option>\
+        <option value=\"safepub\">SafePub (differential privacy)</option>\
+        <option value=\"ipa\">IPA (differential privacy, counterfeits)</option>\
+        <option value=\"dp_histogram\">DP histogram</option>\
+        <option value=\"upa\">UPA (k-anonymity, counterfeits)</option>\
+        <option value=\"microaggregation\">microaggregation</option></select></label> \
+        <label>k <input name=\"k\" value=\"5\" size=\"4\"></label> \
+        <label>suppression limit <input name=\"suppression_limit\" value=\"0.05\" size=\"5\"></label> \
+        <label>ε <input name=\"epsilon\" value=\"1\" size=\"4\"></label> \
+        <label>δ <input name=\"delta\" value=\"1e-6\" size=\"6\"></label> \
+        <button id=\"add-candidate\">Run as a trial</button></form>");
+    let project = &bench.project;
+    if project.candidates.is_empty() {
+        body.push_str("</section>");
+        return;
+    }
+    body.push_str("<table class=\"side-by-side\"><thead><tr><th></th>");
+    for (i, c) in project.candidates.iter().enumerate() {
+        let _ = write!(body, "<th>Candidate {}<br><code>{}</code><br><span class=\"trial\">trial: not publishable</span></th>", i + 1, escape(&c.method));
+    }
+    body.push_str("</tr></thead><tbody><tr><th>arguments</th>");
+    for c in &project.candidates {
+        let args: Vec<String> = c
+            .arguments
+            .iter()
+            .map(|(n, v)| format!("{n} => {v}"))
+            .collect();
+        let _ = write!(body, "<td><code>{}</code></td>", escape(&args.join(", ")));
+    }
+    body.push_str("</tr><tr><th>guarantee</th>");
+    for c in &project.candidates {
+        let _ = write!(body, "<td>{}</td>", guarantee(c));
+    }
+    body.push_str("</tr>");
+    for (key, label, _) in CANDIDATE_FIGURES {
+        let _ = write!(body, "<tr data-figure=\"{key}\"><th>{label}</th>");
+        for trial in &bench.trials {
+            let cell = match trial {
+                Ok(t) => t
+                    .figures
+                    .get(*key)
+                    .map_or("—".into(), |v| number(&v.to_string())),
+                Err(_) => "—".into(),
+            };
+            let _ = write!(body, "<td class=\"num\">{cell}</td>");
+        }
+        body.push_str("</tr>");
+    }
+    body.push_str("<tr><th>report</th>");
+    for i in 0..project.candidates.len() {
+        let _ = write!(body, "<td><a href=\"/project/candidates/{}/report\">full report</a> (charts, lattice search)</td>", i + 1);
+    }
+    body.push_str("</tr><tr><th>publish</th>");
+    for i in 0..project.candidates.len() {
+        let _ = write!(body, "<td>{}<input type=\"hidden\" name=\"candidate\" value=\"{}\"><input name=\"name\" placeholder=\"table name\" size=\"12\" required> <button>Publish</button></form></td>", form("/project/publish", user), i + 1);
+    }
+    body.push_str("</tr></tbody></table>");
+    for (i, trial) in bench.trials.iter().enumerate() {
+        if let Ok(trial) = trial {
+            let _ = write!(body, "<details class=\"rows\"><summary>Candidate {}: the first rows of its trial</summary>{}</details>", i + 1, rows_table(&trial.rows));
+        }
+    }
+    body.push_str("</section>");
+}
+
+/// The publications, read back from the published tables.
+pub fn published(body: &mut String, bench: &Workbench) {
+    body.push_str("<section id=\"publish\"><h2>6. Publish</h2><p class=\"explain\">A published candidate is drawn again without a seed (its privacy budget is charged once) and becomes a table analysts query by its name, over PostgreSQL and Flight SQL. Nothing else of the source is reachable for them.</p>");
+    if bench.published.is_empty() {
+        body.push_str(
+            "<p>Nothing published from this project yet: use a candidate's Publish button.</p>",
+        );
+    }
+    for publication in &bench.published {
+        let _ = write!(
+            body,
+            "<div class=\"published\" data-release=\"{n}\"><h3>Published: <code>{n}</code></h3><p>Analysts read it with <code>SELECT * FROM {n}</code>. Its first rows:</p>{}",
+            rows_table(&publication.rows),
+            n = escape(&publication.name)
+        );
+        body.push_str("<table class=\"figures\"><tbody>");
+        for (key, meaning) in RISK_FIGURES {
+            if let Some(value) = publication.risk.value(key) {
+                let _ = write!(
+                    body,
+                    "<tr><th>{key}</th><td class=\"num\">{}</td><td>{meaning}</td></tr>",
+                    number(value)
+                );
+            }
+        }
+        body.push_str("</tbody></table></div>");
+    }
+    body.push_str("</section>");
+}
+
+/// A result as a table.
+pub fn rows_table(rows: &Rows) -> String {
+    let mut out = String::from("<table class=\"rows\"><thead><tr>");
+    for c in &rows.columns {
+        let _ = write!(out, "<th>{}</th>", escape(c));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for row in &rows.cells {
+        out.push_str("<tr>");
+        for cell in row {
+            let _ = write!(out, "<td>{}</td>", escape(cell));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chart_bins_records_by_class_size() {
+        let sizes = Rows {
+            columns: vec!["size".into(), "classes".into(), "records".into()],
+            cells: vec![
+                vec!["1".into(), "4".into(), "4".into()],
+                vec!["3".into(), "2".into(), "6".into()],
+                vec!["150".into(), "2".into(), "300".into()],
+            ],
+        };
+        let svg = class_size_chart(&sizes);
+        assert!(
+            svg.contains(">1.3%<"),
+            "4 of 310 records in classes of one: {svg}"
+        );
+        assert!(svg.contains(">1.9%<") && svg.contains(">96.8%<"));
+        assert!(!svg.contains("<script"));
+    }
+
+    #[test]
+    fn results_are_escaped() {
+        let rows = Rows {
+            columns: vec!["<c>".into()],
+            cells: vec![vec!["a&b".into()]],
+        };
+        assert_eq!(
+            rows_table(&rows),
+            "<table class=\"rows\"><thead><tr><th>&lt;c&gt;</th></tr></thead><tbody><tr><td>a&amp;b</td></tr></tbody></table>"
+        );
+    }
+}
