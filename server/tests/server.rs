@@ -1,9 +1,11 @@
-//! `dfanon-server` with real clients: `psql`, psycopg 3 (PostgreSQL wire protocol) and
-//! adbc-driver-flightsql (Arrow Flight SQL), against a server this test starts on loopback.
+//! `dfanon-server` with real clients: `psql`, psycopg 3 (PostgreSQL wire protocol),
+//! adbc-driver-flightsql (Arrow Flight SQL) and Chromium (the studio), against a server
+//! this test starts on loopback.
 //!
-//! The clients are installed when missing: `psql` from the distribution (Debian's
-//! `postgresql-client`, when this runs as root with apt-get), the Python packages with pip
-//! in a virtual environment under the build directory (made once, reused by later runs).
+//! The clients are installed when missing: `psql` and `chromium` from the distribution
+//! (Debian's `postgresql-client` and `chromium`, when this runs as root with apt-get), the
+//! Python packages with pip in a virtual environment under the build directory (made once,
+//! reused by later runs).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -247,44 +249,43 @@ fn start_under(config: &Path, wrapper: &[&str]) -> Result<Running, String> {
 fn psql_path() -> &'static PathBuf {
     static PSQL: OnceLock<PathBuf> = OnceLock::new();
     PSQL.get_or_init(|| {
-        let found = || {
-            ["/usr/bin/psql", "/usr/local/bin/psql"]
-                .iter()
-                .map(PathBuf::from)
-                .find(|p| p.exists())
-        };
-        if let Some(path) = found() {
-            return path;
-        }
-        let root = Command::new("id")
-            .arg("-u")
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-            .unwrap_or(false);
-        assert!(
-            root && Path::new("/usr/bin/apt-get").exists(),
-            "psql is not installed and this is not root with apt-get: install postgresql-client"
-        );
-        let install = || {
-            Command::new("apt-get")
-                .args([
-                    "install",
-                    "-y",
-                    "-q",
-                    "--no-install-recommends",
-                    "postgresql-client",
-                ])
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .status()
-                .map(|s| s.success())
-                .unwrap_or(false)
-        };
-        if !install() {
-            let _ = Command::new("apt-get").args(["update", "-q"]).status();
-            assert!(install(), "apt-get install postgresql-client failed");
-        }
-        found().expect("apt-get installed postgresql-client, but psql is not in /usr/bin")
+        from_the_distribution(
+            &["/usr/bin/psql", "/usr/local/bin/psql"],
+            "postgresql-client",
+        )
     })
+}
+
+/// The first of `paths` that exists, after installing Debian's `package` with apt-get
+/// when none does (this must then run as root).
+fn from_the_distribution(paths: &[&str], package: &str) -> PathBuf {
+    let found = || paths.iter().map(PathBuf::from).find(|p| p.exists());
+    if let Some(path) = found() {
+        return path;
+    }
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    assert!(
+        root && Path::new("/usr/bin/apt-get").exists(),
+        "{} is not installed and this is not root with apt-get: install {package}",
+        paths[0]
+    );
+    let install = || {
+        Command::new("apt-get")
+            .args(["install", "-y", "-q", "--no-install-recommends", package])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    };
+    if !install() {
+        let _ = Command::new("apt-get").args(["update", "-q"]).status();
+        assert!(install(), "apt-get install {package} failed");
+    }
+    found().unwrap_or_else(|| panic!("apt-get installed {package}, but {} is missing", paths[0]))
 }
 
 /// Runs `sql` with psql as `user`: its rows, or the error psql printed.
@@ -335,8 +336,8 @@ fn psql_with(
         .collect())
 }
 
-/// The Python of a virtual environment with psycopg and adbc-driver-flightsql, made
-/// once under the build directory.
+/// The Python of a virtual environment with psycopg, adbc-driver-flightsql and
+/// websocket-client, made once under the build directory.
 fn python() -> &'static PathBuf {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
@@ -347,7 +348,7 @@ fn python() -> &'static PathBuf {
                 && Command::new(&python)
                     .args([
                         "-c",
-                        "import psycopg, adbc_driver_flightsql.dbapi, cryptography",
+                        "import psycopg, adbc_driver_flightsql.dbapi, cryptography, websocket",
                     ])
                     .status()
                     .map(|s| s.success())
@@ -371,6 +372,8 @@ fn python() -> &'static PathBuf {
                 "adbc-driver-manager>=1.3,<2",
                 "pyarrow>=16",
                 "cryptography>=42",
+                // The DevTools protocol's socket, to drive Chromium (clients/browser.py).
+                "websocket-client>=1.6,<2",
             ])
             .status()
             .map(|s| s.success())

@@ -75,6 +75,11 @@ def main():
     out["analyst_login"] = analyst.log_in("analyst", "analyst-pw")
     home = analyst.request("/")
     out["analyst_home"] = home
+    # The owner's steps are not an analyst's, token or not.
+    out["analyst_project"] = analyst.request("/project")["status"]
+    out["analyst_step"] = analyst.request(
+        "/project/source", {"csrf": analyst.csrf(home["body"]), "table": "nps"}
+    )["status"]
     out["logout_without_csrf"] = analyst.request("/logout", {"csrf": ""})
     out["still_logged_in"] = analyst.request("/")["status"]
     out["logout"] = analyst.request("/logout", {"csrf": analyst.csrf(home["body"])})

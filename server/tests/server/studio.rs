@@ -1,10 +1,12 @@
-//! The studio over HTTP, driven by Python's own client (`clients/studio.py`): logins with
-//! server credentials, cookies and CSRF tokens, the analyst's page of published releases
-//! and the owner's page.
+//! The studio over HTTP: driven by Python's own client (`clients/studio.py`) for logins
+//! with server credentials, cookies and CSRF tokens and each role's pages; and by Chromium
+//! (`clients/browser.py`) through a steward's whole flow on Adult, whose publications psql
+//! then reads as an analyst.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{psql, script, Site};
+use super::{from_the_distribution, psql, python, repository, script, Rows, Site};
 
 /// The studio's flow as `clients/studio.py` saw it.
 fn flow(port: u16) -> serde_json::Value {
@@ -66,6 +68,10 @@ fn studio_logins_cookies_csrf_and_the_pages_of_each_role() {
     assert!(analyst.contains(&format!("port={} user=analyst", server.postgres)));
     assert!(!analyst.contains("Source tables") && !analyst.contains("<code>nps</code>"));
 
+    // The owner's project and steps are refused to an analyst.
+    assert_eq!(seen["analyst_project"], 403);
+    assert_eq!(seen["analyst_step"], 403);
+
     // Logging out needs the session's CSRF token.
     assert_eq!(status("logout_without_csrf"), 403);
     assert_eq!(seen["still_logged_in"], 200);
@@ -81,4 +87,278 @@ fn studio_logins_cookies_csrf_and_the_pages_of_each_role() {
     assert!(owner.contains("<code>nps_k10</code>"));
     assert_eq!(status("missing"), 404);
     assert_eq!(seen["css"], 200);
+}
+
+/// Chromium, installed from the distribution when missing.
+fn chromium() -> PathBuf {
+    from_the_distribution(
+        &["/usr/bin/chromium", "/usr/bin/chromium-browser"],
+        "chromium",
+    )
+}
+
+/// A site whose studio may register the Adult files (a copy in its `files` folder).
+fn adult_site() -> Site {
+    let site = Site::with_settings("studio = \"127.0.0.1:0\"\nstudio_files = \"files\"");
+    let files = site.dir.path().join("files");
+    std::fs::create_dir(&files).expect("files folder");
+    let adult = Path::new(repository()).join("tests/data/adult");
+    for entry in std::fs::read_dir(&adult).expect("tests/data/adult") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "csv") {
+            std::fs::copy(&path, files.join(path.file_name().expect("name"))).expect("copied");
+        }
+    }
+    site
+}
+
+fn strings(value: &serde_json::Value) -> Rows {
+    value
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .map(|row| {
+                    row.as_array()
+                        .map(|cells| {
+                            cells
+                                .iter()
+                                .map(|c| c.as_str().unwrap_or_default().to_string())
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_steward_publishes_adult_from_the_browser_and_an_analyst_reads_it_with_psql() {
+    let site = adult_site();
+    let server = site.start();
+    let port = server.studio.expect("the studio listens");
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("studio-screenshots");
+    let out = Command::new(python())
+        .arg(script("browser.py"))
+        .arg(chromium())
+        .arg(format!("http://127.0.0.1:{port}"))
+        .arg(&shots)
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "browser.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert!(seen.get("failed").is_none(), "the flow stopped: {seen:#}");
+
+    // Every step did what it said, in this order.
+    let outcomes: Vec<&str> = seen["outcomes"]
+        .as_array()
+        .expect("outcomes")
+        .iter()
+        .filter_map(|o| o.as_str())
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            "error: authentication failed",
+            "",
+            "",
+            "profiled adult (9 columns)",
+            "roles saved",
+            "built the hierarchy of age",
+            "built the hierarchy of sex",
+            "built the hierarchy of race",
+            "built the hierarchy of marital-status",
+            "built the hierarchy of education",
+            "assessed the risk before release",
+            "ran candidate 1 as a trial",
+            "ran candidate 2 as a trial",
+            "ran candidate 3 as a trial",
+            "ran candidate 4 as a trial",
+            "undid the last step",
+            "published adult_k5",
+            "published adult_safepub",
+            "opened the project",
+        ],
+        "{seen:#}"
+    );
+    assert_eq!(seen["first_page"], "/login");
+
+    // The profile's suggestions: Adult's demographics are quasi-identifiers, the salary
+    // class is sensitive.
+    let suggested = &seen["suggested"];
+    for column in [
+        "sex",
+        "age",
+        "race",
+        "marital-status",
+        "education",
+        "native-country",
+        "workclass",
+        "occupation",
+    ] {
+        assert_eq!(suggested[column], "quasi", "{column}: {suggested}");
+    }
+    assert_eq!(suggested["salary-class"], "sensitive");
+
+    // Ages 17..90 in intervals of 5, 10 and 20 years, then '*'.
+    assert_eq!(
+        seen["age_preview"],
+        serde_json::json!([
+            ["level_1", 16],
+            ["level_2", 9],
+            ["level_3", 5],
+            ["level_4", 1]
+        ])
+    );
+
+    // The risk before is the owner's anonymize_assess of the same source.
+    let qi = "age:studio_adult_age, sex:studio_adult_sex, race:studio_adult_race, \
+              marital-status:studio_adult_marital_status, education:studio_adult_education";
+    let assess = psql(
+        server.postgres,
+        "owner",
+        "owner-pw",
+        &format!(
+            "SELECT key, value FROM anonymize_assess('adult', qi => '{qi}') \
+             WHERE key IN ('rows', 'sample_uniques')"
+        ),
+    )
+    .expect("the owner assesses");
+    assert_eq!(assess[0], ["rows", "30162.0"]);
+    assert_eq!(seen["risk"]["rows"], "30162");
+    assert_eq!(
+        seen["risk"]["sample_uniques"].as_str(),
+        Some(assess[1][1].trim_end_matches(".0"))
+    );
+    assert_eq!(seen["risk_chart"], 8, "eight bars of class sizes");
+
+    // Three candidates side by side (the fourth undone), each a trial; the k-anonymous ones
+    // keep classes of at least k.
+    assert_eq!(seen["candidates_before_undo"], 4);
+    assert_eq!(seen["candidates"], 3);
+    assert_eq!(
+        seen["trial_labels"],
+        serde_json::json!([
+            "trial: not publishable",
+            "trial: not publishable",
+            "trial: not publishable"
+        ])
+    );
+    let figure = |name: &str| -> Vec<f64> {
+        seen["side_by_side"]
+            .as_array()
+            .expect("figures")
+            .iter()
+            .find(|row| row[0] == name)
+            .and_then(|row| row[1].as_array())
+            .map(|cells| {
+                cells
+                    .iter()
+                    .map(|c| c.as_str().and_then(|c| c.parse().ok()).unwrap_or(f64::NAN))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let smallest = figure("after:min_class_size");
+    assert!(smallest[0] >= 5.0 && smallest[1] >= 10.0, "{smallest:?}");
+    let scores = figure("k_marginal_score");
+    assert!(
+        scores.iter().all(|s| (0.0..=1000.0).contains(s)),
+        "{scores:?}"
+    );
+    assert_eq!(seen["report_title"], "Release report: adult (kanon)");
+
+    // The analyst reads exactly the rows the studio showed, and the SafePub release.
+    let shown = strings(&seen["published_rows"]);
+    assert_eq!(shown.len(), 10);
+    let read = psql(
+        server.postgres,
+        "analyst",
+        "analyst-pw",
+        "SELECT * FROM adult_k5 LIMIT 10",
+    )
+    .expect("the analyst reads adult_k5");
+    assert_eq!(read, shown);
+    let safepub = psql(
+        server.postgres,
+        "analyst",
+        "analyst-pw",
+        "SELECT COUNT(*) FROM adult_safepub",
+    )
+    .expect("the analyst reads adult_safepub");
+    assert!(
+        safepub[0][0].parse::<u64>().is_ok_and(|n| n > 0),
+        "{safepub:?}"
+    );
+    assert!(psql(
+        server.postgres,
+        "analyst",
+        "analyst-pw",
+        "SELECT * FROM adult"
+    )
+    .is_err());
+
+    // The recipe re-opened shows the same candidates; refusals.
+    assert_eq!(seen["reopened_candidates"], 3);
+    assert_eq!(seen["reopened_side_by_side"], seen["side_by_side"]);
+    assert_eq!(seen["no_csrf"], 403);
+    assert_eq!(
+        seen["outside"],
+        "'../server.toml' is not a file of the studio's folder"
+    );
+    assert_eq!(
+        seen["recipe_disposition"],
+        "attachment; filename=\"adult-recipe.sql\""
+    );
+
+    // The recipe replayed as another server's init script publishes the same releases with
+    // the same arguments (k-anonymity is deterministic: the same rows too).
+    let recipe = seen["recipe"].as_str().expect("the recipe");
+    let replay = Site::with_parts(recipe, "epsilon_budget = 3", "");
+    let again = replay.start();
+    let arguments = |port: u16, name: &str| {
+        psql(
+            port,
+            "analyst",
+            "analyst-pw",
+            &format!(
+                "SELECT key, value FROM published_metadata('{name}') \
+                 WHERE key NOT IN ('guarantee_detail', 'seeded', 'rng') ORDER BY key"
+            ),
+        )
+        .expect("the publication's metadata")
+    };
+    for name in ["adult_k5", "adult_safepub"] {
+        let (first, replayed) = (
+            arguments(server.postgres, name),
+            arguments(again.postgres, name),
+        );
+        let keys = |rows: &Rows, key: &str| rows.iter().find(|r| r[0] == key).map(|r| r[1].clone());
+        assert!(keys(&first, "method").is_some(), "{first:?}");
+        for key in [
+            "method",
+            "quasi_identifiers",
+            "hierarchies",
+            "informative",
+            "k",
+            "epsilon",
+            "delta",
+        ] {
+            assert_eq!(keys(&first, key), keys(&replayed, key), "{name}: {key}");
+        }
+    }
+    assert_eq!(
+        psql(
+            again.postgres,
+            "analyst",
+            "analyst-pw",
+            "SELECT * FROM adult_k5 LIMIT 10"
+        )
+        .expect("the replayed adult_k5"),
+        shown
+    );
 }
