@@ -41,16 +41,43 @@ enum Command {
     /// Reads a password from standard input (its first line) and prints the
     /// `password_hash` the configuration stores for it.
     HashPassword,
+    /// Starts the studio for one data steward on this machine, without a configuration
+    /// file: the studio and PostgreSQL on loopback, one owner whose password is made up
+    /// and printed (valid for this run only).
+    Studio {
+        /// The folder whose CSV and Parquet files the studio may register.
+        #[arg(long, value_name = "DIR")]
+        files: PathBuf,
+        /// SQL files run at start (sources, hierarchies), in order.
+        #[arg(long, value_name = "FILE")]
+        init: Vec<PathBuf>,
+        /// The studio's port (on 127.0.0.1).
+        #[arg(long, default_value_t = 8080)]
+        port: u16,
+        /// The PostgreSQL protocol's port (on 127.0.0.1), to read publications with psql.
+        #[arg(long, default_value_t = 5433)]
+        postgres_port: u16,
+    },
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
     let outcome = match (&args.command, &args.config) {
         (Some(Command::HashPassword), _) => hash_password(),
-        (None, Some(config)) => serve(config.clone()),
-        (None, None) => {
-            Err("give --config server.toml (or the hash-password command); --help says more".into())
-        }
+        (
+            Some(Command::Studio {
+                files,
+                init,
+                port,
+                postgres_port,
+            }),
+            _,
+        ) => studio_alone(files, init, *port, *postgres_port),
+        (None, Some(config)) => config::load(config).and_then(serve),
+        (None, None) => Err(
+            "give --config server.toml (or the studio or hash-password command); --help says more"
+                .into(),
+        ),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -78,8 +105,45 @@ fn hash_password() -> Result<(), String> {
     Ok(())
 }
 
-fn serve(config: PathBuf) -> Result<(), String> {
-    let config = config::load(&config)?;
+/// The configuration of `dfanon-server studio`: loopback listeners, the studio's folder,
+/// the init scripts and one owner with a fresh password, which is printed.
+fn studio_alone(
+    files: &std::path::Path,
+    init: &[PathBuf],
+    port: u16,
+    postgres_port: u16,
+) -> Result<(), String> {
+    let absolute = |p: &std::path::Path| {
+        p.canonicalize()
+            .map_err(|e| format!("{}: {e}", p.display()))
+            .map(|p| toml::Value::String(p.to_string_lossy().into_owned()).to_string())
+    };
+    let init = init
+        .iter()
+        .map(|p| absolute(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let password = studio::one_time_password();
+    let text = format!(
+        "postgres = \"127.0.0.1:{postgres_port}\"\nstudio = \"127.0.0.1:{port}\"\n\
+         studio_files = {}\ninit = [{}]\n\n[[user]]\nname = \"owner\"\nrole = \"owner\"\n\
+         password_hash = \"{}\"\n",
+        absolute(files)?,
+        init.join(", "),
+        PasswordHash::new(&password)
+    );
+    let config = config::parse(&text, std::path::Path::new("."))?;
+    let open = match port {
+        0 => "open the studio's address (below)".to_string(),
+        port => format!("open http://127.0.0.1:{port}/"),
+    };
+    println!(
+        "dfanon studio: {open} and log in as 'owner' with the password {password} (made for \
+         this run; psql -h 127.0.0.1 -p {postgres_port} -U owner -d datafusion reads the publications)"
+    );
+    serve(config)
+}
+
+fn serve(config: config::Config) -> Result<(), String> {
     // Statements are planned and run on these threads: a stack far above what the deepest
     // statement the depth check lets through needs (reserved, not used, until needed).
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -38,6 +38,12 @@ use login::{LoginForm, Sessions, StudioUser};
 pub use pages::Connect;
 use workbench::Workbench;
 
+/// A password for `dfanon-server studio`'s owner: 30 hex digits (120 random bits from the
+/// operating system).
+pub fn one_time_password() -> String {
+    login::token()[..30].to_string()
+}
+
 /// How long a client may take to send a request's headers.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 

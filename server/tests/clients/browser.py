@@ -122,6 +122,21 @@ class Browser:
         with open(os.path.join(SHOTS, f"{name}.png"), "wb") as out:
             out.write(base64.b64decode(data))
 
+    def shot_of(self, selector, name):
+        """A picture of one element of the page."""
+        box = self.js(
+            f"(() => {{ const r = document.querySelector({json.dumps(selector)}).getBoundingClientRect(); "
+            "return {x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height}; })()"
+        )
+        data = self.call(
+            "Page.captureScreenshot",
+            format="png",
+            captureBeyondViewport=True,
+            clip={**box, "scale": 1},
+        )["data"]
+        with open(os.path.join(SHOTS, f"{name}.png"), "wb") as out:
+            out.write(base64.b64decode(data))
+
     def cookie_header(self):
         cookies = self.call("Network.getCookies", urls=[BASE + "/"])["cookies"]
         return "; ".join(f"{c['name']}={c['value']}" for c in cookies)
@@ -248,6 +263,7 @@ def main():
         seen["side_by_side"] = side_by_side(b)
         seen["trial_labels"] = b.js("Array.from(document.querySelectorAll('.trial')).map(e => e.innerText)")
         b.shot("05-candidates")
+        b.shot_of("#candidates", "05-candidates-side-by-side")
         b.goto("/project/candidates/1/report")
         seen["report_title"] = b.js("document.title")
         b.shot("06-report")

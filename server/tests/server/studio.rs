@@ -362,3 +362,60 @@ fn a_steward_publishes_adult_from_the_browser_and_an_analyst_reads_it_with_psql(
         shown
     );
 }
+
+#[test]
+fn dfanon_server_studio_starts_a_steward_on_loopback_with_a_fresh_password() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let files = tempfile::tempdir().expect("temp dir");
+    std::fs::write(files.path().join("people.csv"), "name,age\nAnn,34\n").expect("written");
+    let mut child = Command::new(super::SERVER)
+        .args(["studio", "--port", "0", "--postgres-port", "0", "--files"])
+        .arg(files.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("dfanon-server studio runs");
+    let mut said = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut said)
+        .expect("a line");
+    let mut listening = String::new();
+    BufReader::new(child.stderr.take().expect("stderr"))
+        .read_line(&mut listening)
+        .expect("a line");
+    let password = said
+        .split("with the password ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the password is printed")
+        .to_string();
+    assert_eq!(password.len(), 30, "{said}");
+    let port_after = |marker: &str| -> u16 {
+        listening
+            .split(marker)
+            .nth(1)
+            .and_then(|rest| rest.split([',', '/', ' ']).next())
+            .and_then(|address| address.rsplit(':').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("{marker} in {listening}"))
+    };
+    let (postgres, studio) = (
+        port_after("PostgreSQL on "),
+        port_after("studio on http://"),
+    );
+    assert!(
+        listening.contains("127.0.0.1:"),
+        "loopback only: {listening}"
+    );
+    let rows = psql(postgres, "owner", &password, "SELECT 1").expect("the owner logs in");
+    assert_eq!(rows, [["1"]]);
+    assert!(psql(postgres, "owner", "wrong", "SELECT 1").is_err());
+    let mut http = std::net::TcpStream::connect(("127.0.0.1", studio)).expect("the studio");
+    http.write_all(b"GET /login HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .expect("request sent");
+    let mut page = String::new();
+    http.read_to_string(&mut page).expect("response");
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
