@@ -3,7 +3,7 @@
 //! before each step, for undo. Every step runs SQL in the owner session and keeps it to
 //! show on the page.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use datafusion::prelude::SessionContext;
@@ -61,6 +61,8 @@ pub struct Workbench {
     pub risk: Option<(Rows, Rows)>,
     pub trials: Vec<Result<Trial, String>>,
     pub published: Vec<Published>,
+    /// The tables this workbench registered from files (which it may register again).
+    registered: HashSet<String>,
     /// The SQL the last step ran, and its outcome (an error, or what it did).
     pub last_sql: Vec<String>,
     pub outcome: Option<Result<String, String>>,
@@ -77,6 +79,7 @@ impl Workbench {
             risk: None,
             trials: Vec::new(),
             published: Vec::new(),
+            registered: HashSet::new(),
             last_sql: Vec::new(),
             outcome: None,
         }
@@ -126,6 +129,15 @@ impl Workbench {
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 let table = table_name(&[&stem]);
+                let taken = self.ctx.table_exist(table.as_str()).unwrap_or(true);
+                if taken && !self.registered.contains(&table) {
+                    return self.done(
+                        sql,
+                        Err(format!(
+                            "a table named '{table}' exists already: rename the file to register it"
+                        )),
+                    );
+                }
                 sql.push(format!("DROP TABLE IF EXISTS {}", ident(&table)));
                 sql.push(register_file(
                     &table,
@@ -145,6 +157,9 @@ impl Workbench {
         };
         if let Err(e) = run_all(&self.ctx, &sql).await {
             return self.done(sql, Err(e));
+        }
+        if source.file.is_some() {
+            self.registered.insert(source.table.clone());
         }
         self.remember();
         self.project = Project {
@@ -402,33 +417,26 @@ impl Workbench {
     }
 
     async fn restore(&mut self, project: Project, scratch: &Path, folder: Option<&Folder>) {
-        let mut sql = Vec::new();
         self.clear_results();
-        self.project = Project {
-            source: project.source.clone(),
-            roles: project.roles.clone(),
-            published: project.published.clone(),
-            ..Project::default()
-        };
         let Some(source) = project.source.clone() else {
-            return self.done(sql, Ok("the project is empty".into()));
-        };
-        if let Some(file) = &source.file {
-            let Some((path, csv)) = folder.and_then(|f| f.locate(file)) else {
-                return self.done(
-                    sql,
-                    Err(format!("'{file}' is not a file of the studio's folder")),
-                );
+            self.project = Project {
+                published: project.published.clone(),
+                ..Project::default()
             };
-            sql.push(format!("DROP TABLE IF EXISTS {}", ident(&source.table)));
-            sql.push(register_file(&source.table, &path, csv));
-            if let Err(e) = run_all(&self.ctx, &sql).await {
-                return self.done(sql, Err(e));
-            }
+            return self.done(Vec::new(), Ok("the project is empty".into()));
+        };
+        // The source as the Source step registers it (a file's table is named after the
+        // file, never after what the recipe says).
+        let table = source.file.is_none().then_some(source.table.as_str());
+        self.choose_source(table, source.file.as_deref(), folder)
+            .await;
+        if let Some(Err(_)) = self.outcome {
+            return;
         }
-        let roles = project.roles.clone();
-        self.refresh_profile(&mut sql).await;
-        self.project.roles = roles;
+        self.history.pop();
+        let sql = self.last_sql.clone();
+        self.project.roles = project.roles.clone();
+        self.project.published = project.published.clone();
         for hierarchy in project.hierarchies {
             self.build_hierarchy(&hierarchy.column, hierarchy.recipe, folder)
                 .await;
@@ -527,6 +535,60 @@ pub fn figures(report: &str) -> HashMap<String, f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn block_on<F: std::future::Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(future)
+    }
+
+    #[test]
+    fn files_never_replace_a_table_the_studio_did_not_register() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("nps.csv"), "a,b\nx,1\n").expect("written");
+        std::fs::write(dir.path().join("adult.csv"), "sex,age\nMale,39\n").expect("written");
+        let folder = Folder::new(dir.path()).expect("folder");
+        block_on(async {
+            let ctx = SessionContext::new();
+            run(&ctx, "CREATE TABLE nps AS VALUES (1, 2, 3)")
+                .await
+                .expect("made");
+            let mut bench = Workbench::new(ctx.clone());
+            bench
+                .choose_source(None, Some("nps.csv"), Some(&folder))
+                .await;
+            assert_eq!(
+                bench.outcome,
+                Some(Err(
+                    "a table named 'nps' exists already: rename the file to register it".into()
+                ))
+            );
+            // A file the studio registered may be chosen again.
+            for _ in 0..2 {
+                bench
+                    .choose_source(None, Some("adult.csv"), Some(&folder))
+                    .await;
+                assert_eq!(bench.outcome, Some(Ok("profiled adult (2 columns)".into())));
+            }
+            // A recipe naming another table for a file registers the file under its own name.
+            let mut crafted = bench.project.clone();
+            if let Some(source) = crafted.source.as_mut() {
+                source.table = "nps".into();
+            }
+            let scratch = tempfile::tempdir().expect("scratch");
+            bench.open(crafted, scratch.path(), Some(&folder)).await;
+            assert_eq!(bench.outcome, Some(Ok("opened the project".into())));
+            assert_eq!(
+                bench.project.source.as_ref().map(|s| s.table.as_str()),
+                Some("adult")
+            );
+            let nps = run(&ctx, "SELECT COUNT(*) FROM nps")
+                .await
+                .expect("nps is still there");
+            assert_eq!(nps.cell(0, 0), "1");
+        });
+    }
 
     #[test]
     fn a_reports_figures_are_read_by_name() {
