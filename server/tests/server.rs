@@ -781,6 +781,10 @@ fn the_readme_example_serves_q1_to_psql_and_adbc_with_one_charge() {
             "[\"../../sql/nps_hierarchies.sql\", \"setup.sql\"]",
             &format!("[\"{root}/sql/nps_hierarchies.sql\", \"{root}/examples/server/setup.sql\"]"),
         )
+        .replace(
+            "\"../../tests/data/adult\"",
+            &format!("\"{root}/tests/data/adult\""),
+        )
         .replace("\"server-ledger.json\"", "\"ledger.json\"");
     assert_ne!(config, example);
     let path = dir.path().join("server.toml");
