@@ -200,9 +200,20 @@ async fn home(State(studio): State<Arc<Studio>>, headers: HeaderMap) -> Response
         Role::Owner => Some(studio.server.owner_tables()),
         Role::Public => None,
     };
+    // The budget as the user's own session shows it (what psql would show them).
+    let budget = match studio.server.session(&user.name) {
+        Ok(session) => results::run(&session.ctx, pages::BUDGET_SQL).await.ok(),
+        Err(_) => None,
+    };
     html(
         StatusCode::OK,
-        pages::home(&user, &published, tables.as_deref(), &studio.connect),
+        pages::home(
+            &user,
+            &published,
+            tables.as_deref(),
+            budget.as_ref(),
+            &studio.connect,
+        ),
     )
 }
 

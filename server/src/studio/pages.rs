@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use datafusion_anonymize::{escape_html as escape, PublishedRelease};
 
 use super::login::StudioUser;
+use super::results::Rows;
 use crate::config::Role;
 
 /// The stylesheet, served as `/studio.css`.
@@ -83,6 +84,7 @@ pub fn home(
     user: &StudioUser,
     published: &[PublishedRelease],
     tables: Option<&[String]>,
+    budget: Option<&Rows>,
     connect: &Connect,
 ) -> String {
     let mut body = String::new();
@@ -138,12 +140,62 @@ pub fn home(
         body.push_str("</tbody></table>");
     }
     body.push_str("</section>");
+    if let Some(budget) = budget {
+        body.push_str(&budget_left(budget));
+    }
     body.push_str(&how_to_connect(user, published, connect));
     let title = match user.role {
         Role::Owner => "Releases and sources",
         Role::Public => "Published releases",
     };
     page(title, Some(user), &body)
+}
+
+/// The statement whose result the budget section shows (in the user's own session, so an
+/// analyst sees what `privacy_budget()` shows them over psql).
+pub const BUDGET_SQL: &str = "SELECT table_name, releases, epsilon_spent, epsilon_remaining, \
+     delta_remaining FROM privacy_budget() ORDER BY table_name";
+
+/// The privacy budget left per source table.
+fn budget_left(budget: &Rows) -> String {
+    let mut out = String::from(
+        "<section id=\"budget\"><h2>Privacy budget left</h2><p class=\"explain\">Each source \
+         table's budget for differentially private releases, shared by every user: a release \
+         spends ε (and δ) from it, once; when it is spent, no new release of the table can \
+         be drawn. Releases already drawn stay readable.</p>",
+    );
+    if budget.cells.is_empty() {
+        out.push_str("<p>No table has spent any budget yet.</p>");
+    } else {
+        out.push_str(
+            "<table><thead><tr><th>Table</th><th>Releases</th><th>ε spent</th><th>ε left</th>\
+             <th>δ left</th></tr></thead><tbody>",
+        );
+        let shown = |v: &str| match v {
+            "inf" => "unlimited".to_string(),
+            v => escape(v),
+        };
+        for row in &budget.cells {
+            let cell = |i: usize| row.get(i).map_or(String::new(), |v| shown(v));
+            let _ = write!(
+                out,
+                "<tr data-table=\"{t}\"><td><code>{t}</code></td><td class=\"num\">{}</td>\
+                 <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                cell(1),
+                cell(2),
+                cell(3),
+                cell(4),
+                t = cell(0),
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+    let _ = write!(
+        out,
+        "<p class=\"sql\">SQL: <code>{}</code></p></section>",
+        escape(BUDGET_SQL)
+    );
+    out
 }
 
 /// The psql and ADBC lines that read the first published release (or a placeholder name).
@@ -232,12 +284,24 @@ mod tests {
             flight_sql: "127.0.0.1:50061".parse().ok(),
             tls: false,
         };
+        let budget = Rows {
+            columns: Vec::new(),
+            cells: vec![vec![
+                "datafusion.public.nps".into(),
+                "2".into(),
+                "1".into(),
+                "2".into(),
+                "inf".into(),
+            ]],
+        };
         let html = home(
             &user(Role::Public),
             &[release("adult_<k5>")],
             None,
+            Some(&budget),
             &connect,
         );
+        assert!(html.contains("<tr data-table=\"datafusion.public.nps\"><td><code>datafusion.public.nps</code></td><td class=\"num\">2</td><td class=\"num\">1</td><td class=\"num\">2</td><td class=\"num\">unlimited</td></tr>"), "{html}");
         assert!(html.contains("<code>adult_&lt;k5&gt;</code>"), "{html}");
         assert!(html.contains("k-anonymity &lt;k=5&gt;"));
         assert!(!html.contains("adult_<k5>"));
@@ -252,6 +316,7 @@ mod tests {
             &user(Role::Owner),
             &[],
             Some(&["adult".to_string()]),
+            None,
             &connect,
         );
         assert!(owner.contains("Source tables") && owner.contains("<code>adult</code>"));

@@ -67,6 +67,22 @@ fn studio_logins_cookies_csrf_and_the_pages_of_each_role() {
     assert!(analyst.contains("<td>kanon</td>"));
     assert!(analyst.contains(&format!("port={} user=analyst", server.postgres)));
     assert!(!analyst.contains("Source tables") && !analyst.contains("<code>nps</code>"));
+    // The budget left, as privacy_budget() shows it to the analyst over psql.
+    let budget = psql(
+        server.postgres,
+        "analyst",
+        "analyst-pw",
+        "SELECT table_name, epsilon_remaining FROM privacy_budget()",
+    )
+    .expect("privacy_budget() for the analyst");
+    assert!(analyst.contains("Privacy budget left"), "{analyst}");
+    assert!(!budget.is_empty(), "the owner's publication is on nps's account");
+    for row in &budget {
+        assert!(
+            analyst.contains(&format!("<tr data-table=\"{}\">", row[0])),
+            "{row:?} in {analyst}"
+        );
+    }
 
     // The owner's project and steps are refused to an analyst.
     assert_eq!(seen["analyst_project"], 403);
