@@ -6,6 +6,7 @@
 //! like ARX, so an integer column matches a hierarchy read from CSV.
 
 pub mod builders;
+pub mod dates;
 mod error;
 pub mod load;
 pub mod top_bottom;

@@ -80,6 +80,8 @@ pub enum HierarchyRecipe {
     File { file: String },
     /// Integer intervals: `interval_hierarchy(domain, levels)`.
     Intervals { domain: String, levels: String },
+    /// Days to months, quarters, years…: `date_hierarchy(domain, levels)`.
+    Dates { domain: String, levels: String },
     /// Prefix masking: `mask_hierarchy(source, column, keep)`.
     Mask { keep: String },
     /// One level: every value becomes `*`.
@@ -197,6 +199,11 @@ impl Hierarchy {
             }
             HierarchyRecipe::Intervals { domain, levels } => format!(
                 "CREATE TABLE {table} AS SELECT * FROM interval_hierarchy({}, levels => {})",
+                literal(domain),
+                literal(levels)
+            ),
+            HierarchyRecipe::Dates { domain, levels } => format!(
+                "CREATE TABLE {table} AS SELECT * FROM date_hierarchy({}, levels => {})",
                 literal(domain),
                 literal(levels)
             ),
@@ -496,6 +503,22 @@ mod tests {
                 "DROP TABLE IF EXISTS \"studio_adult_age\"".to_string(),
                 "CREATE TABLE \"studio_adult_age\" AS SELECT * FROM interval_hierarchy('17..90', levels => '5|10')".to_string(),
             ])
+        );
+    }
+
+    #[test]
+    fn a_date_hierarchy_is_built_by_date_hierarchy() {
+        let dates = Hierarchy {
+            column: "admitted".into(),
+            table: "studio_visits_admitted".into(),
+            recipe: HierarchyRecipe::Dates {
+                domain: "2019-01-01..2019-12-31".into(),
+                levels: "month|quarter".into(),
+            },
+        };
+        assert_eq!(
+            dates.statements("visits", folder).map(|s| s[1].clone()),
+            Some("CREATE TABLE \"studio_visits_admitted\" AS SELECT * FROM date_hierarchy('2019-01-01..2019-12-31', levels => 'month|quarter')".into())
         );
     }
 

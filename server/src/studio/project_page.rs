@@ -178,7 +178,7 @@ fn hierarchies(
     bench: &Workbench,
     files: Option<&[DataFile]>,
 ) {
-    body.push_str("<section id=\"hierarchies\"><h2>3. Hierarchies</h2><p class=\"explain\">How each quasi-identifier may be coarsened, level by level, up to <code>*</code> (hidden). A method chooses the level; the preview shows how many groups the rows fall into at each level. Build one from integer intervals, by masking the ends of codes, from an ARX hierarchy file of the studio's folder, or hide the column entirely.</p>");
+    body.push_str("<section id=\"hierarchies\"><h2>3. Hierarchies</h2><p class=\"explain\">How each quasi-identifier may be coarsened, level by level, up to <code>*</code> (hidden). A method chooses the level; the preview shows how many groups the rows fall into at each level. Build one from integer intervals, from dates (a range such as <code>2015-01-01..2019-12-31</code> with levels such as <code>month|quarter|year</code>), by masking the ends of codes, from an ARX hierarchy file of the studio's folder, or hide the column entirely.</p>");
     let project = &bench.project;
     let quasi = project.columns(ColumnRole::Quasi);
     if quasi.is_empty() {
@@ -197,6 +197,11 @@ fn hierarchies(
                     HierarchyRecipe::File { file } => format!("from the file {}", escape(file)),
                     HierarchyRecipe::Intervals { domain, levels } => format!(
                         "intervals over {} with levels {}",
+                        escape(domain),
+                        escape(levels)
+                    ),
+                    HierarchyRecipe::Dates { domain, levels } => format!(
+                        "dates from {} with levels {}",
                         escape(domain),
                         escape(levels)
                     ),
@@ -235,7 +240,7 @@ fn hierarchies(
         let _ = write!(
             body,
             "<input type=\"hidden\" name=\"column\" value=\"{}\"><label>Build <select name=\"kind\">\
-             <option value=\"intervals\">integer intervals</option><option value=\"mask\">masking</option>\
+             <option value=\"intervals\">integer intervals</option><option value=\"dates\">dates (levels: week, month, quarter, year, 5y, 10y)</option><option value=\"mask\">masking</option>\
              <option value=\"file\">ARX file</option><option value=\"suppress\">hide (*)</option></select></label> \
              <label>domain <input name=\"domain\" placeholder=\"17..90\" size=\"8\"></label> \
              <label>levels <input name=\"levels\" placeholder=\"5|10|20\" size=\"10\"></label> \

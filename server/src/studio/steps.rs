@@ -206,6 +206,13 @@ pub async fn hierarchy(
             }),
             _ => None,
         },
+        Some("dates") => match (field(&form, "domain"), field(&form, "levels")) {
+            (Some(domain), Some(levels)) => Some(HierarchyRecipe::Dates {
+                domain: domain.into(),
+                levels: levels.into(),
+            }),
+            _ => None,
+        },
         Some("mask") => {
             field(&form, "keep").map(|keep| HierarchyRecipe::Mask { keep: keep.into() })
         }
@@ -217,7 +224,7 @@ pub async fn hierarchy(
         Box::pin(async move {
             match recipe {
                 Some(recipe) => b.build_hierarchy(&column, recipe, folder.as_ref()).await,
-                None => b.refuse("fill in the builder's fields: a domain and levels for intervals, keep for masking, a file for an ARX file"),
+                None => b.refuse("fill in the builder's fields: a domain and levels for intervals and dates, keep for masking, a file for an ARX file"),
             }
         })
     })

@@ -76,7 +76,10 @@ fn studio_logins_cookies_csrf_and_the_pages_of_each_role() {
     )
     .expect("privacy_budget() for the analyst");
     assert!(analyst.contains("Privacy budget left"), "{analyst}");
-    assert!(!budget.is_empty(), "the owner's publication is on nps's account");
+    assert!(
+        !budget.is_empty(),
+        "the owner's publication is on nps's account"
+    );
     for row in &budget {
         assert!(
             analyst.contains(&format!("<tr data-table=\"{}\">", row[0])),

@@ -11,6 +11,7 @@ mod anonymize_class_sizes;
 mod anonymize_help;
 mod anonymize_individual_risk;
 mod anonymize_suda;
+mod date_hierarchy;
 mod generalized;
 mod interval_hierarchy;
 mod mask_hierarchy;
@@ -36,6 +37,7 @@ use anonymize_class_sizes::ClassSizesFunction;
 use anonymize_help::HelpFunction;
 use anonymize_individual_risk::IndividualRiskFunction;
 use anonymize_suda::SudaFunction;
+use date_hierarchy::DateHierarchyFunction;
 use generalized::generalized_udfs;
 use interval_hierarchy::IntervalHierarchyFunction;
 use mask_hierarchy::MaskHierarchyFunction;
@@ -98,6 +100,7 @@ impl FunctionList {
             Arc::new(IntervalHierarchyFunction),
             Arc::new(MaskHierarchyFunction),
             Arc::new(TopBottomHierarchyFunction),
+            Arc::new(DateHierarchyFunction),
             Arc::new(match options.access {
                 Access::Owner => NpsDemoFunction::for_owner(),
                 Access::Public => NpsDemoFunction::for_public(),
