@@ -1,6 +1,39 @@
-//! What several topics share: the release policy of the small test tables.
+//! What several topics share: the release policy of the small test tables, and the
+//! workspace's source files.
+
+use std::path::{Path, PathBuf};
 
 use datafusion_anonymize::{PublicPolicy, SourcePolicy};
+
+/// The source folders of the workspace's packages: the library's, then each tool's.
+pub const SOURCE_FOLDERS: [&str; 6] = [
+    "src",
+    "cli/src",
+    "server/src",
+    "ballista/src",
+    "python/src",
+    "one-build/src",
+];
+
+/// Every `.rs` file under `dir`, its sub-folders included, in path order.
+pub fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+        for entry in entries {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
 
 /// The test tables' policy for public users: the hierarchies `h_*` are public, and each of
 /// `sources` may be released with `age` and `sex` generalized along `h_age` and `h_sex`

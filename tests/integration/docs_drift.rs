@@ -71,6 +71,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::common::{rust_files, SOURCE_FOLDERS};
+
 const ARCHITECTURE: &str = "docs/ARCHITECTURE.md";
 const METHODS: &str = "docs/METHODS.md";
 
@@ -92,26 +94,6 @@ fn relative(path: &Path) -> String {
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
     parts.join("/")
-}
-
-/// Every file under the folder `rel_dir` whose name ends in `suffix`, recursively, sorted.
-fn files_under(rel_dir: &str, suffix: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![root().join(rel_dir)];
-    while let Some(dir) = stack.pop() {
-        let entries =
-            fs::read_dir(&dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
-        for entry in entries {
-            let path = entry.expect("a directory entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.to_string_lossy().ends_with(suffix) {
-                out.push(relative(&path));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 /// The 1-based line of byte offset `pos`.
@@ -141,21 +123,12 @@ struct Entry {
     path: String,
 }
 
-/// The source folders of the workspace's packages: the library's, then each tool's.
-const SOURCE_FOLDERS: [&str; 6] = [
-    "src",
-    "cli/src",
-    "server/src",
-    "ballista/src",
-    "python/src",
-    "one-build/src",
-];
-
-/// Every `.rs` file under [`SOURCE_FOLDERS`].
+/// Every `.rs` file under [`SOURCE_FOLDERS`], relative to the repository.
 fn source_files() -> Vec<String> {
     SOURCE_FOLDERS
         .iter()
-        .flat_map(|folder| files_under(folder, ".rs"))
+        .flat_map(|folder| rust_files(&root().join(folder)))
+        .map(|path| relative(&path))
         .collect()
 }
 

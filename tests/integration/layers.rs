@@ -24,6 +24,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use crate::common::{rust_files, SOURCE_FOLDERS};
+
 /// Pairs (lower area, upper area): no file under the first may reach a file under the
 /// second.
 const FORBIDDEN: &[(&str, &str)] = &[
@@ -116,8 +118,7 @@ fn only_the_methods_name_a_method() {
         .filter_map(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string))
         .collect();
     assert!(methods.len() >= 6, "{methods:?}");
-    let mut paths = Vec::new();
-    collect(&src, &mut paths);
+    let paths = rust_files(&src);
     let mut offences = Vec::new();
     for path in paths {
         let (name, test_only) = file_name_of(&path, &root());
@@ -193,16 +194,6 @@ fn the_checker_sees_what_it_should() {
 /// The most lines a production file may have before its inline test module.
 const MAX_LINES: usize = 600;
 
-/// The source folders of the workspace's packages.
-const SOURCE_FOLDERS: &[&str] = &[
-    "src",
-    "cli/src",
-    "server/src",
-    "ballista/src",
-    "python/src",
-    "one-build/src",
-];
-
 /// The lines of `text` before its inline test module (a `#[cfg(test)]` line followed by a
 /// `mod … {` line).
 fn production_lines(text: &str) -> usize {
@@ -223,8 +214,7 @@ fn no_production_file_is_long() {
     let mut long = Vec::new();
     let mut seen = 0;
     for folder in SOURCE_FOLDERS {
-        let mut files = Vec::new();
-        collect(&root.join(folder), &mut files);
+        let files = rust_files(&root.join(folder));
         for path in files {
             let (name, test_only) = file_name_of(&path, &root);
             if test_only {
@@ -276,8 +266,7 @@ struct Graph {
 
 impl Graph {
     fn read(src: &Path) -> Self {
-        let mut paths = Vec::new();
-        collect(src, &mut paths);
+        let paths = rust_files(src);
         let base = src.parent().expect("src has a parent");
         let mut files = BTreeMap::new();
         let mut by_module = BTreeMap::new();
@@ -494,21 +483,6 @@ fn file_name_of(path: &Path, base: &Path) -> (String, bool) {
         || file_name.ends_with("_tests.rs")
         || name.starts_with("src/testing/");
     (name, test_only)
-}
-
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .expect("read a source folder")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            collect(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 /// The text without comments, string literals' contents and the inline test modules
