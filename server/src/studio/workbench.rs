@@ -19,6 +19,9 @@ use super::results::{run, run_all, Rows};
 /// The most steps undo goes back.
 const MAX_UNDO: usize = 50;
 
+/// The most candidates a project holds (each keeps its report in memory).
+pub const MAX_CANDIDATES: usize = 20;
+
 /// The labels shown per level in a hierarchy's preview.
 const PREVIEW_LABELS: usize = 12;
 
@@ -307,6 +310,11 @@ impl Workbench {
     /// report written in `scratch`.
     pub async fn add_candidate(&mut self, candidate: Candidate, scratch: &Path) {
         let index = self.project.candidates.len();
+        if index >= MAX_CANDIDATES {
+            return self.refuse(&format!(
+                "a project compares at most {MAX_CANDIDATES} candidates: undo or re-open a recipe with fewer"
+            ));
+        }
         let (sql, trial) = self.trial(&candidate, index, scratch).await;
         match trial {
             Ok(trial) => {
@@ -435,7 +443,25 @@ impl Workbench {
         }
         self.history.pop();
         let sql = self.last_sql.clone();
-        self.project.roles = project.roles.clone();
+        // Only the source's own columns take a role, and a recipe holds no more
+        // hierarchies than columns nor more candidates than a project may.
+        if project.hierarchies.len() > self.project.roles.len()
+            || project.candidates.len() > MAX_CANDIDATES
+        {
+            return self.refuse(&format!(
+                "the recipe has more hierarchies than the source has columns, or more than {MAX_CANDIDATES} candidates"
+            ));
+        }
+        let roles: Vec<(String, ColumnRole)> = self
+            .project
+            .roles
+            .iter()
+            .map(|(column, suggested)| {
+                let confirmed = project.roles.iter().find(|(c, _)| c == column);
+                (column.clone(), confirmed.map_or(*suggested, |(_, r)| *r))
+            })
+            .collect();
+        self.project.roles = roles;
         self.project.published = project.published.clone();
         for hierarchy in project.hierarchies {
             self.build_hierarchy(&hierarchy.column, hierarchy.recipe, folder)
@@ -583,6 +609,22 @@ mod tests {
                 bench.project.source.as_ref().map(|s| s.table.as_str()),
                 Some("adult")
             );
+            // A pasted recipe cannot make the studio run unbounded work.
+            let mut many = bench.project.clone();
+            many.candidates = vec![
+                crate::studio::project::Candidate {
+                    method: "kanon".into(),
+                    arguments: Vec::new(),
+                };
+                MAX_CANDIDATES + 1
+            ];
+            bench.open(many, scratch.path(), Some(&folder)).await;
+            assert!(
+                matches!(&bench.outcome, Some(Err(e)) if e.contains("more than 20 candidates")),
+                "{:?}",
+                bench.outcome
+            );
+            assert!(bench.project.candidates.is_empty());
             let nps = run(&ctx, "SELECT COUNT(*) FROM nps")
                 .await
                 .expect("nps is still there");
