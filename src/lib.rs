@@ -21,6 +21,7 @@ mod access;
 mod analysis;
 mod assess;
 mod budget;
+mod date_shift;
 mod demo;
 pub mod distributed;
 mod engine;

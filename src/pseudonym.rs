@@ -55,12 +55,19 @@ impl PseudonymKey {
         Ok(Self(bytes.into()))
     }
 
-    /// The pseudonym of `value`.
-    pub fn pseudonym(&self, value: &str) -> String {
+    /// HMAC-SHA-256 under this key of the concatenated `parts`.
+    pub(crate) fn mac(&self, parts: &[&[u8]]) -> [u8; 32] {
         let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0)
             .expect("HMAC takes keys of any length");
-        mac.update(value.as_bytes());
-        let digest = mac.finalize().into_bytes();
+        for part in parts {
+            mac.update(part);
+        }
+        mac.finalize().into_bytes().into()
+    }
+
+    /// The pseudonym of `value`.
+    pub fn pseudonym(&self, value: &str) -> String {
+        let digest = self.mac(&[value.as_bytes()]);
         let mut out = String::with_capacity(2 * PSEUDONYM_BYTES);
         for byte in &digest[..PSEUDONYM_BYTES] {
             out.push_str(&format!("{byte:02x}"));

@@ -11,6 +11,7 @@ use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::execution::SessionState;
 
 use crate::budget::Cost;
+use crate::date_shift::DateShift;
 use crate::hierarchy::Hierarchy;
 use crate::lattice::{node_label, Lattice, LevelBounds};
 use crate::mechanism::rng::{rng_from_seed, try_rng_from_os, AnonRng};
@@ -54,8 +55,14 @@ pub struct AnonymizeRequest {
     /// The source's table in the ledger: its name resolved when the call was planned and
     /// lower-cased (`datafusion.public.nps`; see [`crate::budget::ledger::table_key`]).
     pub source_table: String,
-    /// Source table.
+    /// The table the release reads: the source, or a view over it with shifted dates and
+    /// timestamp quasi-identifiers read as days.
     pub source: Arc<dyn TableProvider>,
+    /// The identity of the source table the call named (`source` may be a view over it,
+    /// made anew for each call).
+    pub source_identity: usize,
+    /// The dates shifted per person before the method runs, if any.
+    pub date_shift: Option<DateShift>,
     /// Quasi-identifiers in release order.
     pub qi: Vec<QiSpec>,
     /// The sensitive (informative) columns, kept in the release; empty when none.
@@ -92,7 +99,7 @@ impl AnonymizeRequest {
             "{}|{}|src@{:p}",
             if self.public { "public" } else { "owner" },
             self.canonical_args,
-            Arc::as_ptr(&self.source) as *const ()
+            self.source_identity as *const ()
         );
         if let Some(pseudonyms) = &self.pseudonym_key {
             key.push_str(&format!("|pseudonyms@{:p}", pseudonyms.identity()));
@@ -412,6 +419,9 @@ fn common_metadata(
     if !request.identifiers.columns.is_empty() {
         out.push(("identifiers".into(), request.identifiers.describe()));
     }
+    if let Some(shift) = &request.date_shift {
+        out.push(("date_shift".into(), shift.describe()));
+    }
     let differentially_private = is_differentially_private(&*request.method);
     out.push((
         "privacy_unit".into(),
@@ -431,7 +441,14 @@ fn common_metadata(
         if key != "guarantee" {
             return (key.clone(), value.clone());
         }
-        let value = per_unit_guarantee(request, differentially_private, value);
+        let mut value = per_unit_guarantee(request, differentially_private, value);
+        if let Some(shift) = &request.date_shift {
+            value.push_str(&format!(
+                " The dates of {} were shifted per person by up to {} days before the method ran: masking that hides real dates, not part of this guarantee.",
+                shift.columns.join(", "),
+                shift.max_days
+            ));
+        }
         if request.seed.is_some() {
             (
                 key.clone(),

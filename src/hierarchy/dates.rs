@@ -181,6 +181,53 @@ pub fn parse_date_levels(spec: &str) -> Result<Vec<DateLevel>, DateHierarchyErro
     Ok(levels)
 }
 
+/// The first and last day a date hierarchy's label stands for: a day `2019-03-14`, an ISO
+/// week `2019-W11`, a month `2019-03`, a quarter `2019-Q1`, a year `2019` or a span of
+/// years `2015-2019`. `None` for `*` (every day) and for text that is none of these.
+pub fn label_days(label: &str) -> Option<(NaiveDate, NaiveDate)> {
+    let label = label.trim();
+    let year = |text: &str| -> Option<i32> {
+        (text.len() == 4 && text.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| text.parse().ok())
+            .flatten()
+    };
+    let last_of_year = |y: i32| NaiveDate::from_ymd_opt(y, 12, 31);
+    if let Some(y) = year(label) {
+        return Some((NaiveDate::from_ymd_opt(y, 1, 1)?, last_of_year(y)?));
+    }
+    if let Ok(day) = NaiveDate::parse_from_str(label, "%Y-%m-%d") {
+        return (label.len() == 10).then_some((day, day));
+    }
+    let (head, tail) = label.split_once('-')?;
+    let y = year(head)?;
+    let digits = |text: &str, len: usize| -> Option<u32> {
+        (text.len() == len && text.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| text.parse().ok())
+            .flatten()
+    };
+    if let Some(week) = tail.strip_prefix('W') {
+        let first = NaiveDate::from_isoywd_opt(y, digits(week, 2)?, chrono::Weekday::Mon)?;
+        return Some((first, first + chrono::Days::new(6)));
+    }
+    if let Some(quarter) = tail.strip_prefix('Q') {
+        let q = digits(quarter, 1).filter(|q| (1..=4).contains(q))?;
+        let first = NaiveDate::from_ymd_opt(y, 3 * q - 2, 1)?;
+        let next = if q == 4 {
+            NaiveDate::from_ymd_opt(y + 1, 1, 1)?
+        } else {
+            NaiveDate::from_ymd_opt(y, 3 * q + 1, 1)?
+        };
+        return Some((first, next.pred_opt()?));
+    }
+    if let Some(month) = digits(tail, 2) {
+        let first = NaiveDate::from_ymd_opt(y, month, 1)?;
+        let next = first.checked_add_months(chrono::Months::new(1))?;
+        return Some((first, next.pred_opt()?));
+    }
+    let end = year(tail).filter(|end| *end >= y)?;
+    Some((NaiveDate::from_ymd_opt(y, 1, 1)?, last_of_year(end)?))
+}
+
 /// The hierarchy rows (value `YYYY-MM-DD`, one label per level, `*`) of every day from
 /// `first` to `last`.
 pub fn date_hierarchy_rows(
@@ -241,6 +288,54 @@ mod tests {
             .collect();
         months.sort();
         assert_eq!(months, ["2019-02", "2019-11", "2020-01"]);
+    }
+
+    /// Every label a hierarchy gives a day reads back as a range holding that day, and the
+    /// ranges of one level tile the calendar.
+    #[test]
+    fn labels_read_back_as_their_first_and_last_day() {
+        let range = |label: &str| label_days(label).map(|(a, b)| (a.to_string(), b.to_string()));
+        let pair = |a: &str, b: &str| Some((a.to_string(), b.to_string()));
+        assert_eq!(range("2019-03-14"), pair("2019-03-14", "2019-03-14"));
+        assert_eq!(range("2019-02"), pair("2019-02-01", "2019-02-28"));
+        assert_eq!(range("2020-02"), pair("2020-02-01", "2020-02-29"));
+        assert_eq!(range("2019-12"), pair("2019-12-01", "2019-12-31"));
+        assert_eq!(range("2019-Q1"), pair("2019-01-01", "2019-03-31"));
+        assert_eq!(range("2019-Q4"), pair("2019-10-01", "2019-12-31"));
+        assert_eq!(range("2019"), pair("2019-01-01", "2019-12-31"));
+        assert_eq!(range("2015-2019"), pair("2015-01-01", "2019-12-31"));
+        assert_eq!(range("2020-W01"), pair("2019-12-30", "2020-01-05"));
+        assert_eq!(range("2020-W53"), pair("2020-12-28", "2021-01-03"));
+        for bad in [
+            "*",
+            "",
+            "2019-13",
+            "2019-Q5",
+            "2019-W54",
+            "19-03",
+            "2019-3",
+            "2019-2015",
+            "2019-03-1",
+            "[10-20)",
+        ] {
+            assert_eq!(range(bad), None, "{bad}");
+        }
+        let levels = parse_date_levels("week").expect("levels");
+        let coarse = parse_date_levels("month|quarter|year|5y|10y").expect("levels");
+        let mut previous_last: Vec<Option<NaiveDate>> = vec![None; 6];
+        for d in day("2015-12-20").iter_days().take(800) {
+            for (i, level) in levels.iter().chain(&coarse).enumerate() {
+                let (first, last) = label_days(&level.label(d)).expect("a label reads back");
+                assert!(first <= d && d <= last, "{level:?} {d}");
+                // Consecutive labels meet without a gap.
+                if first == d {
+                    if let Some(p) = previous_last[i] {
+                        assert_eq!(p.succ_opt(), Some(d), "{level:?} {d}");
+                    }
+                }
+                previous_last[i] = Some(last);
+            }
+        }
     }
 
     #[test]

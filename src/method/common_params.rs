@@ -63,6 +63,18 @@ pub const COMMON_PARAMS: &[ParamSpec] = &[
         "'drop' leaves the identifiers out; 'pseudonym' (kanon, owner only, with the owner's key: RegisterOptions::pseudonym_key or dfanon --pseudonym-key-file) releases each as HMAC-SHA-256 of its value under that key, first 128 bits as 32 hex digits: the same value, the same pseudonym in every release of the registration",
     ),
     ParamSpec::new(
+        "date_shift",
+        ParamKind::Text,
+        ParamDefault::Optional("none"),
+        "DATE or TIMESTAMP columns as 'col, ...' whose values move, with person, by one offset per person in -max_days..max_days days, drawn from the person under the owner's key (RegisterOptions::pseudonym_key or dfanon --pseudonym-key-file): intervals within a person are kept, the same person moves alike in every release under the key; masking before the method runs (a date hierarchy's domain must reach max_days beyond the data), not a privacy guarantee",
+    ),
+    ParamSpec::new(
+        "max_days",
+        ParamKind::Count,
+        ParamDefault::Integer(30),
+        "with date_shift: the largest shift in days, either way (at most 3650)",
+    ),
+    ParamSpec::new(
         "max_release_rows",
         ParamKind::Count,
         ParamDefault::Optional("10 x the input rows, at least 100000"),

@@ -3,6 +3,7 @@
 
 mod budget_file;
 mod common;
+mod dates;
 mod docs_drift;
 /// The public door's attacks, shared with the tools' tests (`tests/doors/`).
 #[path = "../doors/attacks.rs"]

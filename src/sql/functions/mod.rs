@@ -12,6 +12,7 @@ mod anonymize_help;
 mod anonymize_individual_risk;
 mod anonymize_suda;
 mod date_hierarchy;
+mod date_labels;
 mod generalized;
 mod interval_hierarchy;
 mod mask_hierarchy;
@@ -38,6 +39,7 @@ use anonymize_help::HelpFunction;
 use anonymize_individual_risk::IndividualRiskFunction;
 use anonymize_suda::SudaFunction;
 use date_hierarchy::DateHierarchyFunction;
+use date_labels::date_udfs;
 use generalized::generalized_udfs;
 use interval_hierarchy::IntervalHierarchyFunction;
 use mask_hierarchy::MaskHierarchyFunction;
@@ -116,7 +118,7 @@ impl FunctionList {
             .partition(|f| options.access == Access::Owner || !f.owner_only());
         let functions = Self {
             table_functions,
-            scalar_functions: generalized_udfs(),
+            scalar_functions: generalized_udfs().into_iter().chain(date_udfs()).collect(),
             withheld: withheld
                 .iter()
                 .map(|f| (f.name().to_string(), f.owner_only_reason()))

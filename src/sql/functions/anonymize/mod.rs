@@ -37,6 +37,7 @@ mod call_columns;
 mod identifiers;
 mod params;
 mod publish;
+mod read_view;
 mod report;
 mod request;
 mod unit;

@@ -24,6 +24,7 @@ use crate::sql::columns::resolve_column;
 
 use super::call_columns::{prefix_error, CallColumns};
 use super::identifiers::identifiers;
+use super::read_view;
 use super::unit::privacy_unit;
 use crate::method::common_params::DEFAULT_METHOD;
 use crate::method::COMMON_PARAMS;
@@ -49,6 +50,16 @@ pub fn build_request(
     let (args, source_policy) = match public {
         None => (args, None),
         Some(rules) => {
+            // Shifting dates uses the owner's key: the owner's choice, never a public
+            // user's (an owner's policy may fix it for a method).
+            if let Some(name) = args
+                .names()
+                .find(|n| ["date_shift", "max_days"].contains(n))
+            {
+                return plan_err!(
+                    "{function}(): argument '{name}' is for the data owner only: date shifting uses the owner's secret key"
+                );
+            }
             let source_policy = rules.source_policy(function, &args.required_string("source")?)?;
             rules.check_enabled(function, method.name, source_policy)?;
             let names: Vec<&str> = args.names().collect();
@@ -114,6 +125,7 @@ pub fn build_request(
         method,
     };
     let unit = privacy_unit(&columns, public)?;
+    let date_shift = read_view::date_shift(&columns, &unit, pseudonym_key)?;
     let identifiers = identifiers(&columns, public.is_some(), pseudonym_key)?;
     let configured = method
         .configure_for_unit(
@@ -183,16 +195,21 @@ pub fn build_request(
         .collect();
     let seed = values.opt_u64("seed");
     let canonical_args = format!(
-        "{};unit={};identifiers={:?}",
+        "{};unit={};identifiers={:?};date_shift={:?}",
         canonical_args(&source_table, &qi, &sensitive, seed, &*configured),
         unit.canonical(),
-        identifiers
+        identifiers,
+        date_shift
     );
+    let source_identity = Arc::as_ptr(&source) as *const () as usize;
+    let source = read_view::read_view(&source, &schema, &qi, date_shift.as_ref(), pseudonym_key)?;
     Ok(AnonymizeRequest {
         canonical_args,
         source_name,
         source_table,
         source,
+        source_identity,
+        date_shift,
         qi,
         sensitive,
         dropped,
