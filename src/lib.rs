@@ -35,6 +35,7 @@ mod names;
 mod params;
 mod privacy;
 mod privacy_unit;
+mod profile;
 mod progress;
 mod pseudonym;
 mod public;

@@ -14,6 +14,7 @@ mod hostile_input;
 mod layers;
 mod one_build;
 mod paper_evaluator;
+mod profile;
 mod pseudonyms;
 mod public_access;
 mod public_attacks;

@@ -577,6 +577,11 @@ mod tests {
         let folder = Folder::new(dir.path()).expect("folder");
         block_on(async {
             let ctx = SessionContext::new();
+            datafusion_anonymize::register_with(
+                &ctx,
+                datafusion_anonymize::RegisterOptions::owner(),
+            )
+            .expect("registered");
             run(&ctx, "CREATE TABLE nps AS VALUES (1, 2, 3)")
                 .await
                 .expect("made");

@@ -10,6 +10,7 @@ mod anonymize_assess;
 mod anonymize_class_sizes;
 mod anonymize_help;
 mod anonymize_individual_risk;
+mod anonymize_profile;
 mod anonymize_suda;
 mod date_hierarchy;
 mod date_labels;
@@ -37,6 +38,7 @@ use anonymize_assess::AssessFunction;
 use anonymize_class_sizes::ClassSizesFunction;
 use anonymize_help::HelpFunction;
 use anonymize_individual_risk::IndividualRiskFunction;
+use anonymize_profile::ProfileFunction;
 use anonymize_suda::SudaFunction;
 use date_hierarchy::DateHierarchyFunction;
 use date_labels::date_udfs;
@@ -96,6 +98,7 @@ impl FunctionList {
             Arc::new(AssessFunction),
             Arc::new(ClassSizesFunction),
             Arc::new(SudaFunction),
+            Arc::new(ProfileFunction),
             Arc::new(IndividualRiskFunction),
             Arc::new(UpaTruthfulFunction),
             Arc::new(PrivacyBudgetFunction::new(ledger)),
