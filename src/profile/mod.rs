@@ -5,6 +5,7 @@
 
 pub mod patterns;
 pub mod roles;
+pub mod safe_harbor;
 
 use std::sync::Arc;
 

@@ -342,3 +342,52 @@ async fn bad_date_shift_arguments_are_named() -> Result<()> {
     }
     Ok(())
 }
+
+/// `anonymize_safe_harbor` on the source and on two releases of it: the source breaks the
+/// rule with its patient id and its three date columns; a release with years passes; one
+/// with admission months is named, with every row.
+#[tokio::test]
+async fn safe_harbor_findings_name_what_to_mend() -> Result<()> {
+    let ctx = owner(None).await?;
+    let findings = |table: &str| {
+        let ctx = ctx.clone();
+        let sql = format!("SELECT column_name, rule, rows FROM anonymize_safe_harbor('{table}') ORDER BY column_name");
+        async move { rows(&ctx, &sql).await }
+    };
+    let row = |c: &str, r: &str, n: &str| vec![c.to_string(), r.to_string(), n.to_string()];
+    assert_eq!(
+        findings("admissions").await?,
+        [
+            row("admission", "(C) dates other than the year", "600"),
+            row("birth_date", "(C) dates other than the year", "600"),
+            row("discharge", "(C) dates other than the year", "600"),
+            row("patient_id", "(R) other unique numbers or codes", "600"),
+        ]
+    );
+    let release = |admission_level: u8| {
+        format!("SELECT * FROM anonymize('admissions', method => 'kanon', {QI}, k => 1, min_levels => 'birth_date=1, admission={admission_level}', max_levels => 'birth_date=1, admission={admission_level}, sex=0')")
+    };
+    ctx.sql(&format!("CREATE VIEW by_year AS {}", release(3)))
+        .await?
+        .collect()
+        .await?;
+    ctx.sql(&format!("CREATE VIEW by_month AS {}", release(1)))
+        .await?
+        .collect()
+        .await?;
+    assert_eq!(findings("by_year").await?, Vec::<Vec<String>>::new());
+    assert_eq!(
+        findings("by_month").await?,
+        [row("admission", "(C) dates other than the year", "600")]
+    );
+    let finding = rows(
+        &ctx,
+        "SELECT finding FROM anonymize_safe_harbor('by_month')",
+    )
+    .await?;
+    assert_eq!(
+        finding[0][0],
+        "600 rows hold a date or a date label finer than a year; generalize to years"
+    );
+    Ok(())
+}

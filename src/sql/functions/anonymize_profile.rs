@@ -1,5 +1,6 @@
 //! `anonymize_profile(source)`: per column its type, counts and a suggested role with the
-//! rule that fired (owner-only). The arguments are bound here; the table is read in
+//! rule that fired; `anonymize_safe_harbor(source)`: what in a table would break HIPAA's
+//! Safe Harbor rule (both owner-only). The arguments are bound here; the table is read in
 //! [`crate::profile`].
 
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use datafusion::logical_expr::planner::RelationPlannerContext;
 
 use super::anonymize_assess::table;
 use crate::params::{ParamDefault, ParamKind, ParamValues};
+use crate::profile::safe_harbor::{safe_harbor, safe_harbor_schema};
 use crate::profile::{profile, profile_schema, ProfileRequest};
 use crate::sql::args::{bind, CallArgs, ParamSpec};
 use crate::sql::planner::SqlTableFunction;
@@ -20,19 +22,57 @@ use crate::tables::lazy::{Cached, Compute, LazyTable};
 
 const FUNCTION: &str = "anonymize_profile";
 
-/// Parameters of `anonymize_profile`.
+/// Parameters of `anonymize_profile` and `anonymize_safe_harbor`.
 const PROFILE_PARAMS: &[ParamSpec] = &[ParamSpec::new(
     "source",
     ParamKind::Text,
     ParamDefault::Required,
-    "table or view to profile (first positional argument)",
+    "table or view to read (first positional argument)",
 )];
 
+/// What is computed of a table.
+#[derive(Debug, Clone, Copy)]
+enum Reading {
+    Profile,
+    SafeHarbor,
+}
+
+#[derive(Debug)]
+struct Read(Reading, ProfileRequest);
+
 #[async_trait]
-impl Compute for ProfileRequest {
+impl Compute for Read {
     async fn compute(&self, state: &SessionState) -> Result<Vec<RecordBatch>> {
-        profile(self, state).await
+        match self.0 {
+            Reading::Profile => profile(&self.1, state).await,
+            Reading::SafeHarbor => safe_harbor(&self.1, state).await,
+        }
     }
+}
+
+/// The table of one call of `function`, computed when first scanned.
+fn create(
+    function: &str,
+    reading: Reading,
+    args: CallArgs,
+    context: &mut dyn RelationPlannerContext,
+) -> Result<Arc<dyn TableProvider>> {
+    let bound = bind(function, PROFILE_PARAMS, &["source"], args)?;
+    let values = ParamValues::parse(function, function, PROFILE_PARAMS, bound.values())?;
+    let source_name = values.text("source")?.to_string();
+    let source = table(function, context, &source_name, "table")?;
+    let schema = match reading {
+        Reading::Profile => profile_schema(),
+        Reading::SafeHarbor => safe_harbor_schema(),
+    };
+    let request = ProfileRequest {
+        source_name,
+        source,
+    };
+    Ok(Arc::new(LazyTable::new(
+        schema,
+        Arc::new(Cached::new(Read(reading, request))),
+    )))
 }
 
 /// `anonymize_profile(...)`.
@@ -62,16 +102,37 @@ impl SqlTableFunction for ProfileFunction {
         args: CallArgs,
         context: &mut dyn RelationPlannerContext,
     ) -> Result<Arc<dyn TableProvider>> {
-        let bound = bind(FUNCTION, PROFILE_PARAMS, &["source"], args)?;
-        let values = ParamValues::parse(FUNCTION, FUNCTION, PROFILE_PARAMS, bound.values())?;
-        let source_name = values.text("source")?.to_string();
-        let source = table(FUNCTION, context, &source_name, "table")?;
-        Ok(Arc::new(LazyTable::new(
-            profile_schema(),
-            Arc::new(Cached::new(ProfileRequest {
-                source_name,
-                source,
-            })),
-        )))
+        create(FUNCTION, Reading::Profile, args, context)
+    }
+}
+
+/// `anonymize_safe_harbor(...)`.
+#[derive(Debug, Default)]
+pub struct SafeHarborFunction;
+
+impl SqlTableFunction for SafeHarborFunction {
+    fn name(&self) -> &'static str {
+        "anonymize_safe_harbor"
+    }
+
+    fn owner_only(&self) -> bool {
+        // Its findings count rows of the table by their values.
+        true
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PROFILE_PARAMS
+    }
+
+    fn about(&self) -> &'static str {
+        "What in a table (a release about to be published, e.g. a view over anonymize(...), or a source) would break HIPAA's Safe Harbor rule, one row per finding: column_name, rule (the identifier kind, '(C) dates other than the year' ...), finding (what and how to mend it) and rows (rows holding it). Checks: DATE/TIMESTAMP columns and text dates or date labels finer than a year; an age column with an exact age over 89 or more than one label above 89 (one '>=90' category is required); ZIP codes showing more than three digits; identifiers left in and cities or counties, as anonymize_profile finds them. No rows: nothing found. Not checked: three-digit ZIP areas of 20000 people or fewer, free text. At most 100000 distinct values per column are read. Owner-only."
+    }
+
+    fn create(
+        &self,
+        args: CallArgs,
+        context: &mut dyn RelationPlannerContext,
+    ) -> Result<Arc<dyn TableProvider>> {
+        create(self.name(), Reading::SafeHarbor, args, context)
     }
 }

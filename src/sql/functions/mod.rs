@@ -38,7 +38,7 @@ use anonymize_assess::AssessFunction;
 use anonymize_class_sizes::ClassSizesFunction;
 use anonymize_help::HelpFunction;
 use anonymize_individual_risk::IndividualRiskFunction;
-use anonymize_profile::ProfileFunction;
+use anonymize_profile::{ProfileFunction, SafeHarborFunction};
 use anonymize_suda::SudaFunction;
 use date_hierarchy::DateHierarchyFunction;
 use date_labels::date_udfs;
@@ -99,6 +99,7 @@ impl FunctionList {
             Arc::new(ClassSizesFunction),
             Arc::new(SudaFunction),
             Arc::new(ProfileFunction),
+            Arc::new(SafeHarborFunction),
             Arc::new(IndividualRiskFunction),
             Arc::new(UpaTruthfulFunction),
             Arc::new(PrivacyBudgetFunction::new(ledger)),
