@@ -12,6 +12,7 @@ mod functions_doc;
 mod fuzz_grammar;
 mod hostile_input;
 mod layers;
+mod linked;
 mod one_build;
 mod paper_evaluator;
 mod profile;

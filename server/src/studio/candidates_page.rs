@@ -153,6 +153,29 @@ pub fn class_size_chart(sizes: &Rows) -> String {
     svg
 }
 
+/// A trial's Safe Harbor findings (`column_name, rule, finding, rows`) in a cell: "nothing
+/// found", or one line per finding.
+pub fn safe_harbor_cell(found: &Rows) -> String {
+    if found.is_empty() {
+        return "nothing found (dates, ages over 89, ZIP digits, identifiers)".into();
+    }
+    let mut out = format!(
+        "<strong>{} to mend before a Safe Harbor release</strong><ul>",
+        found.len()
+    );
+    for r in 0..found.len() {
+        let _ = write!(
+            out,
+            "<li><code>{}</code> {}: {}</li>",
+            escape(&found.cell(r, 0)),
+            escape(&found.cell(r, 1)),
+            escape(&found.cell(r, 2))
+        );
+    }
+    out.push_str("</ul>");
+    out
+}
+
 /// The guarantee of a candidate in one sentence.
 pub fn guarantee(candidate: &Candidate) -> String {
     let arg = |name: &str, default: &str| {
@@ -232,7 +255,15 @@ pub fn candidates(body: &mut String, user: &StudioUser, bench: &Workbench) {
         }
         body.push_str("</tr>");
     }
-    body.push_str("<tr><th>report</th>");
+    body.push_str("<tr data-figure=\"safe_harbor\"><th>HIPAA Safe Harbor</th>");
+    for trial in &bench.trials {
+        let cell = match trial {
+            Ok(t) => safe_harbor_cell(&t.safe_harbor),
+            Err(_) => "—".into(),
+        };
+        let _ = write!(body, "<td>{cell}</td>");
+    }
+    body.push_str("</tr><tr><th>report</th>");
     for i in 0..project.candidates.len() {
         let _ = write!(body, "<td><a href=\"/project/candidates/{}/report\">full report</a> (charts, lattice search)</td>", i + 1);
     }
@@ -318,6 +349,29 @@ mod tests {
         );
         assert!(svg.contains(">1.9%<") && svg.contains(">96.8%<"));
         assert!(!svg.contains("<script"));
+    }
+
+    #[test]
+    fn safe_harbor_findings_are_listed_and_escaped() {
+        assert!(safe_harbor_cell(&Rows::default()).starts_with("nothing found"));
+        let found = Rows {
+            columns: vec![
+                "column_name".into(),
+                "rule".into(),
+                "finding".into(),
+                "rows".into(),
+            ],
+            cells: vec![vec![
+                "<zip>".into(),
+                "(B) geographic units smaller than a state".into(),
+                "3 rows show more than three digits".into(),
+                "3".into(),
+            ]],
+        };
+        assert_eq!(
+            safe_harbor_cell(&found),
+            "<strong>1 to mend before a Safe Harbor release</strong><ul><li><code>&lt;zip&gt;</code> (B) geographic units smaller than a state: 3 rows show more than three digits</li></ul>"
+        );
     }
 
     #[test]

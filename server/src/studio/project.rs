@@ -123,6 +123,9 @@ pub struct Project {
     pub published: Vec<Publication>,
 }
 
+/// The view a trial is checked through, dropped after the check.
+pub const TRIAL_VIEW: &str = "studio_trial_release";
+
 /// `name` as an SQL identifier, in double quotes.
 pub fn ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
@@ -338,6 +341,27 @@ impl Project {
             "SELECT * FROM {} LIMIT {rows}",
             self.call("anonymize", &args, &[])?
         ))
+    }
+
+    /// The HIPAA Safe Harbor check of a candidate's trial release: a view of the trial, the
+    /// check, and the view dropped again.
+    pub fn trial_safe_harbor_sql(&self, candidate: &Candidate) -> Option<[String; 3]> {
+        let mut args = self.candidate_arguments(candidate);
+        if takes_seed(&candidate.method) {
+            args.push(("seed".into(), TRIAL_SEED.to_string()));
+        }
+        let view = ident(TRIAL_VIEW);
+        Some([
+            format!(
+                "CREATE OR REPLACE VIEW {view} AS SELECT * FROM {}",
+                self.call("anonymize", &args, &[])?
+            ),
+            format!(
+                "SELECT column_name, rule, finding, rows FROM anonymize_safe_harbor({})",
+                literal(TRIAL_VIEW)
+            ),
+            format!("DROP VIEW IF EXISTS {view}"),
+        ])
     }
 
     /// The publication of a candidate under `name`: an unseeded draw, charged once.

@@ -18,6 +18,11 @@ impl Rows {
         self.cells.len()
     }
 
+    /// Whether the result has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+
     /// The cell at `row`, `column` (empty when there is none).
     pub fn cell(&self, row: usize, column: usize) -> String {
         self.cells

@@ -43,6 +43,8 @@ pub struct Trial {
     pub figures: HashMap<String, f64>,
     pub report: String,
     pub rows: Rows,
+    /// What in the trial release would break HIPAA Safe Harbor (`anonymize_safe_harbor`).
+    pub safe_harbor: Rows,
 }
 
 /// What a publication showed: its first rows and its risk, read back from the published
@@ -341,20 +343,34 @@ impl Workbench {
         ) else {
             return (Vec::new(), Err("choose a source first".into()));
         };
-        let sql = vec![report_sql.clone(), rows_sql.clone()];
+        let Some(check) = self.project.trial_safe_harbor_sql(candidate) else {
+            return (Vec::new(), Err("choose a source first".into()));
+        };
+        let mut sql = vec![report_sql.clone(), rows_sql.clone()];
+        sql.extend(check.iter().cloned());
         let result = async {
             run(&self.ctx, &report_sql).await?;
             let report = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
             let _ = std::fs::remove_file(&path);
             let rows = run(&self.ctx, &rows_sql).await?;
+            let safe_harbor = self.safe_harbor(&check).await?;
             Ok(Trial {
                 figures: figures(&report),
                 report,
                 rows,
+                safe_harbor,
             })
         }
         .await;
         (sql, result)
+    }
+
+    /// The Safe Harbor findings of a trial, through a view dropped whatever the outcome.
+    async fn safe_harbor(&self, [view, check, drop]: &[String; 3]) -> Result<Rows, String> {
+        run(&self.ctx, view).await?;
+        let found = run(&self.ctx, check).await;
+        run(&self.ctx, drop).await?;
+        found
     }
 
     /// Publishes candidate `index` as `name` (unseeded, charged once) and reads back its

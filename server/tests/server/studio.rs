@@ -289,6 +289,28 @@ fn a_steward_publishes_adult_from_the_browser_and_an_analyst_reads_it_with_psql(
         scores.iter().all(|s| (0.0..=1000.0).contains(s)),
         "{scores:?}"
     );
+    // Each trial is checked against HIPAA Safe Harbor before anything is published.
+    let safe_harbor: Vec<String> = seen["side_by_side"]
+        .as_array()
+        .expect("figures")
+        .iter()
+        .find(|row| row[0] == "safe_harbor")
+        .and_then(|row| row[1].as_array())
+        .map(|cells| {
+            cells
+                .iter()
+                .filter_map(|c| c.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(safe_harbor.len(), 3, "{safe_harbor:?}");
+    for cell in &safe_harbor {
+        assert!(
+            cell.starts_with("nothing found")
+                || cell.contains("to mend before a Safe Harbor release"),
+            "{cell}"
+        );
+    }
     assert_eq!(seen["report_title"], "Release report: adult (kanon)");
 
     // The analyst reads exactly the rows the studio showed, and the SafePub release.
