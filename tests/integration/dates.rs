@@ -391,3 +391,30 @@ async fn safe_harbor_findings_name_what_to_mend() -> Result<()> {
     );
     Ok(())
 }
+
+/// The release report reads the timestamps as days too: its distributions bin the admission
+/// column by month and the birth dates by year (the finest levels of at most 40 labels),
+/// and no timestamp appears as it is.
+#[tokio::test]
+async fn the_report_shows_dates_by_their_labels() -> Result<()> {
+    let ctx = owner(None).await?;
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("dates.html");
+    rows(
+        &ctx,
+        &format!(
+            "SELECT * FROM anonymize_report('admissions', method => 'kanon', {QI}, k => 2, suppression_limit => 0, min_levels => 'birth_date=2, admission=1', max_levels => 'birth_date=2, admission=1, sex=0', path => '{}')",
+            path.display()
+        ),
+    )
+    .await?;
+    let html = std::fs::read_to_string(&path)?;
+    for label in ["2019-01", "2019-03", "1953"] {
+        assert!(html.contains(label), "the report shows {label}");
+    }
+    assert!(
+        !html.contains("T08:00:00"),
+        "no timestamp is shown as it is"
+    );
+    Ok(())
+}
