@@ -236,13 +236,23 @@ pub fn date_hierarchy_rows(
     levels: &[DateLevel],
 ) -> Result<Vec<Vec<String>>, DateHierarchyError> {
     let days = usize::try_from((last - first).num_days() + 1).unwrap_or(usize::MAX);
+    rows_of_days(first.iter_days().take(days), days, levels)
+}
+
+/// The hierarchy rows of the given `days` (`count` of them, in order, each once).
+pub fn rows_of_days(
+    days: impl Iterator<Item = NaiveDate>,
+    count: usize,
+    levels: &[DateLevel],
+) -> Result<Vec<Vec<String>>, DateHierarchyError> {
     let columns = levels.len() + 2;
-    if days.saturating_mul(columns) > MAX_HIERARCHY_CELLS {
-        return Err(DateHierarchyError::TooManyCells { days, columns });
+    if count.saturating_mul(columns) > MAX_HIERARCHY_CELLS {
+        return Err(DateHierarchyError::TooManyCells {
+            days: count,
+            columns,
+        });
     }
-    Ok(first
-        .iter_days()
-        .take(days)
+    Ok(days
         .map(|day| {
             let mut row = Vec::with_capacity(columns);
             row.push(day.format("%Y-%m-%d").to_string());
