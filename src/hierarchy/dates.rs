@@ -159,7 +159,11 @@ pub fn parse_date_domain(spec: &str) -> Result<(NaiveDate, NaiveDate), DateHiera
 /// nothing after `week`.
 pub fn parse_date_levels(spec: &str) -> Result<Vec<DateLevel>, DateHierarchyError> {
     let mut levels: Vec<DateLevel> = Vec::new();
-    for word in spec.split('|').filter(|w| !w.trim().is_empty()) {
+    for (i, word) in spec.split('|').filter(|w| !w.trim().is_empty()).enumerate() {
+        // The day is the hierarchy's value (its leaf): 'day|month' is 'month'.
+        if i == 0 && word.trim().eq_ignore_ascii_case("day") {
+            continue;
+        }
         let level = DateLevel::parse(word).ok_or_else(|| DateHierarchyError::UnknownLevel {
             word: word.trim().to_string(),
         })?;
@@ -275,6 +279,11 @@ mod tests {
     fn labels_read_back_and_sort_in_time_order() {
         let levels = parse_date_levels("week").expect("levels");
         assert_eq!(levels, [DateLevel::Week]);
+        assert_eq!(
+            parse_date_levels("day|week").expect("levels"),
+            [DateLevel::Week]
+        );
+        assert!(parse_date_levels("month|day").is_err());
         let all = [
             DateLevel::Month,
             DateLevel::Quarter,

@@ -46,7 +46,7 @@ const DATE_PARAMS: &[ParamSpec] = &[
         "levels",
         ParamKind::Text,
         ParamDefault::Optional("'month|quarter|year'"),
-        "levels from the finest, separated by '|', among week (ISO, '2019-W11'; the last level if given), month ('2019-03'), quarter ('2019-Q1'), year ('2019'), 5y ('2015-2019') and 10y ('2010-2019')",
+        "levels from the finest, separated by '|' (the day is the value; a leading 'day' may name it), among week (ISO, '2019-W11'; the last level if given), month ('2019-03'), quarter ('2019-Q1'), year ('2019'), 5y ('2015-2019') and 10y ('2010-2019')",
     ),
     ParamSpec::new(
         "source",
