@@ -23,6 +23,7 @@ use datafusion::logical_expr::{
     ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 
+use crate::hierarchy::dates::is_date_type;
 use crate::pseudonym::PseudonymKey;
 
 /// The largest `max_days` accepted: ten years.
@@ -39,14 +40,6 @@ pub fn shift_days(key: &PseudonymKey, max_days: u32, person: &str) -> i64 {
     first.copy_from_slice(&digest[..8]);
     let width = 2 * u64::from(max_days) + 1;
     (u64::from_be_bytes(first) % width) as i64 - i64::from(max_days)
-}
-
-/// Whether a column of this type can be shifted.
-pub fn is_shiftable(data_type: &DataType) -> bool {
-    matches!(
-        data_type,
-        DataType::Date32 | DataType::Date64 | DataType::Timestamp(_, _)
-    )
 }
 
 /// The shifted dates of one column, for a request: the columns named and how far.
@@ -158,7 +151,7 @@ impl ScalarUDFImpl for DateShiftUdf {
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         match arg_types.first() {
-            Some(t) if is_shiftable(t) => Ok(t.clone()),
+            Some(t) if is_date_type(t) => Ok(t.clone()),
             other => plan_err!("anonymize_date_shift takes a date or timestamp, got {other:?}"),
         }
     }

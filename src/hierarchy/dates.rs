@@ -7,6 +7,7 @@
 use std::fmt;
 
 use chrono::{Datelike, NaiveDate};
+use datafusion::arrow::datatypes::DataType;
 
 use super::builders::{MAX_HIERARCHY_CELLS, MAX_HIERARCHY_VALUES};
 use super::STAR;
@@ -63,6 +64,14 @@ impl DateLevel {
             DateLevel::TenYears => span(10),
         }
     }
+}
+
+/// Whether a column of this type holds days: a date, or a timestamp (read as its day).
+pub fn is_date_type(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Date32 | DataType::Date64 | DataType::Timestamp(..)
+    )
 }
 
 /// What is wrong with a date hierarchy's arguments.

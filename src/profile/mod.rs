@@ -13,7 +13,7 @@ use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch, StringArray,
 };
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::common::{Column, Result};
 use datafusion::execution::SessionState;
@@ -55,7 +55,7 @@ fn column(name: &str) -> Expr {
 
 fn int(array: &ArrayRef) -> Result<i64> {
     let array = cast(array, &DataType::Int64)?;
-    let array = array.as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+    let array = array.as_primitive::<Int64Type>();
     Ok(if array.is_empty() || array.is_null(0) {
         0
     } else {
@@ -99,7 +99,12 @@ pub(crate) async fn profile(
     for (i, field) in schema.fields().iter().enumerate() {
         let distinct = int(counts.column(1 + 2 * i))?;
         let present = int(counts.column(2 + 2 * i))?;
-        let sample = sample(&ctx, request, field.name()).await.map_err(failed)?;
+        let sample: Vec<String> = value_counts(&ctx, request, field.name(), SAMPLE_VALUES)
+            .await
+            .map_err(failed)?
+            .into_iter()
+            .map(|(value, _)| value)
+            .collect();
         let suggestion = suggest(&ColumnFacts {
             name: field.name(),
             data_type: field.data_type(),
@@ -140,8 +145,14 @@ pub(crate) async fn profile(
     Ok(vec![RecordBatch::try_new(profile_schema(), columns)?])
 }
 
-/// The column's [`SAMPLE_VALUES`] most frequent values as text (ties by value).
-async fn sample(ctx: &SessionContext, request: &ProfileRequest, name: &str) -> Result<Vec<String>> {
+/// The column's `limit` most frequent values as text with their rows, most frequent first
+/// (ties by value); NULLs left out.
+pub(crate) async fn value_counts(
+    ctx: &SessionContext,
+    request: &ProfileRequest,
+    name: &str,
+    limit: usize,
+) -> Result<Vec<(String, i64)>> {
     let value = cast_expr(column(name), DataType::Utf8).alias("__value");
     let batches = ctx
         .read_table(request.source.clone())?
@@ -151,19 +162,22 @@ async fn sample(ctx: &SessionContext, request: &ProfileRequest, name: &str) -> R
             column("__n").sort(false, false),
             column("__value").sort(true, false),
         ])?
-        .limit(0, Some(SAMPLE_VALUES))?
+        .limit(0, Some(limit))?
         .collect()
         .await?;
     let mut out = Vec::new();
     for batch in batches {
         let values = cast(batch.column(0), &DataType::Utf8)?;
-        out.extend(
-            values
-                .as_string::<i32>()
-                .iter()
-                .flatten()
-                .map(str::to_string),
+        let counts = cast(batch.column(1), &DataType::Int64)?;
+        let (values, counts) = (
+            values.as_string::<i32>(),
+            counts.as_primitive::<Int64Type>(),
         );
+        for r in 0..batch.num_rows() {
+            if !values.is_null(r) {
+                out.push((values.value(r).to_string(), counts.value(r)));
+            }
+        }
     }
     Ok(out)
 }

@@ -7,6 +7,7 @@
 use datafusion::arrow::datatypes::DataType;
 
 use super::patterns::ValuePattern;
+use crate::hierarchy::dates::is_date_type;
 
 /// What a column is, for a release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -426,13 +427,6 @@ pub const UNIQUE_SHARE: f64 = 0.9;
 
 /// The fewest present values for the uniqueness rule.
 const UNIQUE_MIN_ROWS: u64 = 20;
-
-fn is_date_type(t: &DataType) -> bool {
-    matches!(
-        t,
-        DataType::Date32 | DataType::Date64 | DataType::Timestamp(..)
-    )
-}
 
 fn is_float(t: &DataType) -> bool {
     matches!(

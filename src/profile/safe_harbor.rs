@@ -15,19 +15,15 @@
 //! Not checked: whether a three-digit ZIP area has more than 20 000 people (census data),
 //! free text, images.
 
-use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Int64Type};
-use datafusion::common::{Column, Result};
-use datafusion::functions_aggregate::expr_fn::count;
-use datafusion::logical_expr::{cast as cast_expr, lit, Expr};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::Result;
 use datafusion::prelude::SessionContext;
 
 use super::patterns::ValuePattern;
 use super::roles::{name_words, suggest, ColumnFacts, Role, SafeHarbor};
-use super::{ProfileRequest, SAMPLE_VALUES};
+use super::{value_counts, ProfileRequest, SAMPLE_VALUES};
 use crate::analysis::generalized::{parse_generalized, GeneralizedValue};
-use crate::hierarchy::dates::label_days;
+use crate::hierarchy::dates::{is_date_type, label_days};
 
 /// The most distinct values of one column read for the checks.
 pub const MAX_VALUES_CHECKED: usize = 100_000;
@@ -60,13 +56,6 @@ pub struct ColumnValues<'a> {
     pub cut: bool,
 }
 
-fn is_date_type(t: &DataType) -> bool {
-    matches!(
-        t,
-        DataType::Date32 | DataType::Date64 | DataType::Timestamp(..)
-    )
-}
-
 /// Whether a text value is a date or a date label finer than a year.
 fn finer_than_a_year(value: &str) -> bool {
     match label_days(value) {
@@ -94,7 +83,7 @@ pub fn check_column(column: &ColumnValues<'_>) -> Vec<Finding> {
     };
     let present: i64 = column.values.iter().map(|(_, n)| n).sum();
     let cut = if column.cut {
-        format!(" (in the first {MAX_VALUES_CHECKED} distinct values read)")
+        format!(" (in the {MAX_VALUES_CHECKED} most frequent distinct values read)")
     } else {
         String::new()
     };
@@ -221,30 +210,8 @@ pub(crate) async fn findings(
     let schema = request.source.schema();
     let mut out = Vec::new();
     for field in schema.fields() {
-        let column = Expr::Column(Column::new_unqualified(field.name()));
-        let batches = ctx
-            .read_table(request.source.clone())?
-            .filter(column.clone().is_not_null())?
-            .aggregate(
-                vec![cast_expr(column, DataType::Utf8).alias("__value")],
-                vec![count(lit(1)).alias("__n")],
-            )?
-            .limit(0, Some(MAX_VALUES_CHECKED))?
-            .collect()
-            .await?;
-        let mut values: Vec<(String, i64)> = Vec::new();
-        for batch in batches {
-            let text = cast(batch.column(0), &DataType::Utf8)?;
-            let counts = cast(batch.column(1), &DataType::Int64)?;
-            let (text, counts) = (text.as_string::<i32>(), counts.as_primitive::<Int64Type>());
-            for r in 0..batch.num_rows() {
-                if !text.is_null(r) {
-                    values.push((text.value(r).to_string(), counts.value(r)));
-                }
-            }
-        }
         // Most frequent first (the sample the patterns read), ties by value.
-        values.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let values = value_counts(ctx, request, field.name(), MAX_VALUES_CHECKED).await?;
         out.extend(check_column(&ColumnValues {
             name: field.name(),
             data_type: field.data_type(),

@@ -51,3 +51,30 @@ pub fn h_policy(sources: &[&str]) -> PublicPolicy {
         policy.with_source(name, source.clone())
     })
 }
+
+/// Every row of `sql` in `ctx`, each cell as text (Arrow's cast to text).
+pub async fn text_rows(
+    ctx: &datafusion::prelude::SessionContext,
+    sql: &str,
+) -> datafusion::error::Result<Vec<Vec<String>>> {
+    use datafusion::arrow::array::AsArray;
+    let mut out = Vec::new();
+    for batch in ctx.sql(sql).await?.collect().await? {
+        let columns: Vec<_> = batch
+            .columns()
+            .iter()
+            .map(|c| {
+                datafusion::arrow::compute::cast(c, &datafusion::arrow::datatypes::DataType::Utf8)
+            })
+            .collect::<std::result::Result<_, _>>()?;
+        for r in 0..batch.num_rows() {
+            out.push(
+                columns
+                    .iter()
+                    .map(|c| c.as_string::<i32>().value(r).to_string())
+                    .collect(),
+            );
+        }
+    }
+    Ok(out)
+}

@@ -6,9 +6,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use datafusion::arrow::array::AsArray;
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::DataType;
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 use datafusion_anonymize::{register_with, PseudonymKey, RegisterOptions};
@@ -37,25 +34,8 @@ async fn owner(key: Option<&[u8]>) -> Result<SessionContext> {
     Ok(ctx)
 }
 
-/// Every row of `sql` as text cells.
 async fn rows(ctx: &SessionContext, sql: &str) -> Result<Vec<Vec<String>>> {
-    let mut out = Vec::new();
-    for batch in ctx.sql(sql).await?.collect().await? {
-        let columns: Vec<_> = batch
-            .columns()
-            .iter()
-            .map(|c| cast(c, &DataType::Utf8))
-            .collect::<std::result::Result<_, _>>()?;
-        for r in 0..batch.num_rows() {
-            out.push(
-                columns
-                    .iter()
-                    .map(|c| c.as_string::<i32>().value(r).to_string())
-                    .collect(),
-            );
-        }
-    }
-    Ok(out)
+    crate::common::text_rows(ctx, sql).await
 }
 
 /// (label, count) pairs of a two-column query.

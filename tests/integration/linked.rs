@@ -5,9 +5,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use datafusion::arrow::array::AsArray;
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::DataType;
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 use datafusion_anonymize::{register_with, PseudonymKey, RegisterOptions};
@@ -39,23 +36,7 @@ async fn owner() -> Result<SessionContext> {
 }
 
 async fn rows(ctx: &SessionContext, sql: &str) -> Result<Vec<Vec<String>>> {
-    let mut out = Vec::new();
-    for batch in ctx.sql(sql).await?.collect().await? {
-        let columns: Vec<_> = batch
-            .columns()
-            .iter()
-            .map(|c| cast(c, &DataType::Utf8))
-            .collect::<std::result::Result<_, _>>()?;
-        for r in 0..batch.num_rows() {
-            out.push(
-                columns
-                    .iter()
-                    .map(|c| c.as_string::<i32>().value(r).to_string())
-                    .collect(),
-            );
-        }
-    }
-    Ok(out)
+    crate::common::text_rows(ctx, sql).await
 }
 
 const QI: &str = "qi => 'birth_year:years, sex:sexes, admitted:months'";

@@ -20,7 +20,8 @@ use super::anonymize_assess::table;
 use super::interval_hierarchy::{hierarchy_schema, rows_to_batch};
 use crate::hierarchy::builders::MAX_HIERARCHY_VALUES;
 use crate::hierarchy::dates::{
-    date_hierarchy_rows, parse_date_domain, parse_date_levels, rows_of_days, DateLevel,
+    date_hierarchy_rows, is_date_type, parse_date_domain, parse_date_levels, rows_of_days,
+    DateLevel,
 };
 use crate::hierarchy::Hierarchy;
 use crate::params::{ParamDefault, ParamKind};
@@ -155,7 +156,7 @@ impl SqlTableFunction for DateHierarchyFunction {
                 };
                 let column = resolve_column(FUNCTION, &schema, &source_name, &item.column, ("column", &column))?;
                 let data_type = schema.field_with_name(&column)?.data_type();
-                if !matches!(data_type, DataType::Date32 | DataType::Date64 | DataType::Timestamp(..)) {
+                if !is_date_type(data_type) {
                     return plan_err!(
                         "{FUNCTION}(): column '{column}' is {data_type}, not a DATE or TIMESTAMP; cast it in a view, or give a domain"
                     );

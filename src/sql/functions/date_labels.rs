@@ -21,7 +21,7 @@ use datafusion::logical_expr::{
     Signature, Volatility,
 };
 
-use crate::hierarchy::dates::label_days;
+use crate::hierarchy::dates::{is_date_type, label_days};
 use crate::quote::quote;
 
 /// Section of DataFusion's function documentation these functions belong to.
@@ -82,10 +82,7 @@ fn is_text(t: &DataType) -> bool {
 }
 
 fn is_date(t: &DataType) -> bool {
-    matches!(
-        t,
-        DataType::Date32 | DataType::Date64 | DataType::Timestamp(_, _) | DataType::Null
-    )
+    is_date_type(t) || *t == DataType::Null
 }
 
 /// Days since 1970-01-01 of `day` (Date32's value).

@@ -18,8 +18,9 @@ use datafusion::datasource::{provider_as_source, ViewTable};
 use datafusion::logical_expr::{cast, Expr, LogicalPlanBuilder};
 
 use super::call_columns::CallColumns;
-use crate::date_shift::{check_max_days, is_shiftable, DateShift};
+use crate::date_shift::{check_max_days, DateShift};
 use crate::engine::QiSpec;
+use crate::hierarchy::dates::is_date_type;
 use crate::names::parse_list;
 use crate::privacy_unit::PrivacyUnit;
 use crate::pseudonym::PseudonymKey;
@@ -57,7 +58,7 @@ pub(super) fn date_shift(
             ("date_shift", text),
         )?;
         let data_type = schema.field_with_name(&name)?.data_type();
-        if !is_shiftable(data_type) {
+        if !is_date_type(data_type) {
             return plan_err!(
                 "{function}(): date_shift column '{name}' is {data_type}, not a DATE or TIMESTAMP; cast it in a view (e.g. CAST({name} AS DATE))"
             );
