@@ -78,7 +78,7 @@ pub use public::statements::{
     check_statement as check_public_statement, PublicRefusal, PUBLIC_SETTINGS,
 };
 pub use releases::publications::PublishedRelease;
-pub use releases::SharedReleases;
+pub use releases::{publication_report_path, SharedReleases};
 pub use report::html::escape as escape_html;
 pub use sql::call::FunctionCall;
 pub use sql::copy_output::{CopyGuard, CopyOutput};

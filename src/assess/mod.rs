@@ -4,7 +4,7 @@
 //! dense class and value ids; the figures come from [`crate::privacy::risk`] and
 //! [`crate::privacy::assessment`] (formulas: docs/METHODS.md §7.5).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
@@ -90,7 +90,29 @@ pub(crate) struct AssessRequest {
     pub(crate) person: Option<String>,
 }
 
+/// What one grouped pass over a table gives: the entries of `anonymize_assess`, the
+/// class-size distribution of `anonymize_class_sizes`, and the grouped rows themselves.
+#[derive(Debug)]
+pub(crate) struct Assessed {
+    pub(crate) entries: Vec<Entry>,
+    /// `(size, classes, records)`: how many classes that are not suppressed have each size
+    /// in rows, and their records, by size (as `anonymize_class_sizes` gives them).
+    pub(crate) sizes: Vec<(u64, u64, u64)>,
+    /// One row per (suppressed flag, quasi-identifiers as text, sensitive values): those
+    /// columns in that order, then the row count (then the weights' sums).
+    pub(crate) batches: Vec<RecordBatch>,
+}
+
+/// The entries of `anonymize_assess`.
 pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Result<Vec<Entry>> {
+    Ok(assess_table(request, state).await?.entries)
+}
+
+/// [`assess`], with the class sizes and the grouped rows of the same pass.
+pub(crate) async fn assess_table(
+    request: &AssessRequest,
+    state: &SessionState,
+) -> Result<Assessed> {
     let ctx = SessionContext::new_with_state(state.clone());
     let q = request.qi.len();
     let mut group = vec![suppressed_flag(&request.qi).alias("__assess_suppressed")];
@@ -137,6 +159,16 @@ pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Res
             class_size[class_of[r] as usize] += n;
         }
     }
+    let mut histogram: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for &n in class_size.iter().filter(|&&n| n > 0) {
+        let (classes, records) = histogram.entry(n).or_default();
+        *classes += 1;
+        *records += n;
+    }
+    let class_sizes: Vec<(u64, u64, u64)> = histogram
+        .into_iter()
+        .map(|(size, (classes, records))| (size, classes, records))
+        .collect();
     if let Some(person) = &request.person {
         class_size = persons_per_class(&ctx, request, person, &class_keys).await?;
     }
@@ -332,7 +364,11 @@ pub(crate) async fn assess(request: &AssessRequest, state: &SessionState) -> Res
     }
     out.extend(weighted);
     out.extend(uniqueness);
-    Ok(out)
+    Ok(Assessed {
+        entries: out,
+        sizes: class_sizes,
+        batches,
+    })
 }
 
 /// Population uniqueness rows (docs/METHODS.md §7.5.1): for each of ARX's estimators and

@@ -8,7 +8,7 @@ use datafusion::common::{plan_err, DataFusionError, Result};
 use datafusion::execution::SessionState;
 
 use super::SharedReleases;
-use crate::budget::account::Limits;
+use crate::budget::account::{Accounts, Limits};
 use crate::budget::ledger::SLACK;
 use crate::budget::{self, Charge, Cost};
 use crate::engine::AnonymizeRequest;
@@ -40,7 +40,7 @@ impl SharedReleases {
         };
         let config = state.config_options();
         let table = request.account();
-        let account = format!("{table} [user {}]", principal.name);
+        let account = quota_account(&table, &principal.name);
         let file = budget::config::options(config)
             .ledger_path
             .map(|path| quota_file(&path));
@@ -70,6 +70,34 @@ impl SharedReleases {
             }
         }
     }
+
+    /// The quota accounts of `principal`, keyed by the source's account (as
+    /// `privacy_budget()` keys it), from the quota ledger beside the ledger file `ledger`
+    /// (else memory).
+    pub(crate) fn quota_accounts(
+        &self,
+        principal: &Principal,
+        ledger: Option<&Path>,
+    ) -> Result<Accounts> {
+        let suffix = quota_account("", &principal.name);
+        let file = ledger.map(quota_file);
+        Ok(self
+            .0
+            .quotas
+            .accounts(file.as_deref())?
+            .into_iter()
+            .filter_map(|(key, account)| {
+                let table = key.strip_suffix(&suffix)?;
+                // Another user's account whose name ends like this one's is not theirs.
+                (!table.contains(" [user ")).then(|| (table.to_string(), account))
+            })
+            .collect())
+    }
+}
+
+/// The quota account of user `name` on the source account `table`.
+fn quota_account(table: &str, name: &str) -> String {
+    format!("{table} [user {name}]")
 }
 
 /// The ledger file of users' quotas beside the ledger file `path`: `<path>.quotas`.

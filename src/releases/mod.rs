@@ -27,6 +27,7 @@ mod draw;
 mod kept_draws;
 pub(crate) mod publications;
 mod published_files;
+pub use published_files::report_path as publication_report_path;
 mod version;
 
 pub use charges::Principal;

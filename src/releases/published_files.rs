@@ -8,6 +8,8 @@
 //!
 //! Each file is written under a temporary name and renamed into place, the description
 //! last: a process killed while publishing leaves either the whole publication or none.
+//! A host may keep the publication's report beside them as `<name>.report.html`
+//! ([`report_path`]); unpublishing removes it with the rest.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -45,6 +47,12 @@ pub(super) fn folder(ledger: &Path) -> PathBuf {
     let mut name = ledger.as_os_str().to_owned();
     name.push(".published");
     PathBuf::from(name)
+}
+
+/// Where a host keeps the report of the publication `name` beside the ledger file
+/// `ledger`: `<ledger>.published/<name>.report.html`.
+pub fn report_path(ledger: &Path, name: &str) -> PathBuf {
+    folder(ledger).join(format!("{name}.report.html"))
 }
 
 fn io_error(what: &str, path: &Path, e: impl std::fmt::Display) -> DataFusionError {
@@ -97,7 +105,11 @@ pub(super) fn save(
 
 /// Removes the publication `name` from `folder` (nothing when it is not there).
 pub(super) fn remove(folder: &Path, name: &str) -> Result<()> {
-    for file in [format!("{name}.json"), format!("{name}.arrow")] {
+    for file in [
+        format!("{name}.json"),
+        format!("{name}.arrow"),
+        format!("{name}.report.html"),
+    ] {
         let path = folder.join(file);
         match std::fs::remove_file(&path) {
             Ok(()) => {}
@@ -205,8 +217,14 @@ mod tests {
             .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
             .collect();
         assert_eq!(files.len(), 2, "{files:?}");
+        // A host's report beside it is not a publication, and goes away with it.
+        let report = report_path(&dir.path().join("ledger.json"), "r");
+        assert_eq!(report, folder.join("r.report.html"));
+        std::fs::write(&report, "<html>").map_err(|e| DataFusionError::External(Box::new(e)))?;
+        assert_eq!(load(&folder)?.len(), 1);
         remove(&folder, "r")?;
         assert!(load(&folder)?.is_empty());
+        assert!(!report.exists());
         remove(&folder, "r")?;
         Ok(())
     }

@@ -1,26 +1,26 @@
 //! The report's figures, computed with the code of the SQL functions that give them:
-//! `anonymize_assess` and `anonymize_class_sizes` on the source and on the release, and the
-//! distributions of every released column read onto common bins ([`super::bins`]).
+//! `anonymize_assess` and `anonymize_class_sizes` on the source and on the release (one
+//! grouped pass over each gives both, and the value counts), and the distributions of
+//! every released column read onto common bins ([`super::bins`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use datafusion::arrow::compute::{cast, lexsort_to_indices, take, SortColumn, SortOptions};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::catalog::TableProvider;
 use datafusion::common::Result;
 use datafusion::execution::SessionState;
-use datafusion::functions_aggregate::expr_fn::count;
-use datafusion::logical_expr::lit;
 use datafusion::prelude::SessionContext;
 
 use super::bins::{k_marginal_score, Binner, Marginals, Side};
 use super::{ReportOptions, Subject};
-use crate::assess::grouped::{counts_of, qi_text};
-use crate::assess::{assess, class_sizes, AssessRequest, Entry, Population};
+use crate::assess::grouped::{concat_column, counts_of};
+use crate::assess::{assess_table, AssessRequest, Entry, Population};
 use crate::engine::load_hierarchy;
 use crate::hierarchy::Hierarchy;
-use crate::session::{local_state, reading_error};
+use crate::session::local_state;
 
 /// Class sizes: `(size, classes, records)` rows of `anonymize_class_sizes`.
 pub type ClassSizes = Vec<(u64, u64, u64)>;
@@ -84,10 +84,9 @@ pub async fn gather(
     let source = assessing(&request.source_name, &request.source);
     let release_name = format!("the release of '{}'", request.source_name);
     let released = assessing(&release_name, &subject.release);
-    let before = assess(&source, state).await?;
-    let after = assess(&released, state).await?;
-    let sizes_before = sizes(&class_sizes(&source, state).await?)?;
-    let sizes_after = sizes(&class_sizes(&released, state).await?)?;
+    // One grouped pass over each table gives its assessment, class sizes and value counts.
+    let before = assess_table(&source, state).await?;
+    let after = assess_table(&released, state).await?;
 
     let local = SessionContext::new_with_state(local_state(state));
     let mut hierarchies: Vec<Option<Hierarchy>> = Vec::with_capacity(qi.len());
@@ -99,8 +98,8 @@ pub async fn gather(
     }
     let mut columns = qi.clone();
     columns.extend(sensitive.iter().map(|(c, _)| c.clone()));
-    let input_counts = value_counts(&request.source, &columns, state, &request.source_name).await?;
-    let release_counts = value_counts(&subject.release, &columns, state, &release_name).await?;
+    let input_counts = value_counts(&before.batches, qi.len(), sensitive.len())?;
+    let release_counts = value_counts(&after.batches, qi.len(), sensitive.len())?;
     let mut binners = Vec::with_capacity(columns.len());
     for (c, name) in columns.iter().enumerate() {
         let numeric = match c.checked_sub(qi.len()) {
@@ -120,10 +119,10 @@ pub async fn gather(
     let release = marginals(&binners, &release_counts, Side::Release)?;
     let score = k_marginal_score(&input, &release);
     Ok(Figures {
-        before,
-        after,
-        sizes_before,
-        sizes_after,
+        before: before.entries,
+        after: after.entries,
+        sizes_before: before.sizes,
+        sizes_after: after.sizes,
         binners,
         input,
         release,
@@ -131,42 +130,50 @@ pub async fn gather(
     })
 }
 
-fn sizes(batches: &[RecordBatch]) -> Result<ClassSizes> {
-    let size = counts_of(batches, 0)?;
-    let classes = counts_of(batches, 1)?;
-    let records = counts_of(batches, 2)?;
-    Ok(size
-        .into_iter()
-        .zip(classes)
-        .zip(records)
-        .map(|((s, c), r)| (s, c, r))
-        .collect())
-}
-
-/// `SELECT CAST(c AS text) …, COUNT(*) GROUP BY …` over `table`: the columns as text, the
-/// record count last.
-async fn value_counts(
-    table: &Arc<dyn TableProvider>,
-    columns: &[String],
-    state: &SessionState,
-    name: &str,
-) -> Result<Vec<RecordBatch>> {
-    let ctx = SessionContext::new_with_state(state.clone());
-    // Sorted, so that every sum over the rows is taken in one order: the same page for
-    // the same release.
-    let order = columns
+/// The value counts of the grouped rows of an assessment (suppressed flag, quasi-identifiers
+/// as text, `sensitive` sensitive columns, row count): the quasi-identifiers and the
+/// sensitive columns as text with the row count last, in one order (ascending, NULLs
+/// first), so that every sum over the rows is taken in one order: the same page for the
+/// same release.
+fn value_counts(grouped: &[RecordBatch], qi: usize, sensitive: usize) -> Result<Vec<RecordBatch>> {
+    let Some(first) = grouped.first() else {
+        return Ok(Vec::new());
+    };
+    let schema = first.schema();
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(qi + sensitive + 1);
+    for c in 1..=qi + sensitive {
+        let array = concat_column(grouped, c, &schema)?;
+        columns.push(if c > qi {
+            cast(&array, &DataType::Utf8)?
+        } else {
+            array
+        });
+    }
+    let sort: Vec<SortColumn> = columns
         .iter()
-        .map(|c| crate::assess::grouped::column(c).sort(true, true))
+        .map(|values| SortColumn {
+            values: values.clone(),
+            options: Some(SortOptions {
+                descending: false,
+                nulls_first: true,
+            }),
+        })
         .collect();
-    ctx.read_table(table.clone())?
-        .aggregate(
-            qi_text(columns),
-            vec![count(lit(1)).alias("__report_count")],
-        )?
-        .sort(order)?
-        .collect()
-        .await
-        .map_err(|e| reading_error("anonymize_report", &format!("table {name}"), e))
+    let order = lexsort_to_indices(&sort, None)?;
+    columns.push(concat_column(grouped, 1 + qi + sensitive, &schema)?);
+    let columns = columns
+        .iter()
+        .map(|c| take(c.as_ref(), &order, None))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let fields: Vec<Field> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| Field::new(format!("c{i}"), c.data_type().clone(), true))
+        .collect();
+    Ok(vec![RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns,
+    )?])
 }
 
 /// Calls `each` with every row's values (text, `None` for NULL) and record count.

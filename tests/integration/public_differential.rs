@@ -8,7 +8,7 @@
 //! record). For every statement, everything a public user sees outside the draws of a
 //! proven mechanism must be the same on both: the error or refusal text, the result's
 //! schema, the metadata (but the entries that are mechanism outputs, [`DRAWN`]) and the
-//! ledger (accounts, releases, ε and δ spent) after the statement.
+//! ledger (accounts, releases, ε and δ spent) and the user's own quota after the statement.
 //!
 //! The review's attacks are cases of it: a `SET` of the catalog's default schema or of the
 //! runtime (refused, so the same on both), dp_histogram's informative domain read from the
@@ -24,7 +24,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 use datafusion_anonymize::{
-    public_session, public_sql, register_with, run_script, RegisterOptions,
+    public_session, public_sql, register_with, run_script, Principal, RegisterOptions,
 };
 
 /// The published tables: hierarchies and a code list, some of them fitting no column of
@@ -128,6 +128,7 @@ const FIXED: &[&str] = &[
     "SELECT * FROM mask_hierarchy('t', 'disease')",
     "SELECT * FROM mask_hierarchy('h_disease', 'v')",
     "SELECT * FROM privacy_budget()",
+    "SELECT * FROM privacy_quota()",
     "SELECT * FROM anonymize_help() LIMIT 1",
     "SELECT COUNT(*) FROM nps_disease_hierarchy()",
     "SELECT * FROM published_metadata('none')",
@@ -284,7 +285,16 @@ async fn session(values: &str) -> Result<SessionContext> {
     };
     run_script(&owner, &format!("{table}{PUBLISHED}")).await?;
     let policy = crate::common::h_policy(&["t"]);
-    public_session(&owner, RegisterOptions::public(policy, 1000.0))
+    public_session(
+        &owner,
+        RegisterOptions {
+            principal: Some(Principal {
+                name: "analyst".into(),
+                epsilon_quota: 500.0,
+            }),
+            ..RegisterOptions::public(policy, 1000.0)
+        },
+    )
 }
 
 /// Everything a public user sees of one statement outside the mechanisms' draws.
@@ -338,13 +348,19 @@ async fn observe(ctx: &SessionContext, sql: &str) -> Seen {
     Seen::Ran { schema, metadata }
 }
 
-/// The ledger as a public user reads it.
+/// The ledger as a public user reads it: every table's budget, then the user's own quota.
 async fn ledger(ctx: &SessionContext) -> Result<Vec<Vec<Option<String>>>> {
-    let batches = ctx
+    let mut batches = ctx
         .sql("SELECT * FROM privacy_budget() ORDER BY table_name")
         .await?
         .collect()
         .await?;
+    batches.extend(
+        ctx.sql("SELECT * FROM privacy_quota() ORDER BY table_name")
+            .await?
+            .collect()
+            .await?,
+    );
     let mut rows = Vec::new();
     for batch in &batches {
         let columns = (0..batch.num_columns())

@@ -147,8 +147,26 @@ async fn a_users_quota_counts_what_their_requests_added() -> Result<()> {
         "{over:?}"
     );
     // A refused request charged nobody: alice's quota still has 0.5.
+    let quota = "SELECT table_name, releases, epsilon_spent, epsilon_quota, epsilon_remaining, privacy_unit FROM privacy_quota()";
+    let table = |releases: u64, spent: &str, quota: &str, remaining: &str| {
+        format!(
+            "+---------------------+----------+---------------+---------------+-------------------+--------------+\n\
+             | table_name          | releases | epsilon_spent | epsilon_quota | epsilon_remaining | privacy_unit |\n\
+             +---------------------+----------+---------------+---------------+-------------------+--------------+\n\
+             | datafusion.public.t | {releases:<8} | {spent:<13} | {quota:<13} | {remaining:<17} | row          |\n\
+             +---------------------+----------+---------------+---------------+-------------------+--------------+"
+        )
+    };
+    assert_eq!(rows(&alice, quota).await, Ok(table(1, "1.0", "1.5", "0.5")));
     assert!(rows(&alice, &release(0.5, "age=0, sex=1")).await.is_ok());
     assert_eq!(site.spent().await?, (3, 2.5));
+    // Each user sees their own quota only; a user without one sees no rows.
+    assert_eq!(rows(&alice, quota).await, Ok(table(2, "1.5", "1.5", "0.0")));
+    assert_eq!(rows(&bob, quota).await, Ok(table(1, "1.0", "1.0", "0.0")));
+    assert_eq!(
+        rows(&carol, "SELECT COUNT(*) AS n FROM privacy_quota()").await,
+        Ok("+---+\n| n |\n+---+\n| 0 |\n+---+".to_string())
+    );
     Ok(())
 }
 

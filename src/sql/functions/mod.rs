@@ -46,7 +46,7 @@ use generalized::generalized_udfs;
 use interval_hierarchy::IntervalHierarchyFunction;
 use mask_hierarchy::MaskHierarchyFunction;
 use nps_demo::{NpsDemoFunction, NpsDiseaseHierarchyFunction};
-use privacy_budget::PrivacyBudgetFunction;
+use privacy_budget::{PrivacyBudgetFunction, PrivacyQuotaFunction};
 use top_bottom_hierarchy::TopBottomHierarchyFunction;
 use upa_truthful::UpaTruthfulFunction;
 
@@ -103,6 +103,7 @@ impl FunctionList {
             Arc::new(IndividualRiskFunction),
             Arc::new(UpaTruthfulFunction),
             Arc::new(PrivacyBudgetFunction::new(ledger)),
+            Arc::new(PrivacyQuotaFunction::new(cache.clone())),
             Arc::new(IntervalHierarchyFunction),
             Arc::new(MaskHierarchyFunction),
             Arc::new(TopBottomHierarchyFunction),
@@ -222,6 +223,7 @@ mod tests {
             "anonymize",
             "anonymize_metadata",
             "privacy_budget",
+            "privacy_quota",
             "anonymize_help",
         ] {
             assert!(public_names.contains(&name.to_string()), "{name}");

@@ -1,8 +1,9 @@
-//! `privacy_budget()`: what every source table has spent and has left.
+//! `privacy_budget()`: what every source table has spent and has left; `privacy_quota()`:
+//! what the asking user's own releases have spent of their quota.
 //!
-//! The table is read when the query runs (not when it is planned), from the ledger in
-//! effect (the file named by `anonymize.ledger_path`, else this registration's memory) and
-//! the limits currently set.
+//! Both are read when the query runs (not when it is planned), from the ledger in effect
+//! (the file named by `anonymize.ledger_path`, else this registration's memory) and the
+//! limits currently set.
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ use crate::budget::account::{Account, Accounts};
 use crate::budget::config::options;
 use crate::budget::ledger::{unit_of, Ledger};
 use crate::sql::args::{bind, CallArgs, ParamSpec};
+use crate::sql::functions::anonymize::ReleaseCache;
 use crate::sql::planner::SqlTableFunction;
 
 /// Schema of `privacy_budget()`. Unlimited budgets and their remainders are `+inf`.
@@ -135,6 +137,114 @@ impl TableProvider for BudgetTable {
         let accounts = self.ledger.accounts(settings.ledger_path.as_deref())?;
         let batch = budget_batch(&accounts, settings.epsilon_budget, settings.delta_budget)?;
         MemorySourceConfig::try_new_exec(&[vec![batch]], budget_schema(), projection.cloned())
+            .map(|exec| exec as Arc<dyn ExecutionPlan>)
+    }
+}
+
+/// Schema of `privacy_quota()`.
+pub fn quota_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("table_name", DataType::Utf8, false),
+        Field::new("releases", DataType::UInt64, false),
+        Field::new("epsilon_spent", DataType::Float64, false),
+        Field::new("epsilon_quota", DataType::Float64, false),
+        Field::new("epsilon_remaining", DataType::Float64, false),
+        Field::new("privacy_unit", DataType::Utf8, false),
+    ]))
+}
+
+/// One row per source account the user's releases were charged to, in table-name order.
+fn quota_batch(quota: f64, accounts: &Accounts) -> Result<RecordBatch> {
+    let f64s = |f: &dyn Fn(&Account) -> f64| {
+        Arc::new(Float64Array::from_iter_values(accounts.values().map(f))) as ArrayRef
+    };
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(
+            accounts.keys().map(|k| unit_of(k).0),
+        )),
+        Arc::new(UInt64Array::from_iter_values(
+            accounts.values().map(|a| a.releases),
+        )),
+        f64s(&|a| a.epsilon_spent),
+        f64s(&|_| quota),
+        f64s(&|a| (quota - a.epsilon_spent).max(0.0)),
+        Arc::new(StringArray::from_iter_values(accounts.keys().map(
+            |k| match unit_of(k).1 {
+                None => "row".to_string(),
+                Some(person) => format!("person {person}"),
+            },
+        ))),
+    ];
+    Ok(RecordBatch::try_new(quota_schema(), columns)?)
+}
+
+/// `privacy_quota()`.
+#[derive(Debug)]
+pub struct PrivacyQuotaFunction {
+    cache: Arc<ReleaseCache>,
+}
+
+impl PrivacyQuotaFunction {
+    /// The function over the quota of the user `cache`'s releases are made for.
+    pub fn new(cache: Arc<ReleaseCache>) -> Self {
+        Self { cache }
+    }
+}
+
+impl SqlTableFunction for PrivacyQuotaFunction {
+    fn name(&self) -> &'static str {
+        "privacy_quota"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        &[]
+    }
+
+    fn about(&self) -> &'static str {
+        "The asking user's own privacy quota (the most epsilon their releases may add to each source table's account, set per user by the host, e.g. dfanon-server's epsilon_quota): per source table their releases were charged to, the releases, epsilon spent, the quota and what remains. No rows for a user without a quota, or before their first charged release; a release another user already made costs nothing more."
+    }
+
+    fn create(
+        &self,
+        args: CallArgs,
+        _context: &mut dyn RelationPlannerContext,
+    ) -> Result<Arc<dyn TableProvider>> {
+        bind(self.name(), &[], &[], args)?;
+        Ok(Arc::new(QuotaTable {
+            cache: self.cache.clone(),
+        }))
+    }
+}
+
+/// The provider behind `privacy_quota()`: reads the quota ledger on every scan.
+#[derive(Debug)]
+struct QuotaTable {
+    cache: Arc<ReleaseCache>,
+}
+
+#[async_trait]
+impl TableProvider for QuotaTable {
+    fn schema(&self) -> SchemaRef {
+        quota_schema()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Temporary
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let settings = options(state.config_options());
+        let batches = match self.cache.quota(settings.ledger_path.as_deref())? {
+            Some((quota, accounts)) => vec![quota_batch(quota, &accounts)?],
+            None => Vec::new(),
+        };
+        MemorySourceConfig::try_new_exec(&[batches], quota_schema(), projection.cloned())
             .map(|exec| exec as Arc<dyn ExecutionPlan>)
     }
 }

@@ -109,6 +109,20 @@ impl ReleaseCache {
         self.store.ledger()
     }
 
+    /// The quota of this registration's user and what their releases spent of it per
+    /// source account, from the quota ledger beside `ledger` (else memory); `None` when the
+    /// user has no quota.
+    pub fn quota(
+        &self,
+        ledger: Option<&std::path::Path>,
+    ) -> Result<Option<(f64, crate::budget::account::Accounts)>> {
+        let Some(principal) = &self.principal else {
+            return Ok(None);
+        };
+        let accounts = self.store.quota_accounts(principal, ledger)?;
+        Ok(Some((principal.epsilon_quota, accounts)))
+    }
+
     /// Who this registration's requests come from, for the store.
     fn asker(&self) -> Asker {
         Asker {
