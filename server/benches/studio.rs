@@ -1,5 +1,6 @@
 //! The studio's speed: a server with Adult in its studio folder and the 1.36 M-row NPS demo
-//! table, driven over HTTP as a browser would (log in, then each step's form). Each case
+//! table, driven over HTTP as a browser would (log in, then each step's form, following a
+//! long step's progress page until it ends). Each case
 //! prints `CASE name=studio_<step> median_s=<x> peak_rss_mb=<y>` (the server's peak so far);
 //! the NPS candidate adds `release_s`, the same release run alone in this process, and
 //! their ratio.
@@ -84,12 +85,21 @@ impl Client {
             .to_string()
     }
 
-    /// Posts a step's form and checks it went back to the project page without an error.
+    /// Posts a step's form, follows the progress page of a long step until the step ends,
+    /// and checks it ended without an error.
     fn step(&mut self, path: &str, csrf: &str, form: &[(&str, &str)]) {
         let mut fields = vec![("csrf", csrf)];
         fields.extend_from_slice(form);
         let response = self.request("POST", path, &fields);
         assert_eq!(response.status, 303, "{path}: {}", response.body);
+        loop {
+            let page = self.request("GET", "/project", &[]).body;
+            if !page.contains("<section id=\"working\">") {
+                assert!(!page.contains("<p class=\"error\""), "{path}: {page}");
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 }
 

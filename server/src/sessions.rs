@@ -8,7 +8,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_anonymize::{
     owner_session, public_session, register_with, run_script, Access, AnonymizeOptions, Principal,
-    RegisterOptions, SharedReleases,
+    ProgressFn, RegisterOptions, SharedReleases,
 };
 
 use crate::config::{Config, Role, User};
@@ -137,6 +137,18 @@ impl Server {
         names
     }
 
+    /// Where a published release's report is kept: beside the publication when the server
+    /// has a ledger file (it then outlives the process), else `None`.
+    pub fn publication_report(&self, name: &str) -> Option<std::path::PathBuf> {
+        let ledger = self.budget.ledger_path.as_deref()?;
+        Some(datafusion_anonymize::publication_report_path(ledger, name))
+    }
+
+    /// The ε quota of public user `user`, if the configuration gives them one.
+    pub fn epsilon_quota(&self, user: &str) -> Option<f64> {
+        self.users.get(user).and_then(|u| u.epsilon_quota)
+    }
+
     /// Checks `password` for `user`; the user when it matches.
     pub fn login(&self, user: &str, password: &str) -> Option<&User> {
         let matches = self.password(user).matches(password);
@@ -163,11 +175,17 @@ impl Server {
     /// An owner's session: its own settings (`SET` changes only it), the owner's catalog,
     /// every function, the shared releases and ledger.
     fn owner_session(&self) -> Result<SessionContext> {
+        self.owner_session_reporting(None)
+    }
+
+    /// An owner's session whose long searches report to `progress` (the studio's).
+    pub fn owner_session_reporting(&self, progress: Option<ProgressFn>) -> Result<SessionContext> {
         owner_session(
             &self.owner,
             RegisterOptions {
                 budget: self.budget.clone(),
                 releases: Some(self.releases.clone()),
+                progress,
                 ..RegisterOptions::owner()
             },
         )

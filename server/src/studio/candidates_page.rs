@@ -291,9 +291,16 @@ pub fn published(body: &mut String, bench: &Workbench) {
     for publication in &bench.published {
         let _ = write!(
             body,
-            "<div class=\"published\" data-release=\"{n}\"><h3>Published: <code>{n}</code></h3><p>Analysts read it with <code>SELECT * FROM {n}</code>. Its first rows:</p>{}",
+            "<div class=\"published\" data-release=\"{n}\"><h3>Published: <code>{n}</code></h3><p>Analysts read it with <code>SELECT * FROM {n}</code>.{report} Its first rows:</p>{}",
             rows_table(&publication.rows),
-            n = escape(&publication.name)
+            n = escape(&publication.name),
+            report = match &publication.report {
+                Some(_) => format!(
+                    " <a class=\"published-report\" href=\"/published/{}/report\">Its report</a> (the published draw's).",
+                    escape(&publication.name)
+                ),
+                None => String::new(),
+            }
         );
         body.push_str("<table class=\"figures\"><tbody>");
         for (key, meaning) in RISK_FIGURES {

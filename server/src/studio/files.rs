@@ -88,13 +88,18 @@ impl Folder {
     }
 }
 
-/// The delimiter of a CSV file's first line (the most frequent of `;`, `,`, tab and `|`)
-/// and whether that line is a header (none of its fields is a number).
+/// The delimiter and header of a CSV file, from its first line.
 fn sniff(path: &Path) -> (char, bool) {
     let mut line = String::new();
     if let Ok(file) = std::fs::File::open(path) {
         let _ = BufReader::new(file).take(64 * 1024).read_line(&mut line);
     }
+    sniff_line(&line)
+}
+
+/// The delimiter of a CSV text's first line (the most frequent of `;`, `,`, tab and `|`)
+/// and whether that line is a header (none of its fields is a number).
+pub fn sniff_line(line: &str) -> (char, bool) {
     let delimiter = [';', ',', '\t', '|']
         .into_iter()
         .max_by_key(|d| line.matches(*d).count())

@@ -4,6 +4,7 @@
 //! connect to them. Logins, cookies and CSRF tokens are in [`login`]; the HTML in
 //! [`pages`].
 
+mod activity;
 mod candidates_page;
 mod files;
 mod login;
@@ -13,6 +14,7 @@ mod project;
 mod project_page;
 mod results;
 mod steps;
+mod upload;
 mod workbench;
 
 use std::collections::HashMap;
@@ -20,7 +22,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::{Extension, State};
+use axum::extract::{DefaultBodyLimit, Extension, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -44,6 +46,9 @@ pub fn one_time_password() -> String {
     login::token()[..30].to_string()
 }
 
+/// What a multipart form may carry beside its file (the fields and the parts' headers).
+const FORM_SLACK: usize = 64 * 1024;
+
 /// How long a client may take to send a request's headers.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -57,9 +62,16 @@ struct Studio {
     /// The folder of files a steward may register, if the configuration names one.
     folder: Option<Folder>,
     /// Each owner's workbench, by user name.
-    benches: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Workbench>>>>,
+    benches: Mutex<HashMap<String, Bench>>,
     /// Where candidates' reports are written before they are read back.
     scratch: tempfile::TempDir,
+}
+
+/// An owner's workbench and what it is doing (readable while a step holds the workbench).
+#[derive(Clone)]
+struct Bench {
+    work: Arc<tokio::sync::Mutex<Workbench>>,
+    activity: Arc<activity::Activity>,
 }
 
 /// The address a request came from.
@@ -102,9 +114,18 @@ pub async fn serve(
         .route("/project/candidate", post(steps::add_candidate))
         .route("/project/publish", post(steps::publish))
         .route("/project/undo", post(steps::undo))
-        .route("/project/open", post(steps::open))
+        .route(
+            "/project/open",
+            post(steps::open).layer(DefaultBodyLimit::max(upload::MAX_BYTES + FORM_SLACK)),
+        )
+        .route(
+            "/project/hierarchy/upload",
+            post(steps::upload_hierarchy)
+                .layer(DefaultBodyLimit::max(upload::MAX_BYTES + FORM_SLACK)),
+        )
         .route("/project/recipe", get(steps::recipe))
         .route("/project/candidates/{number}/report", get(steps::report))
+        .route("/published/{name}/report", get(steps::published_report))
         .fallback(not_found)
         .with_state(studio);
     loop {
@@ -200,11 +221,17 @@ async fn home(State(studio): State<Arc<Studio>>, headers: HeaderMap) -> Response
         Role::Owner => Some(studio.server.owner_tables()),
         Role::Public => None,
     };
-    // The budget as the user's own session shows it (what psql would show them).
-    let budget = match studio.server.session(&user.name) {
-        Ok(session) => results::run(&session.ctx, pages::BUDGET_SQL).await.ok(),
-        Err(_) => None,
+    // The budget and the user's own quota as their own session shows them (what psql
+    // would show them).
+    let session = studio.server.session(&user.name).ok();
+    let (budget, spent) = match &session {
+        Some(session) => (
+            results::run(&session.ctx, pages::BUDGET_SQL).await.ok(),
+            results::run(&session.ctx, pages::QUOTA_SQL).await.ok(),
+        ),
+        None => (None, None),
     };
+    let quota = studio.server.epsilon_quota(&user.name).zip(spent.as_ref());
     html(
         StatusCode::OK,
         pages::home(
@@ -212,6 +239,7 @@ async fn home(State(studio): State<Arc<Studio>>, headers: HeaderMap) -> Response
             &published,
             tables.as_deref(),
             budget.as_ref(),
+            quota,
             &studio.connect,
         ),
     )

@@ -1,4 +1,5 @@
-//! The studio's HTML: plain pages, one stylesheet, no scripts. Every text from the data or
+//! The studio's HTML: plain pages, one stylesheet, no scripts (a page that waits for a step
+//! reloads itself with a refresh tag). Every text from the data or
 //! the user is escaped.
 
 use std::fmt::Write;
@@ -24,11 +25,21 @@ pub struct Connect {
 
 /// A whole page: `title`, the signed-in user's bar (with its log-out form) and `body`.
 pub fn page(title: &str, user: Option<&StudioUser>, body: &str) -> String {
+    page_with_head(title, user, "", body)
+}
+
+/// A page the browser loads again every `seconds` (no script: a refresh header in the page).
+pub fn refreshing_page(title: &str, user: Option<&StudioUser>, body: &str, seconds: u32) -> String {
+    let head = format!("<meta http-equiv=\"refresh\" content=\"{seconds}\">");
+    page_with_head(title, user, &head, body)
+}
+
+fn page_with_head(title: &str, user: Option<&StudioUser>, head: &str, body: &str) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">{head}\
          <title>{} · dfanon studio</title><link rel=\"stylesheet\" href=\"/studio.css\"></head><body>\
          <header><span class=\"brand\">dfanon studio</span>",
         escape(title)
@@ -85,6 +96,7 @@ pub fn home(
     published: &[PublishedRelease],
     tables: Option<&[String]>,
     budget: Option<&Rows>,
+    quota: Option<(f64, &Rows)>,
     connect: &Connect,
 ) -> String {
     let mut body = String::new();
@@ -143,6 +155,9 @@ pub fn home(
     if let Some(budget) = budget {
         body.push_str(&budget_left(budget));
     }
+    if let Some((quota, spent)) = quota {
+        body.push_str(&quota_left(quota, spent));
+    }
     body.push_str(&how_to_connect(user, published, connect));
     let title = match user.role {
         Role::Owner => "Releases and sources",
@@ -194,6 +209,47 @@ fn budget_left(budget: &Rows) -> String {
         out,
         "<p class=\"sql\">SQL: <code>{}</code></p></section>",
         escape(BUDGET_SQL)
+    );
+    out
+}
+
+/// The statement whose result the quota section shows, in the user's own session.
+pub const QUOTA_SQL: &str = "SELECT table_name, releases, epsilon_spent, epsilon_remaining \
+     FROM privacy_quota() ORDER BY table_name";
+
+/// An analyst's own quota: what their releases spent of it per source table.
+fn quota_left(quota: f64, spent: &Rows) -> String {
+    let mut out = format!(
+        "<section id=\"quota\"><h2>Your own quota</h2><p class=\"explain\">Beside each \
+         table's budget, the server gives you a quota of <b data-quota=\"{quota}\">ε = {quota}</b> \
+         per source table: the most your own new releases may spend of that table's budget. \
+         A release someone already drew is served again without a charge.</p>"
+    );
+    if spent.cells.is_empty() {
+        out.push_str("<p>Your releases have spent nothing of it yet.</p>");
+    } else {
+        out.push_str(
+            "<table><thead><tr><th>Table</th><th>Your releases</th><th>ε spent</th>\
+             <th>ε left</th></tr></thead><tbody>",
+        );
+        for row in &spent.cells {
+            let cell = |i: usize| row.get(i).map_or(String::new(), |v| escape(v));
+            let _ = write!(
+                out,
+                "<tr data-quota-table=\"{t}\"><td><code>{t}</code></td><td class=\"num\">{}</td>\
+                 <td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                cell(1),
+                cell(2),
+                cell(3),
+                t = cell(0),
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+    let _ = write!(
+        out,
+        "<p class=\"sql\">SQL: <code>{}</code></p></section>",
+        escape(QUOTA_SQL)
     );
     out
 }
@@ -294,13 +350,25 @@ mod tests {
                 "inf".into(),
             ]],
         };
+        let spent = Rows {
+            columns: Vec::new(),
+            cells: vec![vec![
+                "datafusion.public.nps".into(),
+                "1".into(),
+                "0.5".into(),
+                "1".into(),
+            ]],
+        };
         let html = home(
             &user(Role::Public),
             &[release("adult_<k5>")],
             None,
             Some(&budget),
+            Some((1.5, &spent)),
             &connect,
         );
+        assert!(html.contains("<b data-quota=\"1.5\">ε = 1.5</b>"), "{html}");
+        assert!(html.contains("<tr data-quota-table=\"datafusion.public.nps\"><td><code>datafusion.public.nps</code></td><td class=\"num\">1</td><td class=\"num\">0.5</td><td class=\"num\">1</td></tr>"), "{html}");
         assert!(html.contains("<tr data-table=\"datafusion.public.nps\"><td><code>datafusion.public.nps</code></td><td class=\"num\">2</td><td class=\"num\">1</td><td class=\"num\">2</td><td class=\"num\">unlimited</td></tr>"), "{html}");
         assert!(html.contains("<code>adult_&lt;k5&gt;</code>"), "{html}");
         assert!(html.contains("k-anonymity &lt;k=5&gt;"));
@@ -317,8 +385,10 @@ mod tests {
             &[],
             Some(&["adult".to_string()]),
             None,
+            None,
             &connect,
         );
+        assert!(!owner.contains("Your own quota"));
         assert!(owner.contains("Source tables") && owner.contains("<code>adult</code>"));
         assert!(owner.contains("Nothing is published yet."));
     }

@@ -78,6 +78,11 @@ pub struct Source {
 pub enum HierarchyRecipe {
     /// An ARX hierarchy file (value;level 1;…;*) of the studio's folder.
     File { file: String },
+    /// An ARX hierarchy file sent from the browser: its name and rows, kept in the project.
+    Upload {
+        file: String,
+        rows: Vec<Vec<String>>,
+    },
     /// Integer intervals: `interval_hierarchy(domain, levels)`.
     Intervals { domain: String, levels: String },
     /// Days to months, quarters, years…: `date_hierarchy(domain, levels)`.
@@ -200,6 +205,7 @@ impl Hierarchy {
                 let csv = csv.map(|(delimiter, _)| (delimiter, false));
                 register_file(&self.table, &full, csv)
             }
+            HierarchyRecipe::Upload { rows, .. } => super::upload::create_table(&self.table, rows),
             HierarchyRecipe::Intervals { domain, levels } => format!(
                 "CREATE TABLE {table} AS SELECT * FROM interval_hierarchy({}, levels => {})",
                 literal(domain),
@@ -370,6 +376,18 @@ impl Project {
         Some(format!(
             "SELECT name, method, released_rows, epsilon, delta FROM {}",
             self.call("anonymize_publish", &args, &[literal(name)])?
+        ))
+    }
+
+    /// The report of a candidate published as `name`, written to `path`: the same
+    /// arguments as the publication, so the store serves the published draw (nothing is
+    /// drawn or charged again).
+    pub fn published_report_sql(&self, candidate: &Candidate, path: &str) -> Option<String> {
+        let mut args = self.candidate_arguments(candidate);
+        args.push(("path".into(), literal(path)));
+        Some(format!(
+            "SELECT * FROM {}",
+            self.call("anonymize_report", &args, &[])?
         ))
     }
 

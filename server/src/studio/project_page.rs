@@ -6,10 +6,11 @@ use std::fmt::Write;
 
 use datafusion_anonymize::escape_html as escape;
 
+use super::activity::Running;
 use super::candidates_page;
 use super::files::DataFile;
 use super::login::StudioUser;
-use super::pages::page;
+use super::pages::{page, refreshing_page};
 use super::project::{ColumnRole, HierarchyRecipe};
 use super::workbench::Workbench;
 
@@ -21,6 +22,28 @@ pub fn form(action: &str, user: &StudioUser) -> String {
     )
 }
 
+/// The longest statement shown whole on a page (an uploaded hierarchy's is longer).
+const SHOWN_STATEMENT: usize = 4000;
+
+/// Statements as a page shows them: each cut after [`SHOWN_STATEMENT`] characters, saying
+/// how many more it has (the recipe has them whole).
+pub fn shown_sql(statements: &[String]) -> String {
+    let shown: Vec<String> = statements
+        .iter()
+        .map(
+            |statement| match statement.char_indices().nth(SHOWN_STATEMENT) {
+                Some((cut, _)) => format!(
+                    "{} … ({} characters more; the recipe has the whole statement)",
+                    &statement[..cut],
+                    statement[cut..].chars().count()
+                ),
+                None => statement.clone(),
+            },
+        )
+        .collect();
+    shown.join(";\n")
+}
+
 /// SQL shown under a panel.
 pub fn sql_block(statements: &[String]) -> String {
     if statements.is_empty() {
@@ -28,7 +51,7 @@ pub fn sql_block(statements: &[String]) -> String {
     }
     format!(
         "<details class=\"sql\"><summary>SQL</summary><pre>{}</pre></details>",
-        escape(&statements.join(";\n"))
+        escape(&shown_sql(statements))
     )
 }
 
@@ -61,7 +84,7 @@ pub fn render(
         let _ = write!(
             body,
             "<details class=\"sql\" id=\"last-sql\"><summary>SQL of the last step</summary><pre>{}</pre></details>",
-            escape(&bench.last_sql.join(";\n"))
+            escape(&shown_sql(&bench.last_sql))
         );
     }
     body.push_str("<nav class=\"steps\"><a href=\"#source\">1 Source</a><a href=\"#profile\">2 Profile</a>\
@@ -77,6 +100,40 @@ pub fn render(
     }
     recipe(&mut body, user, bench);
     page("Studio: from a table to a release", Some(user), &body)
+}
+
+/// The page shown while a step runs: what it does, how long it has run, the phase its
+/// search reports with a progress bar; it loads again every second until the step ends.
+pub fn working(user: &StudioUser, running: Option<&Running>) -> String {
+    let mut body = String::from("<section id=\"working\"><h2>Working…</h2>");
+    match running {
+        Some(running) => {
+            let _ = write!(
+                body,
+                "<p>{}: <span id=\"elapsed\">{}</span> s so far.</p>",
+                escape(&capitalized(&running.step)),
+                running.elapsed.as_secs()
+            );
+            if let Some((phase, done, total)) = &running.phase {
+                let _ = write!(
+                    body,
+                    "<p><label>{} <progress id=\"progress\" value=\"{done}\" max=\"{total}\">{done} of {total}</progress></label> {done} of {total}</p>",
+                    escape(phase)
+                );
+            }
+        }
+        None => body.push_str("<p>Finishing the last step.</p>"),
+    }
+    body.push_str("<p class=\"explain\">This page looks again every second and shows the project when the step ends. Leaving it does not stop the step.</p></section>");
+    refreshing_page("Studio: working", Some(user), &body, 1)
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }
 
 fn source(
@@ -178,7 +235,7 @@ fn hierarchies(
     bench: &Workbench,
     files: Option<&[DataFile]>,
 ) {
-    body.push_str("<section id=\"hierarchies\"><h2>3. Hierarchies</h2><p class=\"explain\">How each quasi-identifier may be coarsened, level by level, up to <code>*</code> (hidden). A method chooses the level; the preview shows how many groups the rows fall into at each level. Build one from integer intervals, from dates (a range such as <code>2015-01-01..2019-12-31</code> with levels such as <code>month|quarter|year</code>), by masking the ends of codes, from an ARX hierarchy file of the studio's folder, or hide the column entirely.</p>");
+    body.push_str("<section id=\"hierarchies\"><h2>3. Hierarchies</h2><p class=\"explain\">How each quasi-identifier may be coarsened, level by level, up to <code>*</code> (hidden). A method chooses the level; the preview shows how many groups the rows fall into at each level. Build one from integer intervals, from dates (a range such as <code>2015-01-01..2019-12-31</code> with levels such as <code>month|quarter|year</code>), by masking the ends of codes, from an ARX hierarchy file (of the studio's folder, or uploaded from this computer: one row per value, <code>value;level 1;…;*</code>), or hide the column entirely.</p>");
     let project = &bench.project;
     let quasi = project.columns(ColumnRole::Quasi);
     if quasi.is_empty() {
@@ -195,6 +252,12 @@ fn hierarchies(
             Some(h) => {
                 let how = match &h.recipe {
                     HierarchyRecipe::File { file } => format!("from the file {}", escape(file)),
+                    HierarchyRecipe::Upload { file, rows } => format!(
+                        "uploaded from {} ({} values, {} levels)",
+                        escape(file),
+                        rows.len(),
+                        rows.first().map_or(0, |r| r.len().saturating_sub(1))
+                    ),
                     HierarchyRecipe::Intervals { domain, levels } => format!(
                         "intervals over {} with levels {}",
                         escape(domain),
@@ -254,7 +317,16 @@ fn hierarchies(
             }
             body.push_str("</select></label>");
         }
-        body.push_str(" <button>Build and preview</button></form></div>");
+        body.push_str(" <button>Build and preview</button></form>");
+        let _ = write!(
+            body,
+            "<form method=\"post\" action=\"/project/hierarchy/upload\" enctype=\"multipart/form-data\" class=\"upload\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"column\" value=\"{}\">\
+             <label>or upload an ARX hierarchy file <input type=\"file\" name=\"hierarchy\" accept=\".csv,.tsv,.txt\" required></label> \
+             <button>Upload and preview</button></form></div>",
+            escape(&user.csrf),
+            escape(column)
+        );
     }
     body.push_str("</section>");
 }
@@ -266,6 +338,64 @@ fn recipe(body: &mut String, user: &StudioUser, bench: &Workbench) {
         body.push_str(&form("/project/undo", user));
         body.push_str("<button id=\"undo\">Undo the last step</button></form>");
     }
-    body.push_str(&form("/project/open", user));
-    body.push_str("<label>Re-open a recipe<br><textarea name=\"recipe\" rows=\"4\" cols=\"80\" placeholder=\"paste a recipe\"></textarea></label><br><button id=\"open-recipe\">Open</button></form></section>");
+    let _ = write!(
+        body,
+        "<form method=\"post\" action=\"/project/open\" enctype=\"multipart/form-data\"><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+         <label>Re-open a recipe: a saved file <input type=\"file\" name=\"recipe_file\" accept=\".sql,.txt\"></label>\
+         <br><label>or paste it<br><textarea name=\"recipe\" rows=\"4\" cols=\"80\" placeholder=\"paste a recipe\"></textarea></label><br><button id=\"open-recipe\">Open</button></form></section>",
+        escape(&user.csrf)
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::Role;
+
+    #[test]
+    fn the_working_page_says_what_runs_and_reloads_itself() {
+        let user = StudioUser {
+            name: "owner".into(),
+            role: Role::Owner,
+            csrf: "t".into(),
+        };
+        let running = Running {
+            step: "running the candidate's <trial>".into(),
+            phase: Some(("lattice search".into(), 12, 40)),
+            elapsed: Duration::from_millis(3400),
+        };
+        let html = working(&user, Some(&running));
+        assert!(
+            html.contains("<meta http-equiv=\"refresh\" content=\"1\">"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<p>Running the candidate&#39;s &lt;trial&gt;: <span id=\"elapsed\">3</span> s so far.</p>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<progress id=\"progress\" value=\"12\" max=\"40\">"),
+            "{html}"
+        );
+        assert!(working(&user, None).contains("Finishing the last step."));
+        assert!(!page("x", None, "").contains("http-equiv"));
+    }
+
+    #[test]
+    fn long_statements_are_cut_on_the_page() {
+        let long = format!("CREATE TABLE h AS VALUES {}", "('é', '*'), ".repeat(1000));
+        let shown = shown_sql(&[long.clone(), "SELECT 1".into()]);
+        let (first, second) = shown.split_once(";\n").expect("two statements");
+        assert_eq!(second, "SELECT 1");
+        assert!(first.starts_with(&long.chars().take(SHOWN_STATEMENT).collect::<String>()));
+        let more = long.chars().count() - SHOWN_STATEMENT;
+        assert!(
+            first.ends_with(&format!(
+                " … ({more} characters more; the recipe has the whole statement)"
+            )),
+            "{first}"
+        );
+    }
 }

@@ -4,19 +4,23 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::extract::{Path, State};
+use axum::extract::{Multipart, Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use axum::Form;
 
+use super::activity::Activity;
 use super::login::{same_token, StudioUser};
 use super::project::{literal, Candidate, ColumnRole, HierarchyRecipe, Project};
+use super::upload;
 use super::workbench::Workbench;
-use super::{html, project_page, redirect, typed, Studio};
+use super::{html, project_page, redirect, typed, Bench, Studio};
 use crate::config::Role;
 
-type Fields = HashMap<String, String>;
+/// A form's fields by name.
+pub type Fields = HashMap<String, String>;
 
 /// Why a request is refused.
 #[derive(Debug, Clone, Copy)]
@@ -61,20 +65,22 @@ fn owner_posting(
     }
 }
 
-/// The owner's workbench (made on first use, with a fresh owner session).
-fn bench(
-    studio: &Studio,
-    user: &StudioUser,
-) -> Result<Arc<tokio::sync::Mutex<Workbench>>, Refusal> {
+/// The owner's workbench (made on first use, with a fresh owner session reporting its
+/// searches' progress to the workbench's activity).
+fn bench(studio: &Studio, user: &StudioUser) -> Result<Bench, Refusal> {
     let mut benches = studio.benches.lock().map_err(|_| Refusal::Forbidden)?;
     if let Some(found) = benches.get(&user.name) {
         return Ok(found.clone());
     }
-    let session = studio
+    let activity = Arc::new(Activity::default());
+    let ctx = studio
         .server
-        .session(&user.name)
+        .owner_session_reporting(Some(activity.progress()))
         .map_err(|_| Refusal::Forbidden)?;
-    let made = Arc::new(tokio::sync::Mutex::new(Workbench::new(session.ctx)));
+    let made = Bench {
+        work: Arc::new(tokio::sync::Mutex::new(Workbench::new(ctx))),
+        activity,
+    };
     benches.insert(user.name.clone(), made.clone());
     Ok(made)
 }
@@ -86,54 +92,82 @@ fn owned(
 ) -> Result<(StudioUser, Arc<tokio::sync::Mutex<Workbench>>), Refusal> {
     let user = owner(studio, headers)?;
     let bench = bench(studio, &user)?;
-    Ok((user, bench))
+    Ok((user, bench.work))
 }
 
 fn field<'a>(form: &'a Fields, name: &str) -> Option<&'a str> {
     form.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())
 }
 
-/// The project page.
+/// The project page; while a step runs, a page saying what it does and how far it is,
+/// which looks again every second.
 pub async fn project(State(studio): State<Arc<Studio>>, headers: HeaderMap) -> Response {
-    let (user, bench) = match owned(&studio, &headers) {
-        Ok(found) => found,
+    let user = match owner(&studio, &headers) {
+        Ok(user) => user,
         Err(refusal) => return refusal.response(),
     };
-    let bench = bench.lock().await;
+    let bench = match bench(&studio, &user) {
+        Ok(bench) => bench,
+        Err(refusal) => return refusal.response(),
+    };
+    let Ok(work) = bench.work.try_lock() else {
+        let running = bench.activity.now();
+        return html(
+            StatusCode::OK,
+            project_page::working(&user, running.as_ref()),
+        );
+    };
     let files = studio.folder.as_ref().map(|f| f.files());
     html(
         StatusCode::OK,
         project_page::render(
             &user,
-            &bench,
+            &work,
             &studio.server.owner_tables(),
             files.as_deref(),
         ),
     )
 }
 
-/// Runs one step: checks the owner and token, then `step` on the workbench, then sends the
-/// browser to `section` of the project page.
+/// How long a step's request waits for the step before the browser is sent to the page
+/// that shows its progress (the step goes on).
+const STEP_WAIT: Duration = Duration::from_millis(1500);
+
+/// Runs one step: checks the owner and token, then `step` on the workbench (`doing` says
+/// what it does while it runs), then sends the browser to `section` of the project page,
+/// or to the progress page when the step takes longer than [`STEP_WAIT`].
 async fn step<F>(
     studio: &Studio,
     headers: &HeaderMap,
     form: &Fields,
     section: &'static str,
+    doing: &'static str,
     step: F,
 ) -> Response
 where
     F: for<'b> FnOnce(
-        &'b mut Workbench,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'b>>,
+            &'b mut Workbench,
+        )
+            -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'b>>
+        + Send
+        + 'static,
 {
     let found = owner_posting(studio, headers, form).and_then(|user| bench(studio, &user));
     let bench = match found {
         Ok(bench) => bench,
         Err(refusal) => return refusal.response(),
     };
-    let mut bench = bench.lock().await;
-    step(&mut bench).await;
-    redirect(section, &[])
+    let mut work = bench.work.clone().lock_owned().await;
+    let activity = bench.activity.clone();
+    activity.start(doing);
+    let task = tokio::spawn(async move {
+        step(&mut work).await;
+        activity.finish();
+    });
+    match tokio::time::timeout(STEP_WAIT, task).await {
+        Ok(_) => redirect(section, &[]),
+        Err(_) => redirect("/project", &[]),
+    }
 }
 
 pub async fn source(
@@ -149,12 +183,19 @@ pub async fn source(
         }
     }
     let folder = studio.folder.clone();
-    step(&studio, &headers, &form, "/project#profile", move |b| {
-        Box::pin(async move {
-            b.choose_source(table.as_deref(), file.as_deref(), folder.as_ref())
-                .await
-        })
-    })
+    step(
+        &studio,
+        &headers,
+        &form,
+        "/project#profile",
+        "registering and profiling the source",
+        move |b| {
+            Box::pin(async move {
+                b.choose_source(table.as_deref(), file.as_deref(), folder.as_ref())
+                    .await
+            })
+        },
+    )
     .await
 }
 
@@ -168,6 +209,7 @@ pub async fn roles(
         &headers,
         &form.clone(),
         "/project#hierarchies",
+        "saving the roles",
         move |b| {
             Box::pin(async move {
                 let roles: Vec<(String, ColumnRole)> = b
@@ -220,7 +262,7 @@ pub async fn hierarchy(
         _ => None,
     };
     let folder = studio.folder.clone();
-    step(&studio, &headers, &form, "/project#hierarchies", move |b| {
+    step(&studio, &headers, &form, "/project#hierarchies", "building and previewing the hierarchy", move |b| {
         Box::pin(async move {
             match recipe {
                 Some(recipe) => b.build_hierarchy(&column, recipe, folder.as_ref()).await,
@@ -236,9 +278,14 @@ pub async fn risk(
     headers: HeaderMap,
     Form(form): Form<Fields>,
 ) -> Response {
-    step(&studio, &headers, &form, "/project#risk", |b| {
-        Box::pin(b.assess())
-    })
+    step(
+        &studio,
+        &headers,
+        &form,
+        "/project#risk",
+        "assessing the risk before release",
+        |b| Box::pin(b.assess()),
+    )
     .await
 }
 
@@ -287,14 +334,21 @@ pub async fn add_candidate(
 ) -> Response {
     let found = candidate(&form);
     let scratch = studio.scratch.path().to_path_buf();
-    step(&studio, &headers, &form, "/project#candidates", move |b| {
-        Box::pin(async move {
-            match found {
-                Ok(candidate) => b.add_candidate(candidate, &scratch).await,
-                Err(e) => b.refuse(&e),
-            }
-        })
-    })
+    step(
+        &studio,
+        &headers,
+        &form,
+        "/project#candidates",
+        "running the candidate's trial (its release, report and Safe Harbor check)",
+        move |b| {
+            Box::pin(async move {
+                match found {
+                    Ok(candidate) => b.add_candidate(candidate, &scratch).await,
+                    Err(e) => b.refuse(&e),
+                }
+            })
+        },
+    )
     .await
 }
 
@@ -307,19 +361,71 @@ pub async fn publish(
         .and_then(|c| c.parse::<usize>().ok())
         .unwrap_or(0);
     let name = field(&form, "name").unwrap_or_default().to_string();
-    step(&studio, &headers, &form, "/project#publish", move |b| {
+    let report = report_path(&studio, &name);
+    step(&studio, &headers, &form, "/project#publish", "publishing the release and writing its report", move |b| {
         Box::pin(async move {
-            let valid = !name.is_empty() && name.len() <= 63 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !name.starts_with(|c: char| c.is_ascii_digit());
-            if !valid {
+            let Some(report) = report else {
                 return b.refuse("a release's name is letters, digits and _ (at most 63, not starting with a digit)");
-            }
+            };
             match index.checked_sub(1) {
-                Some(index) => b.publish(index, &name).await,
+                Some(index) => b.publish(index, &name, &report).await,
                 None => b.refuse("no such candidate"),
             }
         })
     })
     .await
+}
+
+/// Whether `name` may name a publication: letters, digits and `_`, at most 63, not
+/// starting with a digit.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// Where the report of the publication `name` is written: beside the publication when the
+/// server keeps publications (a ledger file), else in the studio's scratch folder; `None`
+/// for a name no publication may have.
+fn report_path(studio: &Studio, name: &str) -> Option<std::path::PathBuf> {
+    if !valid_name(name) {
+        return None;
+    }
+    Some(studio.server.publication_report(name).unwrap_or_else(|| {
+        studio
+            .scratch
+            .path()
+            .join(format!("published-{name}.report.html"))
+    }))
+}
+
+/// The report of a published release, for owners.
+pub async fn published_report(
+    State(studio): State<Arc<Studio>>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Response {
+    if let Err(refusal) = owner(&studio, &headers) {
+        return refusal.response();
+    }
+    let found = report_path(&studio, &name).and_then(|path| std::fs::read_to_string(path).ok());
+    match found {
+        Some(report) => report_page(report),
+        None => html(StatusCode::NOT_FOUND, super::pages::not_found()),
+    }
+}
+
+/// A report as a page: its own stylesheet inline, no scripts.
+fn report_page(report: String) -> Response {
+    let mut response = html(StatusCode::OK, report);
+    response.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'",
+        ),
+    );
+    response
 }
 
 pub async fn undo(
@@ -329,29 +435,106 @@ pub async fn undo(
 ) -> Response {
     let scratch = studio.scratch.path().to_path_buf();
     let folder = studio.folder.clone();
-    step(&studio, &headers, &form, "/project#recipe", move |b| {
-        Box::pin(async move { b.undo(&scratch, folder.as_ref()).await })
-    })
+    step(
+        &studio,
+        &headers,
+        &form,
+        "/project#recipe",
+        "undoing the last step",
+        move |b| Box::pin(async move { b.undo(&scratch, folder.as_ref()).await }),
+    )
     .await
 }
 
+/// Opens a recipe, pasted or sent as a file.
 pub async fn open(
     State(studio): State<Arc<Studio>>,
     headers: HeaderMap,
-    Form(form): Form<Fields>,
+    multipart: Multipart,
 ) -> Response {
-    let project = Project::from_recipe(form.get("recipe").map(String::as_str).unwrap_or_default());
+    let (form, file) = match upload::read_form(multipart).await {
+        Ok(read) => read,
+        Err(e) => return unreadable(&studio, &headers, &e),
+    };
+    let text = match &file {
+        Some(file) => String::from_utf8_lossy(&file.bytes).into_owned(),
+        None => form.get("recipe").cloned().unwrap_or_default(),
+    };
+    let project = Project::from_recipe(&text);
     let scratch = studio.scratch.path().to_path_buf();
     let folder = studio.folder.clone();
-    step(&studio, &headers, &form, "/project#source", move |b| {
-        Box::pin(async move {
-            match project {
-                Ok(project) => b.open(project, &scratch, folder.as_ref()).await,
-                Err(e) => b.refuse(&e),
-            }
-        })
-    })
+    step(
+        &studio,
+        &headers,
+        &form,
+        "/project#source",
+        "opening the recipe and running its candidates again",
+        move |b| {
+            Box::pin(async move {
+                match project {
+                    Ok(project) => b.open(project, &scratch, folder.as_ref()).await,
+                    Err(e) => b.refuse(&e),
+                }
+            })
+        },
+    )
     .await
+}
+
+/// Builds a quasi-identifier's hierarchy from an ARX hierarchy file sent from the browser.
+pub async fn upload_hierarchy(
+    State(studio): State<Arc<Studio>>,
+    headers: HeaderMap,
+    multipart: Multipart,
+) -> Response {
+    let (form, file) = match upload::read_form(multipart).await {
+        Ok(read) => read,
+        Err(e) => return unreadable(&studio, &headers, &e),
+    };
+    let column = field(&form, "column").unwrap_or_default().to_string();
+    let recipe = match &file {
+        Some(file) => upload::hierarchy_rows(file).map(|rows| HierarchyRecipe::Upload {
+            file: file.name.clone(),
+            rows,
+        }),
+        None => Err("choose a hierarchy file to upload".to_string()),
+    };
+    let folder = studio.folder.clone();
+    step(
+        &studio,
+        &headers,
+        &form,
+        "/project#hierarchies",
+        "reading the hierarchy file, building and previewing it",
+        move |b| {
+            Box::pin(async move {
+                match recipe {
+                    Ok(recipe) => b.build_hierarchy(&column, recipe, folder.as_ref()).await,
+                    Err(e) => b.refuse(&e),
+                }
+            })
+        },
+    )
+    .await
+}
+
+/// A form that could not be read (too large, broken): a page saying why, for a signed-in
+/// owner; nothing in the project changes.
+fn unreadable(studio: &Studio, headers: &HeaderMap, why: &str) -> Response {
+    match owner(studio, headers) {
+        Ok(user) => html(
+            StatusCode::BAD_REQUEST,
+            super::pages::page(
+                "The form was refused",
+                Some(&user),
+                &format!(
+                    "<p class=\"error\" role=\"alert\">{}</p><p><a href=\"/project\">Back to the project</a></p>",
+                    datafusion_anonymize::escape_html(why)
+                ),
+            ),
+        ),
+        Err(refusal) => refusal.response(),
+    }
 }
 
 /// The recipe, as a file to save.
@@ -399,14 +582,7 @@ pub async fn report(
     let Some(Ok(trial)) = number.checked_sub(1).and_then(|i| bench.trials.get(i)) else {
         return html(StatusCode::NOT_FOUND, super::pages::not_found());
     };
-    let mut response = html(StatusCode::OK, trial.report.clone());
-    response.headers_mut().insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'",
-        ),
-    );
-    response
+    report_page(trial.report.clone())
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! show on the page.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use datafusion::prelude::SessionContext;
 
@@ -54,6 +54,8 @@ pub struct Published {
     pub name: String,
     pub rows: Rows,
     pub risk: Rows,
+    /// Where its report was written.
+    pub report: Option<PathBuf>,
 }
 
 /// A data owner's workbench.
@@ -373,9 +375,10 @@ impl Workbench {
         found
     }
 
-    /// Publishes candidate `index` as `name` (unseeded, charged once) and reads back its
-    /// first rows and risk.
-    pub async fn publish(&mut self, index: usize, name: &str) {
+    /// Publishes candidate `index` as `name` (unseeded, charged once), reads back its
+    /// first rows and risk, and writes its report to `report` (the published draw: nothing
+    /// is drawn or charged again).
+    pub async fn publish(&mut self, index: usize, name: &str, report: &Path) {
         let Some(candidate) = self.project.candidates.get(index).cloned() else {
             return self.done(Vec::new(), Err("no such candidate".into()));
         };
@@ -388,12 +391,22 @@ impl Workbench {
             "SELECT key, value FROM anonymize_assess({}, qi => {qi})",
             super::project::literal(name)
         );
-        let sql = vec![publish.clone(), rows_sql.clone(), risk_sql.clone()];
+        let report_path = report.to_string_lossy().into_owned();
+        let Some(report_sql) = self.project.published_report_sql(&candidate, &report_path) else {
+            return self.done(Vec::new(), Err("choose a source first".into()));
+        };
+        let sql = vec![
+            publish.clone(),
+            rows_sql.clone(),
+            risk_sql.clone(),
+            report_sql.clone(),
+        ];
         if let Err(e) = run(&self.ctx, &publish).await {
             return self.done(sql, Err(e));
         }
         let rows = run(&self.ctx, &rows_sql).await.unwrap_or_default();
         let risk = run(&self.ctx, &risk_sql).await.unwrap_or_default();
+        let written = run(&self.ctx, &report_sql).await;
         self.project.published.push(Publication {
             name: name.to_string(),
             candidate: index,
@@ -402,8 +415,16 @@ impl Workbench {
             name: name.to_string(),
             rows,
             risk,
+            report: written.is_ok().then(|| report.to_path_buf()),
         });
-        self.done(sql, Ok(format!("published {name}")));
+        let outcome = match written {
+            Ok(_) => Ok(format!("published {name}")),
+            // The release is published all the same; say that its report is missing and why.
+            Err(e) => Err(format!(
+                "published {name}, but its report was not written: {e}"
+            )),
+        };
+        self.done(sql, outcome);
     }
 
     /// Goes back to the project before the last step (publications stay: they cannot be

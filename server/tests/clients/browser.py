@@ -1,10 +1,12 @@
 """A data steward's whole studio flow on Adult in a real Chromium, driven over the
 DevTools protocol: log in (after a wrong password), register adult.csv from the studio's
-folder, confirm roles, build hierarchies, assess the risk, compare three candidates (and
-undo a fourth), publish two of them, download the recipe, re-open it; then the refusals a
-page cannot make (a POST without the CSRF token, a file outside the folder).
+folder, confirm roles, build hierarchies (one from a file uploaded from the steward's
+computer), assess the risk, compare three candidates (and undo a fourth), publish two of
+them and read a publication's report, download the recipe and re-open it from the saved
+file; then the refusals a page cannot make (a POST without the CSRF token, a file outside
+the folder).
 
-Usage: browser.py CHROMIUM BASE_URL SCREENSHOT_FOLDER
+Usage: browser.py CHROMIUM BASE_URL SCREENSHOT_FOLDER HIERARCHY_FILE_TO_UPLOAD
 Prints one JSON object with what the pages showed; writes one PNG per step.
 """
 
@@ -22,7 +24,7 @@ import urllib.request
 
 import websocket
 
-CHROMIUM, BASE, SHOTS = sys.argv[1], sys.argv[2].rstrip("/"), sys.argv[3]
+CHROMIUM, BASE, SHOTS, UPLOADED = sys.argv[1], sys.argv[2].rstrip("/"), sys.argv[3], sys.argv[4]
 TIMEOUT = 120
 
 
@@ -59,7 +61,9 @@ class Browser:
         )
         self.next_id = 0
         self.outcomes = []
+        self.working = []
         self.call("Page.enable")
+        self.call("DOM.enable")
         self.call("Network.enable")
 
     def call(self, method, **params):
@@ -98,12 +102,28 @@ class Browser:
 
     def submit(self, script):
         """Runs `script` (which fills a form and clicks its button) and waits for the page
-        the form leads to; keeps the step's outcome."""
+        the form leads to, through the pages that show a long step's progress; keeps the
+        step's outcome."""
         self.js("window.__old = true")
         self.js(script)
         self.wait_for_new_page()
+        while self.js("document.querySelector('#working') !== null"):
+            self.working.append(self.text("#working"))
+            self.js("window.__old = true")
+            self.wait_for_new_page()
         error = self.text("p.error")
         self.outcomes.append(("error: " + error) if error else self.text("p.ok"))
+
+    def choose_file(self, selector, path):
+        """Puts (a copy of) the file at `path` into the file input `selector`, as a person
+        choosing it; the copy is in the browser's own folder, which it may read."""
+        copy = os.path.join(self.profile, os.path.basename(path))
+        shutil.copyfile(path, copy)
+        path = copy
+        found = self.call(
+            "Runtime.evaluate", expression=f"document.querySelector({json.dumps(selector)})"
+        )
+        self.call("DOM.setFileInputFiles", files=[path], objectId=found["result"]["objectId"])
 
     def text(self, selector):
         return self.js(
@@ -235,9 +255,14 @@ def main():
                  tr => [tr.cells[0].innerText, Number(tr.cells[1].innerText)])"""
         )
         b.shot("03-hierarchy")
-        for column in ["sex", "race", "marital-status", "education"]:
+        for column in ["sex", "race", "marital-status"]:
             b.submit(fill(form.format(json.dumps(column)), {"kind": "file", "file": f"adult_hierarchy_{column}.csv"}))
             seen.setdefault("hierarchy_outcomes", []).append(b.text("p.ok") or b.text("p.error"))
+        # Education's from a file on the steward's computer, uploaded.
+        upload = '#hierarchies .hierarchy[data-column="education"] form.upload'
+        b.choose_file(upload + " input[type=file]", UPLOADED)
+        b.submit(f"document.querySelector({json.dumps(upload)}).querySelector('button').click()")
+        seen["uploaded"] = b.text('.hierarchy[data-column="education"] p')
 
         # 4. Risk before.
         timed("risk", lambda: b.submit("document.querySelector('#assess').click()"))
@@ -283,11 +308,20 @@ def main():
             """Array.from(document.querySelectorAll('.published[data-release="adult_k5"] table.rows tbody tr')).map(
                  tr => Array.from(tr.cells).map(td => td.innerText))"""
         )
+        seen["published_report_link"] = b.js(
+            """(document.querySelector('.published[data-release="adult_k5"] a.published-report') || {}).href || ''"""
+        )
         seen["published_columns"] = b.js(
             """Array.from(document.querySelectorAll('.published[data-release="adult_k5"] table.rows thead th')).map(th => th.innerText)"""
         )
         b.js("document.querySelector('#publish').scrollIntoView()")
         b.shot("07-published")
+        b.goto("/published/adult_safepub/report")
+        seen["published_report_title"] = b.js("document.title")
+        seen["published_report_rows"] = b.js(
+            "(document.querySelector('[data-figure=\"after:rows\"]') || {dataset: {}}).dataset.value"
+        )
+        b.goto("/project")
 
         # 7. The recipe, downloaded with the session's cookie, then re-opened.
         cookie = b.cookie_header()
@@ -295,11 +329,11 @@ def main():
         with urllib.request.urlopen(request) as response:
             seen["recipe_disposition"] = response.headers.get("Content-Disposition")
             seen["recipe"] = response.read().decode()
-        b.submit(
-            "(() => { const f = document.querySelector(\"form[action='/project/open']\"); f.elements.recipe.value = "
-            + json.dumps(seen["recipe"])
-            + "; f.querySelector('button').click(); })()"
-        )
+        saved = os.path.join(tempfile.mkdtemp(prefix="dfanon-recipe-"), "adult-recipe.sql")
+        with open(saved, "w") as out:
+            out.write(seen["recipe"])
+        b.choose_file("form[action='/project/open'] input[type=file]", saved)
+        b.submit("document.querySelector(\"form[action='/project/open'] button\").click()")
         seen["reopened"] = b.text("p.ok") or b.text("p.error")
         seen["reopened_candidates"] = b.js("document.querySelectorAll('table.side-by-side thead th').length - 1")
         seen["reopened_side_by_side"] = side_by_side(b)
@@ -311,6 +345,7 @@ def main():
         b.goto("/project")
         seen["outside"] = b.text("p.error")
         seen["timings"] = timings
+        seen["working"] = b.working
     except Exception as e:
         seen["failed"] = repr(e)
         b.shot("failed")

@@ -87,6 +87,13 @@ fn studio_logins_cookies_csrf_and_the_pages_of_each_role() {
         );
     }
 
+    // The analyst's own quota (1.5 in the configuration), nothing of it spent yet.
+    assert!(
+        analyst.contains("<b data-quota=\"1.5\">ε = 1.5</b>")
+            && analyst.contains("Your releases have spent nothing of it yet."),
+        "{analyst}"
+    );
+
     // The owner's project and steps are refused to an analyst.
     assert_eq!(seen["analyst_project"], 403);
     assert_eq!(seen["analyst_step"], 403);
@@ -162,6 +169,7 @@ fn a_steward_publishes_adult_from_the_browser_and_an_analyst_reads_it_with_psql(
         .arg(chromium())
         .arg(format!("http://127.0.0.1:{port}"))
         .arg(&shots)
+        .arg(Path::new(repository()).join("tests/data/adult/adult_hierarchy_education.csv"))
         .output()
         .expect("python runs");
     assert!(
@@ -222,6 +230,12 @@ fn a_steward_publishes_adult_from_the_browser_and_an_analyst_reads_it_with_psql(
         assert_eq!(suggested[column], "quasi", "{column}: {suggested}");
     }
     assert_eq!(suggested["salary-class"], "sensitive");
+
+    // Education's hierarchy came from the steward's computer.
+    assert_eq!(
+        seen["uploaded"],
+        "Built: uploaded from adult_hierarchy_education.csv (16 values, 3 levels), as table studio_adult_education."
+    );
 
     // Ages 17..90 in intervals of 5, 10 and 20 years, then '*'.
     assert_eq!(
@@ -342,6 +356,38 @@ fn a_steward_publishes_adult_from_the_browser_and_an_analyst_reads_it_with_psql(
         "SELECT * FROM adult"
     )
     .is_err());
+
+    // Each publication's report is written beside it (the server has a ledger file) and
+    // describes the published draw, which was drawn and charged once.
+    assert_eq!(
+        seen["published_report_title"],
+        "Release report: adult (safepub)"
+    );
+    assert_eq!(
+        seen["published_report_rows"].as_str(),
+        Some(safepub[0][0].as_str())
+    );
+    assert!(seen["published_report_link"]
+        .as_str()
+        .is_some_and(|link| link.ends_with("/published/adult_k5/report")));
+    for name in ["adult_k5", "adult_safepub"] {
+        let kept = site
+            .dir
+            .path()
+            .join(format!("ledger.json.published/{name}.report.html"));
+        assert!(kept.is_file(), "{}", kept.display());
+    }
+    let spent = psql(
+        server.postgres,
+        "owner",
+        "owner-pw",
+        "SELECT table_name, epsilon_spent FROM privacy_budget() WHERE table_name LIKE '%adult'",
+    )
+    .expect("the owner's budget");
+    // ε = 1: SafePub's publication, charged once (a second draw for the report would make
+    // it 2; the trials are seeded and charge nothing).
+    assert_eq!(spent.len(), 1, "{spent:?}");
+    assert_eq!(spent[0][1].parse::<f64>().ok(), Some(1.0), "{spent:?}");
 
     // The recipe re-opened shows the same candidates; refusals.
     assert_eq!(seen["reopened_candidates"], 3);
