@@ -12,15 +12,18 @@ pub struct Running {
     /// What the step does, in the steward's words.
     pub step: String,
     /// The last phase its search reported: name, done, total.
-    pub phase: Option<(String, usize, usize)>,
+    pub phase: Option<Phase>,
     /// How long it has run.
     pub elapsed: Duration,
 }
 
-/// The activity of one workbench.
+/// A search's phase: its name, steps done, steps in all.
+type Phase = (String, usize, usize);
+
+/// The activity of one workbench: the step running, its last phase, when it began.
 #[derive(Debug, Default)]
 pub struct Activity {
-    state: Mutex<Option<(String, Option<(String, usize, usize)>, Instant)>>,
+    state: Mutex<Option<(String, Option<Phase>, Instant)>>,
 }
 
 impl Activity {
