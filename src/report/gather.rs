@@ -6,9 +6,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use datafusion::arrow::compute::{cast, lexsort_to_indices, take, SortColumn, SortOptions};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array};
+use datafusion::arrow::compute::{cast, take};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::catalog::TableProvider;
 use datafusion::common::Result;
 use datafusion::execution::SessionState;
@@ -149,17 +150,17 @@ fn value_counts(grouped: &[RecordBatch], qi: usize, sensitive: usize) -> Result<
             array
         });
     }
-    let sort: Vec<SortColumn> = columns
-        .iter()
-        .map(|values| SortColumn {
-            values: values.clone(),
-            options: Some(SortOptions {
-                descending: false,
-                nulls_first: true,
-            }),
-        })
-        .collect();
-    let order = lexsort_to_indices(&sort, None)?;
+    // Sorted on the rows' byte encoding (one comparison of bytes per pair of rows).
+    let converter = RowConverter::new(
+        columns
+            .iter()
+            .map(|c| SortField::new(c.data_type().clone()))
+            .collect(),
+    )?;
+    let rows = converter.convert_columns(&columns)?;
+    let mut order: Vec<u32> = (0..rows.num_rows() as u32).collect();
+    order.sort_unstable_by(|&a, &b| rows.row(a as usize).cmp(&rows.row(b as usize)));
+    let order = UInt32Array::from(order);
     columns.push(concat_column(grouped, 1 + qi + sensitive, &schema)?);
     let columns = columns
         .iter()
