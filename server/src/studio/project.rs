@@ -323,13 +323,20 @@ impl Project {
         args
     }
 
-    /// The trial of a candidate: its report (a seeded draw, charging nothing) written to
-    /// `path`.
-    pub fn trial_sql(&self, candidate: &Candidate, path: &str) -> Option<String> {
+    /// The whole argument list of a candidate's trial: its release's, seeded for the
+    /// randomized methods (a seeded draw charges nothing and is never published).
+    fn trial_arguments(&self, candidate: &Candidate) -> Vec<(String, String)> {
         let mut args = self.candidate_arguments(candidate);
         if takes_seed(&candidate.method) {
             args.push(("seed".into(), TRIAL_SEED.to_string()));
         }
+        args
+    }
+
+    /// The trial of a candidate: its report (a seeded draw, charging nothing) written to
+    /// `path`.
+    pub fn trial_sql(&self, candidate: &Candidate, path: &str) -> Option<String> {
+        let mut args = self.trial_arguments(candidate);
         args.push(("path".into(), literal(path)));
         Some(format!(
             "SELECT * FROM {}",
@@ -339,10 +346,7 @@ impl Project {
 
     /// The first rows of a candidate's trial release.
     pub fn trial_rows_sql(&self, candidate: &Candidate, rows: usize) -> Option<String> {
-        let mut args = self.candidate_arguments(candidate);
-        if takes_seed(&candidate.method) {
-            args.push(("seed".into(), TRIAL_SEED.to_string()));
-        }
+        let args = self.trial_arguments(candidate);
         Some(format!(
             "SELECT * FROM {} LIMIT {rows}",
             self.call("anonymize", &args, &[])?
@@ -352,10 +356,7 @@ impl Project {
     /// The HIPAA Safe Harbor check of a candidate's trial release: a view of the trial, the
     /// check, and the view dropped again.
     pub fn trial_safe_harbor_sql(&self, candidate: &Candidate) -> Option<[String; 3]> {
-        let mut args = self.candidate_arguments(candidate);
-        if takes_seed(&candidate.method) {
-            args.push(("seed".into(), TRIAL_SEED.to_string()));
-        }
+        let args = self.trial_arguments(candidate);
         let view = ident(TRIAL_VIEW);
         Some([
             format!(
