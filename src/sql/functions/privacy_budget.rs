@@ -39,35 +39,62 @@ pub fn budget_schema() -> SchemaRef {
     ]))
 }
 
+/// The columns every account view shares, over `accounts` in table-name order.
+struct AccountColumns<'a>(&'a Accounts);
+
+impl AccountColumns<'_> {
+    /// The source table of each account.
+    fn tables(&self) -> ArrayRef {
+        Arc::new(StringArray::from_iter_values(
+            self.0.keys().map(|k| unit_of(k).0),
+        ))
+    }
+
+    /// The releases charged to each account.
+    fn releases(&self) -> ArrayRef {
+        Arc::new(UInt64Array::from_iter_values(
+            self.0.values().map(|a| a.releases),
+        ))
+    }
+
+    /// `f` of each account.
+    fn f64s(&self, f: impl Fn(&Account) -> f64) -> ArrayRef {
+        Arc::new(Float64Array::from_iter_values(self.0.values().map(f)))
+    }
+
+    /// The privacy unit of each account: 'row', or 'person <column>'.
+    fn units(&self) -> ArrayRef {
+        Arc::new(StringArray::from_iter_values(self.0.keys().map(
+            |k| match unit_of(k).1 {
+                None => "row".to_string(),
+                Some(person) => format!("person {person}"),
+            },
+        )))
+    }
+}
+
+/// What is left of `limit` after `spent`.
+fn remaining(spent: f64, limit: f64) -> f64 {
+    (limit - spent).max(0.0)
+}
+
 /// One row per account, in table-name order.
 pub fn budget_batch(
     accounts: &Accounts,
     epsilon_budget: f64,
     delta_budget: f64,
 ) -> Result<RecordBatch> {
-    let remaining = |spent: f64, limit: f64| (limit - spent).max(0.0);
-    let f64s = |f: &dyn Fn(&Account) -> f64| {
-        Arc::new(Float64Array::from_iter_values(accounts.values().map(f))) as ArrayRef
-    };
+    let c = AccountColumns(accounts);
     let columns: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from_iter_values(
-            accounts.keys().map(|k| unit_of(k).0),
-        )),
-        Arc::new(UInt64Array::from_iter_values(
-            accounts.values().map(|a| a.releases),
-        )),
-        f64s(&|a| a.epsilon_spent),
-        f64s(&|_| epsilon_budget),
-        f64s(&|a| remaining(a.epsilon_spent, epsilon_budget)),
-        f64s(&|a| a.delta_spent),
-        f64s(&|_| delta_budget),
-        f64s(&|a| remaining(a.delta_spent, delta_budget)),
-        Arc::new(StringArray::from_iter_values(accounts.keys().map(
-            |k| match unit_of(k).1 {
-                None => "row".to_string(),
-                Some(person) => format!("person {person}"),
-            },
-        ))),
+        c.tables(),
+        c.releases(),
+        c.f64s(|a| a.epsilon_spent),
+        c.f64s(|_| epsilon_budget),
+        c.f64s(|a| remaining(a.epsilon_spent, epsilon_budget)),
+        c.f64s(|a| a.delta_spent),
+        c.f64s(|_| delta_budget),
+        c.f64s(|a| remaining(a.delta_spent, delta_budget)),
+        c.units(),
     ];
     Ok(RecordBatch::try_new(budget_schema(), columns)?)
 }
@@ -104,40 +131,7 @@ impl SqlTableFunction for PrivacyBudgetFunction {
         _context: &mut dyn RelationPlannerContext,
     ) -> Result<Arc<dyn TableProvider>> {
         bind(self.name(), &[], &[], args)?;
-        Ok(Arc::new(BudgetTable {
-            ledger: self.ledger.clone(),
-        }))
-    }
-}
-
-/// The provider behind `privacy_budget()`: reads the ledger on every scan.
-#[derive(Debug)]
-struct BudgetTable {
-    ledger: Arc<Ledger>,
-}
-
-#[async_trait]
-impl TableProvider for BudgetTable {
-    fn schema(&self) -> SchemaRef {
-        budget_schema()
-    }
-
-    fn table_type(&self) -> TableType {
-        TableType::Temporary
-    }
-
-    async fn scan(
-        &self,
-        state: &dyn Session,
-        projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
-        _limit: Option<usize>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        let settings = options(state.config_options());
-        let accounts = self.ledger.accounts(settings.ledger_path.as_deref())?;
-        let batch = budget_batch(&accounts, settings.epsilon_budget, settings.delta_budget)?;
-        MemorySourceConfig::try_new_exec(&[vec![batch]], budget_schema(), projection.cloned())
-            .map(|exec| exec as Arc<dyn ExecutionPlan>)
+        Ok(Arc::new(AccountsTable::Budget(self.ledger.clone())))
     }
 }
 
@@ -155,25 +149,14 @@ pub fn quota_schema() -> SchemaRef {
 
 /// One row per source account the user's releases were charged to, in table-name order.
 fn quota_batch(quota: f64, accounts: &Accounts) -> Result<RecordBatch> {
-    let f64s = |f: &dyn Fn(&Account) -> f64| {
-        Arc::new(Float64Array::from_iter_values(accounts.values().map(f))) as ArrayRef
-    };
+    let c = AccountColumns(accounts);
     let columns: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from_iter_values(
-            accounts.keys().map(|k| unit_of(k).0),
-        )),
-        Arc::new(UInt64Array::from_iter_values(
-            accounts.values().map(|a| a.releases),
-        )),
-        f64s(&|a| a.epsilon_spent),
-        f64s(&|_| quota),
-        f64s(&|a| (quota - a.epsilon_spent).max(0.0)),
-        Arc::new(StringArray::from_iter_values(accounts.keys().map(
-            |k| match unit_of(k).1 {
-                None => "row".to_string(),
-                Some(person) => format!("person {person}"),
-            },
-        ))),
+        c.tables(),
+        c.releases(),
+        c.f64s(|a| a.epsilon_spent),
+        c.f64s(|_| quota),
+        c.f64s(|a| remaining(a.epsilon_spent, quota)),
+        c.units(),
     ];
     Ok(RecordBatch::try_new(quota_schema(), columns)?)
 }
@@ -210,22 +193,27 @@ impl SqlTableFunction for PrivacyQuotaFunction {
         _context: &mut dyn RelationPlannerContext,
     ) -> Result<Arc<dyn TableProvider>> {
         bind(self.name(), &[], &[], args)?;
-        Ok(Arc::new(QuotaTable {
-            cache: self.cache.clone(),
-        }))
+        Ok(Arc::new(AccountsTable::Quota(self.cache.clone())))
     }
 }
 
-/// The provider behind `privacy_quota()`: reads the quota ledger on every scan.
+/// The provider behind `privacy_budget()` and `privacy_quota()`: reads its ledger on every
+/// scan.
 #[derive(Debug)]
-struct QuotaTable {
-    cache: Arc<ReleaseCache>,
+enum AccountsTable {
+    /// Every source table's account in the ledger releases are charged to.
+    Budget(Arc<Ledger>),
+    /// The quota accounts of the user this registration's releases are made for.
+    Quota(Arc<ReleaseCache>),
 }
 
 #[async_trait]
-impl TableProvider for QuotaTable {
+impl TableProvider for AccountsTable {
     fn schema(&self) -> SchemaRef {
-        quota_schema()
+        match self {
+            AccountsTable::Budget(_) => budget_schema(),
+            AccountsTable::Quota(_) => quota_schema(),
+        }
     }
 
     fn table_type(&self) -> TableType {
@@ -240,11 +228,19 @@ impl TableProvider for QuotaTable {
         _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let settings = options(state.config_options());
-        let batches = match self.cache.quota(settings.ledger_path.as_deref())? {
-            Some((quota, accounts)) => vec![quota_batch(quota, &accounts)?],
-            None => Vec::new(),
+        let ledger = settings.ledger_path.as_deref();
+        let batches = match self {
+            AccountsTable::Budget(accounts) => vec![budget_batch(
+                &accounts.accounts(ledger)?,
+                settings.epsilon_budget,
+                settings.delta_budget,
+            )?],
+            AccountsTable::Quota(cache) => match cache.quota(ledger)? {
+                Some((quota, accounts)) => vec![quota_batch(quota, &accounts)?],
+                None => Vec::new(),
+            },
         };
-        MemorySourceConfig::try_new_exec(&[batches], quota_schema(), projection.cloned())
+        MemorySourceConfig::try_new_exec(&[batches], self.schema(), projection.cloned())
             .map(|exec| exec as Arc<dyn ExecutionPlan>)
     }
 }
