@@ -20,6 +20,7 @@
 mod access;
 mod analysis;
 mod assess;
+mod attack;
 mod budget;
 mod date_shift;
 mod demo;

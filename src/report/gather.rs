@@ -19,6 +19,7 @@ use super::bins::{k_marginal_score, Binner, Marginals, Side};
 use super::{ReportOptions, Subject};
 use crate::assess::grouped::{concat_column, counts_of};
 use crate::assess::{assess_table, AssessRequest, Entry, Population};
+use crate::attack::{attack_release, AttackPlan, Outcome};
 use crate::engine::load_hierarchy;
 use crate::hierarchy::Hierarchy;
 use crate::session::local_state;
@@ -45,6 +46,9 @@ pub struct Figures {
     pub release: Marginals,
     /// The 2-way k-marginal score and the score of each pair of columns.
     pub score: Option<(f64, Vec<f64>)>,
+    /// anonymeter's attacks with their defaults: on the source as if it were released
+    /// (before), and on the release (after), in the same order.
+    pub attacks: Vec<(Outcome, Outcome)>,
 }
 
 /// The sensitive columns the report assesses (pseudonyms of identifiers are not).
@@ -119,6 +123,20 @@ pub async fn gather(
     let input = marginals(&binners, &input_counts, Side::Input)?;
     let release = marginals(&binners, &release_counts, Side::Release)?;
     let score = k_marginal_score(&input, &release);
+    // The three attacks, where the columns allow: linkability and inference need two.
+    let mut plan = AttackPlan::defaults();
+    plan.settings.attacks = options.attacks;
+    if qi.len() + sensitive.len() < 2 {
+        plan.attacks = "singling_out".into();
+    }
+    let (attacks_before, attacks_after) = if options.attacks == 0 {
+        (Vec::new(), Vec::new())
+    } else {
+        (
+            attack_release(request, request.source.clone(), true, None, &plan, state).await?,
+            attack_release(request, subject.release.clone(), false, None, &plan, state).await?,
+        )
+    };
     Ok(Figures {
         before: before.entries,
         after: after.entries,
@@ -128,6 +146,7 @@ pub async fn gather(
         input,
         release,
         score,
+        attacks: attacks_before.into_iter().zip(attacks_after).collect(),
     })
 }
 

@@ -63,6 +63,8 @@ pub struct ReportOptions {
     pub risk_threshold: f64,
     /// The population the source was drawn from, for the journalist risk.
     pub population_size: Option<u64>,
+    /// Attacks per attack type in the Attacks section; 0 leaves them out.
+    pub attacks: usize,
 }
 
 /// What was written.

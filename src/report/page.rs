@@ -20,10 +20,11 @@ use crate::assess::Entry;
 use crate::metric::information_loss::information_loss_batch;
 
 /// The sections of every report, in order.
-pub const SECTIONS: [&str; 6] = [
+pub const SECTIONS: [&str; 7] = [
     "Summary",
     "Re-identification risk",
     "Attribute disclosure",
+    "Attacks",
     "Utility",
     "Search",
     "Warnings",
@@ -108,6 +109,7 @@ pub fn render(
     summary(&mut out, subject);
     risk(&mut out, subject, options, figures)?;
     attribute_disclosure(&mut out, subject, figures);
+    attacks(&mut out, options, figures);
     utility(&mut out, subject, figures)?;
     search(&mut out, subject)?;
     warnings(&mut out, subject);
@@ -305,6 +307,36 @@ fn attribute_disclosure(out: &mut String, subject: &Subject<'_>, figures: &Figur
         }
     }
     out.push_str("</table></section>");
+}
+
+fn attacks(out: &mut String, options: &ReportOptions, figures: &Figures) {
+    section(
+        out,
+        "attacks",
+        "Attacks",
+        "anonymeter's three attacks (the risks the EU's Article 29 Working Party names), run on the source as if it were released (input) and on the release, against the source: singling out (queries that match one released row, asked of the source), linkability (two tables of an attacker linked through the nearest released rows) and inference (a secret column guessed from the nearest released row). The risk is what the attack achieves beyond a naive attacker who ignores the rows (the baseline), with its 95 % interval. A low risk says these attacks failed, not that every attack will: the guarantee above is the one that holds whatever an attacker does.",
+    );
+    if figures.attacks.is_empty() {
+        out.push_str("<p>Not run (attacks => 0).</p></section>");
+        return;
+    }
+    out.push_str("<table><tr><th>attack</th><th>what the attacker used</th><th>input risk</th><th>release risk</th><th>release 95 % interval</th><th>baseline</th><th>attacks run (input, release)</th></tr>");
+    for (before, after) in &figures.attacks {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td>{}{}<td class=\"num\">{} – {}</td>{}<td class=\"num\">{}, {}</td></tr>",
+            escape(after.attack),
+            escape(&after.columns),
+            figure_cell(&format!("before:attack:{}", before.attack), Some(before.risk.0)),
+            figure_cell(&format!("after:attack:{}", after.attack), Some(after.risk.0)),
+            shown(after.risk.1),
+            shown(after.risk.2),
+            figure_cell(&format!("after:attack_baseline:{}", after.attack), Some(after.baseline.value)),
+            before.counts.attacks_run,
+            after.counts.attacks_run,
+        );
+    }
+    let _ = write!(out, "</table><p class=\"explain\">Each attack ran {} times (attack_seed 0; anonymize_attack with the release's arguments gives the same figures, and takes a control table of held-out records, which turns the risk into what the attack achieves beyond records the release never saw). A singling-out attacker who found fewer queries than that (at most 200 tries per query) scores lower: its rate counts every query asked for, as anonymeter's does.</p></section>", options.attacks);
 }
 
 fn utility(out: &mut String, subject: &Subject<'_>, figures: &Figures) -> Result<()> {

@@ -78,3 +78,20 @@ pub async fn text_rows(
     }
     Ok(out)
 }
+
+/// SQL that registers the Adult data (`adult`, from `tests/data/adult`) and the ARX
+/// hierarchies of `columns` (`adult_hierarchy_<column>`).
+pub fn adult_setup(columns: &[&str]) -> String {
+    let csv = |name: &str, file: &str, header: bool| {
+        format!(
+            "CREATE EXTERNAL TABLE \"{name}\" STORED AS CSV LOCATION '{}/tests/data/adult/{file}.csv' OPTIONS ('format.delimiter' ';', 'format.has_header' '{header}');",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    };
+    let mut sql = csv("adult", "adult", true);
+    for column in columns {
+        let name = format!("adult_hierarchy_{column}");
+        sql.push_str(&csv(&name, &name, false));
+    }
+    sql
+}

@@ -57,6 +57,8 @@ const FORBIDDEN: &[(&str, &str)] = &[
     ("src/public/", "src/access.rs"),
     ("src/public/", "src/releases/"),
     ("src/report/", "src/sql/"),
+    ("src/attack/", "src/sql/"),
+    ("src/attack/", "src/releases/"),
     ("src/metric/", "src/sql/"),
     ("src/metric/", "src/engine/"),
     ("src/hierarchy/", "src/sql/"),

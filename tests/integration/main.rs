@@ -22,6 +22,7 @@ mod public_attacks;
 mod public_differential;
 mod public_door;
 mod published_restart;
+mod release_attacks;
 mod release_props;
 mod report;
 mod report_browser;

@@ -13,26 +13,16 @@ use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 use datafusion_anonymize::{public_session, register_with, PublicPolicy, RegisterOptions};
 
-/// The Adult data and the hierarchies of its quasi-identifiers.
-fn adult_setup() -> String {
-    let csv = |name: &str, file: &str, header: bool| {
-        format!(
-            "CREATE EXTERNAL TABLE \"{name}\" STORED AS CSV LOCATION '{}/tests/data/adult/{file}.csv' OPTIONS ('format.delimiter' ';', 'format.has_header' '{header}');",
-            env!("CARGO_MANIFEST_DIR")
-        )
-    };
-    let mut sql = csv("adult", "adult", true);
-    for column in ["sex", "age", "race", "marital-status"] {
-        let name = format!("adult_hierarchy_{column}");
-        sql.push_str(&csv(&name, &name, false));
-    }
-    sql
-}
+use crate::common::{adult_setup, text_rows};
 
 async fn owner() -> Result<SessionContext> {
     let ctx = SessionContext::new();
     register_with(&ctx, RegisterOptions::owner())?;
-    datafusion_anonymize::run_script(&ctx, &adult_setup()).await?;
+    datafusion_anonymize::run_script(
+        &ctx,
+        &adult_setup(&["sex", "age", "race", "marital-status"]),
+    )
+    .await?;
     Ok(ctx)
 }
 
@@ -111,6 +101,7 @@ async fn every_figure_equals_the_sql_function_that_computes_it() -> Result<()> {
         "Summary",
         "Re-identification risk",
         "Attribute disclosure",
+        "Attacks",
         "Utility",
         "Search",
         "Warnings",
@@ -122,6 +113,21 @@ async fn every_figure_equals_the_sql_function_that_computes_it() -> Result<()> {
         );
     }
     let figures = page_figures(&html);
+    // The Attacks section: anonymize_attack's risks with its defaults, on the release and
+    // on the source attacked as itself.
+    for (side, extra) in [("after", ""), ("before", ", release => 'adult'")] {
+        let rows = text_rows(
+            &ctx,
+            &format!("SELECT attack, risk FROM anonymize_attack({KANON}{extra})"),
+        )
+        .await?;
+        assert_eq!(rows.len(), 3, "{rows:?}");
+        for row in rows {
+            let expected: f64 = row[1].parse().expect("a number");
+            let shown = figures[&format!("{side}:attack:{}", row[0])];
+            assert!((shown - expected).abs() < 1e-12, "{side} {row:?}: {shown}");
+        }
+    }
 
     ctx.sql(&format!(
         "CREATE VIEW released AS SELECT * FROM anonymize({KANON})"

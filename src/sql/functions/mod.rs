@@ -31,8 +31,8 @@ use crate::public::PublicRules;
 use crate::sql::docs::{self, scalar_doc, table_doc, FunctionDoc};
 use crate::sql::planner::SqlTableFunction;
 use anonymize::{
-    AnonymizeFunction, PublishFunction, PublishedMetadataFunction, ReleaseCache, ReleaseView,
-    ReportFunction, UnpublishFunction,
+    AnonymizeFunction, AttackFunction, PublishFunction, PublishedMetadataFunction, ReleaseCache,
+    ReleaseView, ReportFunction, UnpublishFunction,
 };
 use anonymize_assess::AssessFunction;
 use anonymize_class_sizes::ClassSizesFunction;
@@ -95,6 +95,7 @@ impl FunctionList {
             .collect();
         table_functions.extend([
             Arc::new(ReportFunction::new(cache.clone())) as Arc<dyn SqlTableFunction>,
+            Arc::new(AttackFunction::new(cache.clone())),
             Arc::new(AssessFunction),
             Arc::new(ClassSizesFunction),
             Arc::new(SudaFunction),

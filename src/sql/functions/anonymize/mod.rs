@@ -27,12 +27,14 @@ use crate::releases::{Asker, CacheEntry, SharedReleases};
 use crate::sql::args::{bind, BoundArgs, CallArgs, ParamSpec};
 use crate::sql::planner::SqlTableFunction;
 use crate::tables::lazy::{BatchProducer, BatchSource, LazyTable};
+pub use attack::AttackFunction;
 pub use params::ANONYMIZE_PARAMS;
 pub use publish::{PublishFunction, PublishedMetadataFunction, UnpublishFunction};
 pub use report::ReportFunction;
 use request::build_request;
 use views::{metadata_batch, metadata_schema};
 
+mod attack;
 mod call_columns;
 mod identifiers;
 mod params;

@@ -44,6 +44,12 @@ const OWN_PARAMS: &[ParamSpec] = &[
         "records_at_risk counts the records whose prosecutor risk exceeds this, in (0, 1] (as anonymize_assess)",
     ),
     ParamSpec::new(
+        "attacks",
+        ParamKind::Integer,
+        ParamDefault::Integer(500),
+        "attacks per attack type in the Attacks section (as anonymize_attack's, seed 0); 0 leaves the attacks out",
+    ),
+    ParamSpec::new(
         "population_size",
         ParamKind::Count,
         ParamDefault::Optional("none: the source is its own population"),
@@ -95,7 +101,7 @@ impl SqlTableFunction for ReportFunction {
     }
 
     fn about(&self) -> &'static str {
-        "Owner-only: writes one self-contained HTML page (path => 'report.html') describing the release anonymize() with the same arguments returns: a summary (every argument, defaults marked, the chosen levels, the guarantee, the budget spent and left, what may be published), re-identification risk and attribute disclosure before and after (the figures of anonymize_assess on the source and on the release, with a class-size chart), utility (anonymize_information_loss, the records and cells given up, a 2-way k-marginal score from 0 to 1000, each column's distribution before and after), the lattice search with the chosen node marked, and the warnings. The release is the cached one: a report draws and charges nothing a release with the same arguments has not. Returns one row: path, bytes and the section names. Never publish the page: it is computed from the exact data."
+        "Owner-only: writes one self-contained HTML page (path => 'report.html') describing the release anonymize() with the same arguments returns: a summary (every argument, defaults marked, the chosen levels, the guarantee, the budget spent and left, what may be published), re-identification risk and attribute disclosure before and after (the figures of anonymize_assess on the source and on the release, with a class-size chart), anonymeter's three attacks on the source as itself and on the release (anonymize_attack's figures; attacks => 0 leaves them out), utility (anonymize_information_loss, the records and cells given up, a 2-way k-marginal score from 0 to 1000, each column's distribution before and after), the lattice search with the chosen node marked, and the warnings. The release is the cached one: a report draws and charges nothing a release with the same arguments has not. Returns one row: path, bytes and the section names. Never publish the page: it is computed from the exact data."
     }
 
     fn create(
@@ -104,7 +110,7 @@ impl SqlTableFunction for ReportFunction {
         context: &mut dyn RelationPlannerContext,
     ) -> Result<Arc<dyn TableProvider>> {
         let mut bound = bind(NAME, &REPORT_PARAMS, &["source"], args)?;
-        let own = bound.take(&["path", "risk_threshold", "population_size"]);
+        let own = bound.take(&["path", "risk_threshold", "attacks", "population_size"]);
         let values = ParamValues::parse(NAME, NAME, OWN_PARAMS, own.values())?;
         let path = check_path(NAME, values.text("path")?)?;
         let risk_threshold = values.f64("risk_threshold")?;
@@ -122,6 +128,7 @@ impl SqlTableFunction for ReportFunction {
                 path,
                 risk_threshold,
                 population_size: values.opt_u64("population_size"),
+                attacks: values.u64("attacks")? as usize,
             },
         };
         Ok(Arc::new(LazyTable::new(

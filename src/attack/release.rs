@@ -1,0 +1,259 @@
+//! The attacks on a release of an [`AnonymizeRequest`]: which attacks (the plan, from
+//! `anonymize_attack`'s arguments or the report's defaults), which columns they read (the
+//! quasi-identifiers with their hierarchies, then the released sensitive columns), the
+//! tables read, and the attacks run off the async runtime.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::TableProvider;
+use datafusion::common::{exec_datafusion_err, plan_err, Result};
+use datafusion::execution::SessionState;
+use datafusion::prelude::{ident, SessionContext};
+
+use super::{run, Attack, AttackedColumn, Mode, Outcome, Settings, Tables};
+use crate::engine::{load_hierarchy, AnonymizeRequest};
+use crate::session::local_state;
+
+const NAME: &str = "anonymize_attack";
+
+/// Every attack, by name.
+pub const ATTACK_NAMES: &[&str] = &[
+    "singling_out",
+    "singling_out_univariate",
+    "linkability",
+    "inference",
+];
+
+/// The attacks `attack => 'all'` runs.
+const ALL: &[&str] = &["singling_out", "linkability", "inference"];
+
+/// The attacks asked for, before the columns are known.
+#[derive(Debug, Clone)]
+pub struct AttackPlan {
+    /// The attack names, comma-separated (`all` for the three).
+    pub attacks: String,
+    /// Columns per singling-out query.
+    pub query_columns: usize,
+    /// Linkability's two column sets, `a, b | c, d`.
+    pub link_columns: Option<String>,
+    /// Released rows per linkability search.
+    pub neighbours: usize,
+    /// Inference's secret column.
+    pub secret: Option<String>,
+    /// Inference's known columns, comma-separated.
+    pub known: Option<String>,
+    /// Attacks per type, seed and confidence.
+    pub settings: Settings,
+}
+
+impl AttackPlan {
+    /// The three attacks with anonymeter's defaults (500 attacks, 3 columns per query, one
+    /// neighbour), seed 0, 95 % intervals.
+    pub fn defaults() -> Self {
+        Self {
+            attacks: "all".into(),
+            query_columns: 3,
+            link_columns: None,
+            neighbours: 1,
+            secret: None,
+            known: None,
+            settings: Settings {
+                attacks: 500,
+                seed: 0,
+                confidence: 0.95,
+            },
+        }
+    }
+
+    /// The attack names asked for, checked.
+    pub fn kinds(&self) -> Result<Vec<String>> {
+        let mut kinds = Vec::new();
+        for name in names(&self.attacks) {
+            let name = name.to_ascii_lowercase();
+            if name == "all" {
+                kinds.extend(ALL.iter().map(|s| s.to_string()));
+            } else if ATTACK_NAMES.contains(&name.as_str()) {
+                kinds.push(name);
+            } else {
+                return plan_err!(
+                    "{NAME}(): attack '{name}' is not one of {}, all",
+                    ATTACK_NAMES.join(", ")
+                );
+            }
+        }
+        if kinds.is_empty() {
+            return plan_err!("{NAME}(): attack names no attack");
+        }
+        let mut seen = std::collections::HashSet::new();
+        kinds.retain(|k| seen.insert(k.clone()));
+        Ok(kinds)
+    }
+
+    /// The attacks on the released columns `attacked`, of which the first `qi` are the
+    /// quasi-identifiers.
+    fn attacks(&self, attacked: &[AttackedColumn], qi: usize) -> Result<Vec<Attack>> {
+        let all: Vec<String> = attacked.iter().map(|c| c.name.clone()).collect();
+        self.kinds()?
+            .into_iter()
+            .map(|kind| match kind.as_str() {
+                "singling_out" | "singling_out_univariate" => Ok(Attack::SinglingOut {
+                    mode: if kind == "singling_out" {
+                        Mode::Multivariate
+                    } else {
+                        Mode::Univariate
+                    },
+                    columns: self.query_columns,
+                }),
+                "linkability" => {
+                    let (first, second) = match &self.link_columns {
+                        Some(text) => match text.split_once('|') {
+                            Some((a, b)) => (names(a), names(b)),
+                            None => return plan_err!("{NAME}(): link_columns must name two sets of columns separated by '|', e.g. 'age, sex | zip'"),
+                        },
+                        None if qi >= 2 => {
+                            let half = qi.div_ceil(2);
+                            (all[..half].to_vec(), all[half..qi].to_vec())
+                        }
+                        None if all.len() >= 2 => (all[..1].to_vec(), all[1..].to_vec()),
+                        None => {
+                            return plan_err!(
+                                "{NAME}(): linkability needs at least two released columns"
+                            )
+                        }
+                    };
+                    Ok(Attack::Linkability {
+                        first,
+                        second,
+                        neighbours: self.neighbours,
+                    })
+                }
+                _ => {
+                    let secret = match &self.secret {
+                        Some(s) => s.clone(),
+                        None if attacked.len() > qi => all[qi].clone(),
+                        None => match all.last() {
+                            Some(last) => last.clone(),
+                            None => return plan_err!("{NAME}(): inference needs a released column"),
+                        },
+                    };
+                    let known = match &self.known {
+                        Some(k) => names(k),
+                        None => all
+                            .iter()
+                            .filter(|c| !c.eq_ignore_ascii_case(&secret))
+                            .cloned()
+                            .collect(),
+                    };
+                    Ok(Attack::Inference { secret, known })
+                }
+            })
+            .collect()
+    }
+}
+
+/// A comma-separated list of names, trimmed, empty entries left out.
+fn names(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The columns `names` of `table`, read whole and sorted on them (so that the seeded draws,
+/// which pick rows by position, do not depend on the order the scan returns rows in);
+/// `what` names the table in errors.
+async fn read(
+    local: &SessionContext,
+    table: &Arc<dyn TableProvider>,
+    names: &[String],
+    what: &str,
+) -> Result<Vec<RecordBatch>> {
+    let schema = table.schema();
+    for name in names {
+        if schema.field_with_name(name).is_err() {
+            return plan_err!("{NAME}(): {what} has no column '{name}' (a released column)");
+        }
+    }
+    let columns: Vec<&str> = names.iter().map(String::as_str).collect();
+    let order = names.iter().map(|n| ident(n).sort(true, true)).collect();
+    local
+        .read_table(table.clone())?
+        .select_columns(&columns)?
+        .sort(order)?
+        .collect()
+        .await
+}
+
+/// The columns the attacks read: the quasi-identifiers (with their hierarchies), then the
+/// released sensitive columns (not pseudonyms); numeric when numeric in both tables.
+async fn attacked_columns(
+    local: &SessionContext,
+    request: &AnonymizeRequest,
+    released: &SchemaRef,
+) -> Result<Vec<AttackedColumn>> {
+    let source = request.source.schema();
+    let numeric = |name: &str| {
+        let is = |schema: &SchemaRef| {
+            schema
+                .field_with_name(name)
+                .is_ok_and(|f| f.data_type().is_numeric())
+        };
+        is(released) && is(&source)
+    };
+    let mut attacked = Vec::new();
+    for q in &request.qi {
+        let hierarchy = match &q.hierarchy {
+            Some(table) => Some(load_hierarchy(local, table, &q.column, &q.hierarchy_name).await?),
+            None => None,
+        };
+        attacked.push(AttackedColumn {
+            name: q.column.clone(),
+            numeric: numeric(&q.column),
+            hierarchy,
+        });
+    }
+    for s in request.sensitive.iter().filter(|s| !s.pseudonym) {
+        attacked.push(AttackedColumn {
+            name: s.column.clone(),
+            numeric: numeric(&s.column),
+            hierarchy: None,
+        });
+    }
+    Ok(attacked)
+}
+
+/// Runs `plan` on `release` (the request's release, or with `named` a table given in its
+/// place) against the request's source, with `control` if given.
+pub async fn attack_release(
+    request: &AnonymizeRequest,
+    release: Arc<dyn TableProvider>,
+    named: bool,
+    control: Option<Arc<dyn TableProvider>>,
+    plan: &AttackPlan,
+    state: &SessionState,
+) -> Result<Vec<Outcome>> {
+    let local = SessionContext::new_with_state(local_state(state));
+    let attacked = attacked_columns(&local, request, &release.schema()).await?;
+    let attacks = plan.attacks(&attacked, request.qi.len())?;
+    let names: Vec<String> = attacked.iter().map(|c| c.name.clone()).collect();
+    let what = if named {
+        "the table named by release"
+    } else {
+        "the release"
+    };
+    let tables = Tables {
+        release: read(&local, &release, &names, what).await?,
+        source: read(&local, &request.source, &names, "the source").await?,
+        control: match &control {
+            Some(table) => Some(read(&local, table, &names, "the control table").await?),
+            None => None,
+        },
+    };
+    let settings = plan.settings;
+    tokio::task::spawn_blocking(move || run(&attacked, &tables, &attacks, settings))
+        .await
+        .map_err(|e| exec_datafusion_err!("{NAME}(): the attacks stopped: {e}"))?
+}

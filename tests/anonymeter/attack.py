@@ -1,0 +1,70 @@
+"""Runs anonymeter's three evaluators on CSV tables and prints their figures as JSON.
+
+Usage: attack.py ORI SYN CONTROL|- N_ATTACKS LINK_COLUMNS SECRET
+
+ORI, SYN and CONTROL are ';'-separated CSV files with a header and the same columns, every
+value read as text (categorical), as anonymize_attack reads a generalized release.
+LINK_COLUMNS is 'a,b|c,d'; SECRET names the inference's secret column (the others are
+known). Each evaluator runs once, unseeded, as anonymeter runs; the test compares the
+figures of anonymize_attack with anonymeter's intervals.
+"""
+
+import json
+import sys
+import warnings
+
+import pandas as pd
+from anonymeter.evaluators import (
+    InferenceEvaluator,
+    LinkabilityEvaluator,
+    SinglingOutEvaluator,
+)
+
+
+def read(path):
+    return pd.read_csv(path, sep=";", dtype=str, keep_default_na=False)
+
+
+def figures(evaluator):
+    results = evaluator.results(confidence_level=0.95)
+    risk = evaluator.risk(confidence_level=0.95)
+    return {
+        "success_rate": results.attack_rate.value,
+        "success_error": results.attack_rate.error,
+        "baseline_rate": results.baseline_rate.value,
+        "control_rate": None if results.control_rate is None else results.control_rate.value,
+        "risk": risk.value,
+        "risk_low": risk.ci[0],
+        "risk_high": risk.ci[1],
+    }
+
+
+def main():
+    ori_path, syn_path, control_path, n, link, secret = sys.argv[1:7]
+    ori, syn = read(ori_path), read(syn_path)
+    control = None if control_path == "-" else read(control_path)
+    n = int(n)
+    first, second = ([c.strip() for c in part.split(",")] for part in link.split("|"))
+    known = [c for c in ori.columns if c != secret]
+    out = {}
+    warnings.simplefilter("ignore")
+    out["singling_out"] = figures(
+        SinglingOutEvaluator(ori=ori, syn=syn, control=control, n_attacks=n, n_cols=3).evaluate(
+            mode="multivariate"
+        )
+    )
+    out["linkability"] = figures(
+        LinkabilityEvaluator(
+            ori=ori, syn=syn, control=control, n_attacks=n, aux_cols=(first, second), n_neighbors=1
+        ).evaluate(n_jobs=1)
+    )
+    out["inference"] = figures(
+        InferenceEvaluator(
+            ori=ori, syn=syn, control=control, aux_cols=known, secret=secret, n_attacks=n
+        ).evaluate(n_jobs=1)
+    )
+    json.dump(out, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
