@@ -540,7 +540,7 @@ mod tests {
         );
         let trial = p.trial_sql(candidate, "/tmp/x'.html").unwrap_or_default();
         assert!(
-            trial.ends_with("epsilon => 1, seed => 1, path => '/tmp/x''.html')"),
+            trial.ends_with("epsilon => 1, seed => 1, path => '/tmp/x''.html', attacks => 0)"),
             "{trial}"
         );
         assert_eq!(
