@@ -129,6 +129,8 @@ const FIXED: &[&str] = &[
     "SELECT * FROM mask_hierarchy('h_disease', 'v')",
     "SELECT * FROM privacy_budget()",
     "SELECT * FROM privacy_quota()",
+    "SELECT * FROM dp_noise_interval(1.0, 10)",
+    "SELECT * FROM dp_noise_interval(0, 10)",
     "SELECT * FROM anonymize_help() LIMIT 1",
     "SELECT COUNT(*) FROM nps_disease_hierarchy()",
     "SELECT * FROM published_metadata('none')",

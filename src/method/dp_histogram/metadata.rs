@@ -56,6 +56,7 @@ pub fn dp_histogram_metadata(
             "noise".into(),
             "two-sided geometric (discrete Laplace) with scale 1/epsilon on every cell, clamped at 0".into(),
         ),
+        ("noise_scale".into(), (1.0 / params.epsilon).to_string()),
         ("cells".into(), stats.cells.to_string()),
         ("max_cells".into(), params.max_cells.to_string()),
         ("informative_domain".into(), domain),

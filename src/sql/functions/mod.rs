@@ -14,6 +14,7 @@ mod anonymize_profile;
 mod anonymize_suda;
 mod date_hierarchy;
 mod date_labels;
+mod dp_noise_interval;
 mod generalized;
 mod interval_hierarchy;
 mod mask_hierarchy;
@@ -42,6 +43,7 @@ use anonymize_profile::{ProfileFunction, SafeHarborFunction};
 use anonymize_suda::SudaFunction;
 use date_hierarchy::DateHierarchyFunction;
 use date_labels::date_udfs;
+use dp_noise_interval::NoiseIntervalFunction;
 use generalized::generalized_udfs;
 use interval_hierarchy::IntervalHierarchyFunction;
 use mask_hierarchy::MaskHierarchyFunction;
@@ -109,6 +111,7 @@ impl FunctionList {
             Arc::new(MaskHierarchyFunction),
             Arc::new(TopBottomHierarchyFunction),
             Arc::new(DateHierarchyFunction),
+            Arc::new(NoiseIntervalFunction),
             Arc::new(match options.access {
                 Access::Owner => NpsDemoFunction::for_owner(),
                 Access::Public => NpsDemoFunction::for_public(),
