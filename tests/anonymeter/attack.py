@@ -1,11 +1,12 @@
 """Runs anonymeter's three evaluators on CSV tables and prints their figures as JSON.
 
-Usage: attack.py ORI SYN CONTROL|- N_ATTACKS LINK_COLUMNS SECRET
+Usage: attack.py ORI SYN CONTROL|- N_ATTACKS LINK_COLUMNS SECRET [MODE]
 
 ORI, SYN and CONTROL are ';'-separated CSV files with a header and the same columns, every
 value read as text (categorical), as anonymize_attack reads a generalized release.
 LINK_COLUMNS is 'a,b|c,d'; SECRET names the inference's secret column (the others are
-known). Each evaluator runs once, unseeded, as anonymeter runs; the test compares the
+known). MODE is singling out's mode, multivariate (the default) or univariate (which, unlike
+multivariate, ends when the table has few rows to single out). Each evaluator runs once, unseeded, as anonymeter runs; the test compares the
 figures of anonymize_attack with anonymeter's intervals.
 """
 
@@ -41,6 +42,7 @@ def figures(evaluator):
 
 def main():
     ori_path, syn_path, control_path, n, link, secret = sys.argv[1:7]
+    mode = sys.argv[7] if len(sys.argv) > 7 else "multivariate"
     ori, syn = read(ori_path), read(syn_path)
     control = None if control_path == "-" else read(control_path)
     n = int(n)
@@ -50,7 +52,7 @@ def main():
     warnings.simplefilter("ignore")
     out["singling_out"] = figures(
         SinglingOutEvaluator(ori=ori, syn=syn, control=control, n_attacks=n, n_cols=3).evaluate(
-            mode="multivariate"
+            mode=mode
         )
     )
     out["linkability"] = figures(
