@@ -14,6 +14,7 @@ use datafusion::prelude::{ident, SessionContext};
 
 use super::{run, Attack, AttackedColumn, Mode, Outcome, Settings, Tables};
 use crate::engine::{load_hierarchy, AnonymizeRequest};
+use crate::names::parse_list;
 use crate::session::local_state;
 
 const NAME: &str = "anonymize_attack";
@@ -70,7 +71,7 @@ impl AttackPlan {
     /// The attack names asked for, checked.
     pub fn kinds(&self) -> Result<Vec<String>> {
         let mut kinds = Vec::new();
-        for name in names(&self.attacks) {
+        for name in names("attack", &self.attacks)? {
             let name = name.to_ascii_lowercase();
             if name == "all" {
                 kinds.extend(ALL.iter().map(|s| s.to_string()));
@@ -109,7 +110,7 @@ impl AttackPlan {
                 "linkability" => {
                     let (first, second) = match &self.link_columns {
                         Some(text) => match text.split_once('|') {
-                            Some((a, b)) => (names(a), names(b)),
+                            Some((a, b)) => (names("link_columns", a)?, names("link_columns", b)?),
                             None => return plan_err!("{NAME}(): link_columns must name two sets of columns separated by '|', e.g. 'age, sex | zip'"),
                         },
                         None if qi >= 2 => {
@@ -139,7 +140,7 @@ impl AttackPlan {
                         },
                     };
                     let known = match &self.known {
-                        Some(k) => names(k),
+                        Some(k) => names("known_columns", k)?,
                         None => all
                             .iter()
                             .filter(|c| !c.eq_ignore_ascii_case(&secret))
@@ -153,13 +154,13 @@ impl AttackPlan {
     }
 }
 
-/// A comma-separated list of names, trimmed, empty entries left out.
-fn names(list: &str) -> Vec<String> {
-    list.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
+/// The names of a list argument `param`, read with the quoting rules of every column list
+/// (`crate::names`).
+fn names(param: &str, list: &str) -> Result<Vec<String>> {
+    Ok(parse_list(param, list, false)?
+        .into_iter()
+        .map(|item| item.column.text)
+        .collect())
 }
 
 /// The columns `names` of `table`, read whole and sorted on them (so that the seeded draws,
