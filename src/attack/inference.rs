@@ -81,13 +81,7 @@ pub fn run(
 ) -> Counts {
     let n = wanted.min(source.rows);
     if release.rows == 0 || n == 0 {
-        return Counts {
-            attacks: n as u64,
-            attacks_run: n as u64,
-            successes: 0.0,
-            baseline: 0.0,
-            control: control.map(|_| 0.0),
-        };
+        return Counts::of_targets(n, 0, 0, control.map(|_| 0.0));
     }
     // The baseline: the secrets of random released rows for random targets.
     let targets = rand::seq::index::sample(rng, source.rows, n).into_vec();
@@ -119,13 +113,7 @@ pub fn run(
             rng.random(),
         ) as f64
     });
-    Counts {
-        attacks: n as u64,
-        attacks_run: n as u64,
-        successes: main as f64,
-        baseline: baseline as f64,
-        control,
-    }
+    Counts::of_targets(n, main, baseline, control)
 }
 
 #[cfg(test)]

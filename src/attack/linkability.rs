@@ -110,13 +110,7 @@ pub fn run(
             ) as f64
         }
     });
-    Counts {
-        attacks: n as u64,
-        attacks_run: n as u64,
-        successes: main as f64,
-        baseline: baseline as f64,
-        control,
-    }
+    Counts::of_targets(n, main, baseline, control)
 }
 
 #[cfg(test)]

@@ -44,6 +44,25 @@ pub struct Counts {
     pub control: Option<f64>,
 }
 
+impl Counts {
+    /// The counts of an attack on `targets` target records (linkability, inference), where
+    /// every target asked for is attacked.
+    pub fn of_targets(
+        targets: usize,
+        successes: usize,
+        baseline: usize,
+        control: Option<f64>,
+    ) -> Self {
+        Self {
+            attacks: targets as u64,
+            attacks_run: targets as u64,
+            successes: successes as f64,
+            baseline: baseline as f64,
+            control,
+        }
+    }
+}
+
 /// One attack and what the attacker knows.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Attack {

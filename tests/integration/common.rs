@@ -95,3 +95,16 @@ pub fn adult_setup(columns: &[&str]) -> String {
     }
     sql
 }
+
+/// A data owner's session with the Adult data and the hierarchies of sex, age, race and
+/// marital-status registered.
+pub async fn adult_owner() -> datafusion::error::Result<datafusion::prelude::SessionContext> {
+    let ctx = datafusion::prelude::SessionContext::new();
+    datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;
+    datafusion_anonymize::run_script(
+        &ctx,
+        &adult_setup(&["sex", "age", "race", "marital-status"]),
+    )
+    .await?;
+    Ok(ctx)
+}

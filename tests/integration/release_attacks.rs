@@ -5,21 +5,13 @@
 
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
-use datafusion_anonymize::{register_with, RegisterOptions};
 
-use crate::common::{adult_setup, text_rows};
+use crate::common::{adult_owner, text_rows};
 
 const KANON: &str = "'adult', method => 'kanon', qi => 'sex, age, race, marital-status', sensitive => 'salary-class', k => 5";
 
 async fn owner() -> Result<SessionContext> {
-    let ctx = SessionContext::new();
-    register_with(&ctx, RegisterOptions::owner())?;
-    datafusion_anonymize::run_script(
-        &ctx,
-        &adult_setup(&["sex", "age", "race", "marital-status"]),
-    )
-    .await?;
-    Ok(ctx)
+    adult_owner().await
 }
 
 /// `attack → (attacks_run, successes, success_rate, baseline_rate, risk, risk_low,

@@ -11,19 +11,12 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
-use datafusion_anonymize::{public_session, register_with, PublicPolicy, RegisterOptions};
+use datafusion_anonymize::{public_session, PublicPolicy, RegisterOptions};
 
-use crate::common::{adult_setup, text_rows};
+use crate::common::{adult_owner, text_rows};
 
 async fn owner() -> Result<SessionContext> {
-    let ctx = SessionContext::new();
-    register_with(&ctx, RegisterOptions::owner())?;
-    datafusion_anonymize::run_script(
-        &ctx,
-        &adult_setup(&["sex", "age", "race", "marital-status"]),
-    )
-    .await?;
-    Ok(ctx)
+    adult_owner().await
 }
 
 /// `(key, value)` of every figure on the page: the `data-figure` and `data-value`
