@@ -50,6 +50,7 @@ mod sql;
 mod tables;
 #[cfg(test)]
 mod testing;
+mod utility;
 
 #[doc(hidden)]
 pub mod internals;

@@ -216,10 +216,10 @@ async fn attacked_columns(
             hierarchy,
         });
     }
-    for s in request.sensitive.iter().filter(|s| !s.pseudonym) {
+    for (column, _) in request.released_values() {
         attacked.push(AttackedColumn {
-            name: s.column.clone(),
-            numeric: numeric(&s.column),
+            numeric: numeric(&column),
+            name: column,
             hierarchy: None,
         });
     }

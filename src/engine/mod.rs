@@ -129,6 +129,17 @@ impl AnonymizeRequest {
         per_unit_cost(&*self.method, &self.unit)
     }
 
+    /// The released sensitive columns whose values are the source's (every one but the
+    /// pseudonyms of identifiers), with their types: what the report and the utility
+    /// figures compare with the source.
+    pub fn released_values(&self) -> Vec<(String, DataType)> {
+        self.sensitive
+            .iter()
+            .filter(|s| !s.pseudonym)
+            .map(|s| (s.column.clone(), s.data_type.clone()))
+            .collect()
+    }
+
     /// Schema of the released rows: quasi-identifiers as text (as numbers when
     /// released as numbers), then the sensitive columns with their source types.
     pub fn release_schema(&self) -> SchemaRef {

@@ -18,9 +18,9 @@ use datafusion::prelude::SessionContext;
 use super::bins::{k_marginal_score, Binner, Marginals, Side};
 use super::{ReportOptions, Subject};
 use crate::assess::grouped::{concat_column, counts_of};
-use crate::assess::{assess_table, AssessRequest, Entry, Population};
+use crate::assess::{assess_table, AssessRequest, Assessed, Entry, Population};
 use crate::attack::{attack_release, AttackPlan, Outcome};
-use crate::engine::load_hierarchy;
+use crate::engine::{load_hierarchy, AnonymizeRequest};
 use crate::hierarchy::Hierarchy;
 use crate::session::local_state;
 
@@ -51,44 +51,55 @@ pub struct Figures {
     pub attacks: Vec<(Outcome, Outcome)>,
 }
 
-/// The sensitive columns the report assesses (pseudonyms of identifiers are not).
-pub fn sensitive_columns(subject: &Subject<'_>) -> Vec<(String, DataType)> {
-    subject
-        .request
-        .sensitive
-        .iter()
-        .filter(|s| !s.pseudonym)
-        .map(|s| (s.column.clone(), s.data_type.clone()))
-        .collect()
+/// Both tables' released columns, grouped and read onto common bins: what the report's
+/// distributions and `anonymize_utility`'s figures are computed from.
+#[derive(Debug)]
+pub(crate) struct Reading {
+    /// `anonymize_assess` of the source, its class sizes and its grouped rows.
+    pub before: Assessed,
+    /// The same of the release.
+    pub after: Assessed,
+    /// The released columns: the quasi-identifiers, then the assessed sensitive columns.
+    pub columns: Vec<String>,
+    /// The bins of every released column.
+    pub binners: Vec<Binner>,
+    /// The source's distinct rows of the released columns (as text) with their counts, in
+    /// one order; [`for_each_row`] reads them.
+    pub input_counts: Vec<RecordBatch>,
+    /// The release's, the same way.
+    pub release_counts: Vec<RecordBatch>,
+    /// The source's counts on the bins.
+    pub input: Marginals,
+    /// The release's counts on the bins.
+    pub release: Marginals,
 }
 
-/// Computes the figures.
-pub async fn gather(
-    subject: &Subject<'_>,
-    options: &ReportOptions,
+/// Groups the source and `release` on the released columns (one assessment of each) and
+/// reads them onto common bins: a column with a hierarchy on its levels' leaves, a numeric
+/// one on equal-width bins of the source's range, any other on its categories.
+pub(crate) async fn read_columns(
+    request: &AnonymizeRequest,
+    release: &Arc<dyn TableProvider>,
+    sensitive: &[(String, DataType)],
+    population: Population,
+    risk_threshold: f64,
     state: &SessionState,
-) -> Result<Figures> {
-    let request = subject.request;
+) -> Result<Reading> {
     let qi: Vec<String> = request.qi.iter().map(|q| q.column.clone()).collect();
-    let sensitive = sensitive_columns(subject);
-    let population = match options.population_size {
-        Some(rows) => Population::Rows(rows),
-        None => Population::None,
-    };
     let assessing = |name: &str, table: &Arc<dyn TableProvider>| AssessRequest {
         source_name: name.to_string(),
         source: table.clone(),
         qi: qi.clone(),
-        sensitive: sensitive.clone(),
+        sensitive: sensitive.to_vec(),
         population: population.clone(),
-        risk_threshold: options.risk_threshold,
+        risk_threshold,
         weights: None,
         max_global_risk: crate::privacy::individual_risk::DEFAULT_MAX_GLOBAL_RISK,
         person: None,
     };
     let source = assessing(&request.source_name, &request.source);
     let release_name = format!("the release of '{}'", request.source_name);
-    let released = assessing(&release_name, &subject.release);
+    let released = assessing(&release_name, release);
     // One grouped pass over each table gives its assessment, class sizes and value counts.
     let before = assess_table(&source, state).await?;
     let after = assess_table(&released, state).await?;
@@ -122,7 +133,48 @@ pub async fn gather(
     }
     let input = marginals(&binners, &input_counts, Side::Input)?;
     let release = marginals(&binners, &release_counts, Side::Release)?;
+    Ok(Reading {
+        before,
+        after,
+        columns,
+        binners,
+        input_counts,
+        release_counts,
+        input,
+        release,
+    })
+}
+
+/// Computes the figures.
+pub async fn gather(
+    subject: &Subject<'_>,
+    options: &ReportOptions,
+    state: &SessionState,
+) -> Result<Figures> {
+    let request = subject.request;
+    let sensitive = request.released_values();
+    let population = match options.population_size {
+        Some(rows) => Population::Rows(rows),
+        None => Population::None,
+    };
+    let Reading {
+        before,
+        after,
+        binners,
+        input,
+        release,
+        ..
+    } = read_columns(
+        request,
+        &subject.release,
+        &sensitive,
+        population,
+        options.risk_threshold,
+        state,
+    )
+    .await?;
     let score = k_marginal_score(&input, &release);
+    let qi = &request.qi;
     // The three attacks, where the columns allow: linkability and inference need two.
     let mut plan = AttackPlan::defaults();
     plan.settings.attacks = options.attacks;
@@ -197,7 +249,10 @@ fn value_counts(grouped: &[RecordBatch], qi: usize, sensitive: usize) -> Result<
 }
 
 /// Calls `each` with every row's values (text, `None` for NULL) and record count.
-fn for_each_row(batches: &[RecordBatch], mut each: impl FnMut(&[Option<&str>], f64)) -> Result<()> {
+pub(crate) fn for_each_row(
+    batches: &[RecordBatch],
+    mut each: impl FnMut(&[Option<&str>], f64),
+) -> Result<()> {
     for batch in batches {
         let width = batch.num_columns() - 1;
         let counts = counts_of(std::slice::from_ref(batch), width)?;

@@ -9,7 +9,7 @@
 //! `anonymize_assess`, `anonymize_information_loss` and `anonymize_diagnostics` give.
 
 mod charts;
-mod gather;
+pub(crate) mod gather;
 pub(crate) mod html;
 mod node;
 mod page;

@@ -12,7 +12,7 @@ use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::common::Result;
 
 use super::charts;
-use super::gather::{sensitive_columns, Figures};
+use super::gather::Figures;
 use super::html::{escape, figure_cell, section, shown};
 use super::node::{chosen_node, chosen_value, search};
 use super::{ReportOptions, Subject};
@@ -275,7 +275,7 @@ fn attribute_disclosure(out: &mut String, subject: &Subject<'_>, figures: &Figur
         "Attribute disclosure",
         "Whether knowing a person's class reveals their sensitive value: ℓ counts the distinct (or entropy-effective) sensitive values of the least diverse class; t is the largest distance between a class's distribution of values and the whole table's (equal distance for any values, ordered distance for numbers and dates). Higher ℓ and lower t are safer.",
     );
-    let sensitive = sensitive_columns(subject);
+    let sensitive = subject.request.released_values();
     if sensitive.is_empty() {
         out.push_str("<p>The release has no sensitive column: there is no attribute to disclose.</p></section>");
         return;

@@ -59,6 +59,8 @@ const FORBIDDEN: &[(&str, &str)] = &[
     ("src/report/", "src/sql/"),
     ("src/attack/", "src/sql/"),
     ("src/attack/", "src/releases/"),
+    ("src/utility/", "src/sql/"),
+    ("src/utility/", "src/releases/"),
     ("src/metric/", "src/sql/"),
     ("src/metric/", "src/engine/"),
     ("src/hierarchy/", "src/sql/"),

@@ -24,6 +24,7 @@ mod public_door;
 mod published_restart;
 mod release_attacks;
 mod release_props;
+mod release_utility;
 mod report;
 mod report_browser;
 mod shared_releases;

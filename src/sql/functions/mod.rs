@@ -33,7 +33,7 @@ use crate::sql::docs::{self, scalar_doc, table_doc, FunctionDoc};
 use crate::sql::planner::SqlTableFunction;
 use anonymize::{
     AnonymizeFunction, AttackFunction, PublishFunction, PublishedMetadataFunction, ReleaseCache,
-    ReleaseView, ReportFunction, UnpublishFunction,
+    ReleaseView, ReportFunction, UnpublishFunction, UtilityFunction,
 };
 use anonymize_assess::AssessFunction;
 use anonymize_class_sizes::ClassSizesFunction;
@@ -98,6 +98,7 @@ impl FunctionList {
         table_functions.extend([
             Arc::new(ReportFunction::new(cache.clone())) as Arc<dyn SqlTableFunction>,
             Arc::new(AttackFunction::new(cache.clone())),
+            Arc::new(UtilityFunction::new(cache.clone())),
             Arc::new(AssessFunction),
             Arc::new(ClassSizesFunction),
             Arc::new(SudaFunction),

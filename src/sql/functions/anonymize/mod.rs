@@ -32,6 +32,7 @@ pub use params::ANONYMIZE_PARAMS;
 pub use publish::{PublishFunction, PublishedMetadataFunction, UnpublishFunction};
 pub use report::ReportFunction;
 use request::build_request;
+pub use utility::UtilityFunction;
 use views::{metadata_batch, metadata_schema};
 
 mod attack;
@@ -43,6 +44,7 @@ mod read_view;
 mod report;
 mod request;
 mod unit;
+mod utility;
 pub mod views;
 
 /// Which view of a release a function returns.

@@ -1,0 +1,243 @@
+//! `anonymize_utility`'s figures: how close a release stays to its source, by the measures
+//! NIST's Collaborative Research Cycle scores every deidentified sample with (SDNist 2.5,
+//! docs/METHODS.md §11.5): the 2-way k-marginal score with its sampling baseline, the
+//! propensity mean squared error and the unique exact matches.
+//!
+//! Both tables are read the way the report reads them ([`crate::report`]): grouped on the
+//! released columns (the quasi-identifiers, then the released sensitive columns), and, for
+//! the k-marginal score, onto common bins over which a generalized value spreads evenly.
+
+pub mod exact_matches;
+pub mod pmse;
+pub mod subsample;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::catalog::TableProvider;
+use datafusion::common::{plan_err, Result};
+use datafusion::execution::SessionState;
+
+use crate::assess::Population;
+use crate::engine::AnonymizeRequest;
+use crate::names::parse_list;
+use crate::report::bins::k_marginal_score;
+use crate::report::gather::{for_each_row, read_columns};
+use exact_matches::unique_exact_matches;
+use pmse::{pmse, Cell, MAX_DEPTH};
+use subsample::{equivalent_share, sample_scores, Groups};
+
+const NAME: &str = "anonymize_utility";
+
+/// Every metric, by name.
+pub const METRIC_NAMES: &[&str] = &["k_marginal", "pmse", "uem"];
+
+/// One figure of `anonymize_utility`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// What it measures.
+    pub metric: &'static str,
+    /// Its value (`None` where the tables do not allow it, e.g. one column for k-marginal).
+    pub value: Option<f64>,
+    /// What the value means, with the counts behind it.
+    pub explain: String,
+}
+
+/// The metrics asked for and the seed of the sampling baseline.
+#[derive(Debug, Clone)]
+pub struct UtilityPlan {
+    /// Metric names, comma-separated (`all` for every one).
+    pub metrics: String,
+    /// Seed of the samples the k-marginal score is compared with.
+    pub seed: u64,
+}
+
+impl UtilityPlan {
+    /// The metric names asked for, checked, in [`METRIC_NAMES`] order.
+    pub fn kinds(&self) -> Result<Vec<&'static str>> {
+        let mut wanted = Vec::new();
+        for item in parse_list("metrics", &self.metrics, false)? {
+            let name = item.column.text.to_ascii_lowercase();
+            if name == "all" {
+                wanted.extend_from_slice(METRIC_NAMES);
+            } else if let Some(known) = METRIC_NAMES.iter().find(|m| **m == name) {
+                wanted.push(*known);
+            } else {
+                return plan_err!(
+                    "{NAME}(): metric '{name}' is not one of {}, all",
+                    METRIC_NAMES.join(", ")
+                );
+            }
+        }
+        let kinds: Vec<&'static str> = METRIC_NAMES
+            .iter()
+            .copied()
+            .filter(|m| wanted.contains(m))
+            .collect();
+        if kinds.is_empty() {
+            return plan_err!("{NAME}(): metrics names no metric");
+        }
+        Ok(kinds)
+    }
+}
+
+/// The figures of `release` against the source of `request`, for the released columns
+/// `sensitive` beyond the quasi-identifiers.
+pub async fn utility_of_release(
+    request: &AnonymizeRequest,
+    release: Arc<dyn TableProvider>,
+    sensitive: &[(String, datafusion::arrow::datatypes::DataType)],
+    plan: &UtilityPlan,
+    state: &SessionState,
+) -> Result<Vec<Figure>> {
+    let kinds = plan.kinds()?;
+    let reading = read_columns(request, &release, sensitive, Population::None, 0.0, state).await?;
+    let columns = reading.columns.len();
+    let mut figures = Vec::new();
+    if kinds.contains(&"k_marginal") {
+        let score = k_marginal_score(&reading.input, &reading.release).map(|(s, _)| s);
+        let pairs = columns * columns.saturating_sub(1) / 2;
+        figures.push(Figure {
+            metric: "k_marginal",
+            value: score,
+            explain: format!(
+                "0 to 1000: 1000 × (1 − total variation distance) between the source's and the release's joint distributions, averaged over the {pairs} pairs of the {columns} released columns (SDNist's k-marginal score); a generalized value spreads evenly over the bins of the values it covers"
+            ),
+        });
+        let groups = groups(&reading.input_counts)?;
+        let samples = sample_scores(&reading.binners, &reading.input, &groups, plan.seed);
+        let equivalent = score.and_then(|s| equivalent_share(&samples, s));
+        let listed: Vec<String> = samples
+            .iter()
+            .map(|(share, s)| format!("{}%: {s:.0}", (share * 100.0).round()))
+            .collect();
+        figures.push(Figure {
+            metric: "k_marginal_sample_equivalent",
+            value: equivalent,
+            explain: format!(
+                "the largest share of the source whose random sample scores no better than the release (NULL below a 1% sample); the samples' scores: {}",
+                listed.join(", ")
+            ),
+        });
+    }
+    let cells = cells(&reading.input_counts, &reading.release_counts, columns)?;
+    if kinds.contains(&"pmse") {
+        let p = pmse(&cells, columns, MAX_DEPTH);
+        figures.push(Figure {
+            metric: "pmse",
+            value: p.map(|p| p.value),
+            explain: match p {
+                Some(p) => format!(
+                    "propensity mean squared error: a decision tree of depth {MAX_DEPTH} ({} leaves) fitted to tell the release's rows from the source's; 0 when it cannot, c(1 − c) = {:.4} when it always can, c = {:.4} the release's share of the rows (SDNist's pMSE)",
+                    p.leaves,
+                    p.share * (1.0 - p.share),
+                    p.share
+                ),
+                None => "the release or the source has no rows".into(),
+            },
+        });
+    }
+    if kinds.contains(&"uem") {
+        let m = unique_exact_matches(&cells);
+        figures.push(Figure {
+            metric: "unique_exact_matches",
+            value: Some(m.matched as f64),
+            explain: format!(
+                "source records unique on the released columns ({} of {}) that a released row equals on every column (SDNist's unique exact matches)",
+                m.unique, m.records
+            ),
+        });
+        figures.push(Figure {
+            metric: "unique_exact_match_share",
+            value: Some(m.share()),
+            explain: format!(
+                "the share of the {} unique source records that the release holds exactly",
+                m.unique
+            ),
+        });
+    }
+    Ok(figures)
+}
+
+/// The source's distinct rows and their counts.
+fn groups(counts: &[RecordBatch]) -> Result<Groups> {
+    let mut out = Groups::new();
+    for_each_row(counts, |values, n| {
+        out.push((
+            values.iter().map(|v| v.map(str::to_string)).collect(),
+            n as u64,
+        ))
+    })?;
+    Ok(out)
+}
+
+/// Both tables' distinct rows on one coding: per column, every value either table holds,
+/// numbers in numeric order when every value of the column is one, else in text order,
+/// NULL first; rows equal in both tables share a cell.
+fn cells(source: &[RecordBatch], release: &[RecordBatch], columns: usize) -> Result<Vec<Cell>> {
+    let mut rows: Vec<(Vec<Option<String>>, f64, f64)> = Vec::new();
+    for (batches, side) in [(source, 0), (release, 1)] {
+        for_each_row(batches, |values, n| {
+            let values = values.iter().map(|v| v.map(str::to_string)).collect();
+            rows.push(if side == 0 {
+                (values, n, 0.0)
+            } else {
+                (values, 0.0, n)
+            })
+        })?;
+    }
+    let mut coding: Vec<HashMap<Option<String>, u32>> = Vec::with_capacity(columns);
+    for c in 0..columns {
+        let mut values: Vec<Option<String>> = rows.iter().map(|r| r.0[c].clone()).collect();
+        values.sort_unstable();
+        values.dedup();
+        let numeric: Option<Vec<f64>> = values
+            .iter()
+            .flatten()
+            .map(|v| v.trim().parse::<f64>().ok().filter(|x| x.is_finite()))
+            .collect();
+        if let Some(numbers) = numeric {
+            let has_null = values.first().is_some_and(Option::is_none);
+            let mut order: Vec<(f64, Option<String>)> = numbers
+                .into_iter()
+                .zip(values.iter().skip(usize::from(has_null)).cloned())
+                .collect();
+            order.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mut sorted: Vec<Option<String>> = Vec::with_capacity(values.len());
+            if has_null {
+                sorted.push(None);
+            }
+            sorted.extend(order.into_iter().map(|(_, v)| v));
+            values = sorted;
+        }
+        coding.push(
+            values
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (v, i as u32))
+                .collect(),
+        );
+    }
+    let mut merged: HashMap<Vec<u32>, (f64, f64)> = HashMap::new();
+    for (values, s, r) in rows {
+        let codes: Vec<u32> = values
+            .into_iter()
+            .enumerate()
+            .map(|(c, v)| coding[c][&v])
+            .collect();
+        let entry = merged.entry(codes).or_default();
+        entry.0 += s;
+        entry.1 += r;
+    }
+    let mut cells: Vec<Cell> = merged
+        .into_iter()
+        .map(|(codes, (source, release))| Cell {
+            codes,
+            source,
+            release,
+        })
+        .collect();
+    cells.sort_by(|a, b| a.codes.cmp(&b.codes));
+    Ok(cells)
+}
