@@ -108,3 +108,62 @@ pub async fn adult_owner() -> datafusion::error::Result<datafusion::prelude::Ses
     .await?;
     Ok(ctx)
 }
+
+/// The Python of a virtual environment `name` under the build directory with `package`
+/// installed from PyPI (made once; made again when `module` does not import).
+pub fn python_with(name: &str, package: &str, module: &str) -> std::path::PathBuf {
+    use std::process::Command;
+    let venv = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let python = venv.join("bin/python");
+    let ready = || {
+        Command::new(&python)
+            .args(["-c", &format!("import {module}")])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !ready() {
+        let run = |command: &mut Command, what: &str| {
+            let status = command.status().unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(status.success(), "{what} failed: {status}");
+        };
+        run(
+            Command::new("python3").args(["-m", "venv"]).arg(&venv),
+            "python3 -m venv",
+        );
+        run(
+            Command::new(&python).args([
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                package,
+            ]),
+            &format!("pip install {package}"),
+        );
+        assert!(
+            ready(),
+            "{module} does not import after pip install {package}"
+        );
+    }
+    python
+}
+
+/// Writes the rows of `sql` to a CSV file: `header`, then the values separated by
+/// `separator` (none may hold it).
+pub async fn write_csv(
+    ctx: &datafusion::prelude::SessionContext,
+    sql: &str,
+    header: &str,
+    separator: char,
+    path: &std::path::Path,
+) -> datafusion::error::Result<()> {
+    let mut text = format!("{header}\n");
+    for row in text_rows(ctx, sql).await? {
+        assert!(row.iter().all(|v| !v.contains(separator)), "{row:?}");
+        text.push_str(&row.join(&separator.to_string()));
+        text.push('\n');
+    }
+    std::fs::write(path, text)?;
+    Ok(())
+}

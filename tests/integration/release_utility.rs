@@ -4,13 +4,13 @@
 //! bits (the PyPI package `sdnist` 2.4, run in a virtual environment under the build
 //! directory).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
-use crate::common::{adult_owner, text_rows};
+use crate::common::{adult_owner, python_with, text_rows, write_csv};
 
 /// Released columns: three quasi-identifiers with hierarchies (read on their leaves) and
 /// three categorical columns, all with fewer than 40 values: SDNist reads each value as its
@@ -95,53 +95,6 @@ async fn errors_name_the_argument() -> Result<()> {
     Ok(())
 }
 
-/// A virtual environment with `sdnist` 2.4; its Python.
-fn sdnist_python() -> PathBuf {
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sdnist-venv");
-    let python = venv.join("bin/python");
-    let ready = || {
-        Command::new(&python)
-            .args(["-c", "import sdnist.metrics.propensity"])
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if !ready() {
-        let run = |command: &mut Command, what: &str| {
-            let status = command.status().unwrap_or_else(|e| panic!("{what}: {e}"));
-            assert!(status.success(), "{what} failed: {status}");
-        };
-        run(
-            Command::new("python3").args(["-m", "venv"]).arg(&venv),
-            "python3 -m venv",
-        );
-        run(
-            Command::new(&python).args([
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--disable-pip-version-check",
-                "sdnist==2.4",
-            ]),
-            "pip install sdnist==2.4",
-        );
-        assert!(ready(), "sdnist does not import");
-    }
-    python
-}
-
-/// Writes the rows of `sql` to a CSV file with the header `header`.
-async fn write_csv(ctx: &SessionContext, sql: &str, header: &str, path: &Path) -> Result<()> {
-    let mut text = format!("{header}\n");
-    for row in text_rows(ctx, sql).await? {
-        assert!(row.iter().all(|v| !v.contains(',')), "{row:?}");
-        text.push_str(&row.join(","));
-        text.push('\n');
-    }
-    std::fs::write(path, text)?;
-    Ok(())
-}
-
 #[tokio::test]
 async fn the_figures_are_sdnists_own() -> Result<()> {
     let ctx = adult_owner().await?;
@@ -169,6 +122,7 @@ async fn the_figures_are_sdnists_own() -> Result<()> {
         &ctx,
         &format!("SELECT {COLUMNS} FROM adult"),
         header,
+        ',',
         &source,
     )
     .await?;
@@ -176,14 +130,19 @@ async fn the_figures_are_sdnists_own() -> Result<()> {
         &ctx,
         &format!("SELECT {COLUMNS} FROM perturbed"),
         header,
+        ',',
         &release,
     )
     .await?;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdnist/utility.py");
-    let output = Command::new(sdnist_python())
-        .arg(&script)
-        .args([&source, &release, &dir])
-        .output()?;
+    let output = Command::new(python_with(
+        "sdnist-venv",
+        "sdnist==2.4",
+        "sdnist.metrics.propensity",
+    ))
+    .arg(&script)
+    .args([&source, &release, &dir])
+    .output()?;
     assert!(
         output.status.success(),
         "{}",
