@@ -26,7 +26,7 @@ use datafusion::common::{internal_err, Result};
 
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
-use crate::mechanism::noise::{sample_discrete_laplace, ExactScale};
+use crate::mechanism::noise::{one_cell_half_width, sample_discrete_laplace, ExactScale};
 use crate::mechanism::rng::AnonRng;
 
 /// The published mean of one label of one numeric quasi-identifier.
@@ -42,6 +42,10 @@ pub struct IntervalMean {
     pub upper: i64,
     /// The (noisy) mean of the original values under the label, within `[lower, upper]`.
     pub mean: f64,
+    /// The low end of a 95 % interval for the true mean (within `[lower, upper]`).
+    pub mean_low: f64,
+    /// Its high end.
+    pub mean_high: f64,
 }
 
 /// The interval means of one release.
@@ -59,6 +63,8 @@ pub fn interval_means_schema() -> SchemaRef {
         Field::new("lower", DataType::Int64, false),
         Field::new("upper", DataType::Int64, false),
         Field::new("mean", DataType::Float64, false),
+        Field::new("mean_low", DataType::Float64, false),
+        Field::new("mean_high", DataType::Float64, false),
     ]))
 }
 
@@ -72,6 +78,10 @@ impl IntervalMeans {
             Arc::new(Int64Array::from_iter_values(m.iter().map(|x| x.lower))),
             Arc::new(Int64Array::from_iter_values(m.iter().map(|x| x.upper))),
             Arc::new(Float64Array::from_iter_values(m.iter().map(|x| x.mean))),
+            Arc::new(Float64Array::from_iter_values(m.iter().map(|x| x.mean_low))),
+            Arc::new(Float64Array::from_iter_values(
+                m.iter().map(|x| x.mean_high),
+            )),
         ];
         Ok(RecordBatch::try_new(interval_means_schema(), columns)?)
     }
@@ -135,8 +145,9 @@ pub fn interval_means(
         }
         for (c, label) in labels.iter().enumerate() {
             let width = (upper[c] as i128 - lower[c] as i128).max(0);
-            let mean = if width == 0 {
-                lower[c] as f64
+            let (mean, low, high) = if width == 0 {
+                let x = lower[c] as f64;
+                (x, x, x)
             } else {
                 let half = per_attribute / 2.0;
                 let count_scale = ExactScale::from_sensitivity_epsilon(1, half)?;
@@ -152,7 +163,15 @@ pub fn interval_means(
                 } else {
                     w / 2.0
                 };
-                lower[c] as f64 + inside
+                let (low, high) = mean_bounds(
+                    noisy_count,
+                    noisy_sum,
+                    w,
+                    one_cell_half_width(count_scale.as_f64(), 0.975)?,
+                    one_cell_half_width(sum_scale.as_f64(), 0.975)?,
+                );
+                let lo = lower[c] as f64;
+                (lo + inside, lo + low, lo + high)
             };
             means.push(IntervalMean {
                 column: h.attribute().to_string(),
@@ -160,10 +179,32 @@ pub fn interval_means(
                 lower: lower[c],
                 upper: upper[c],
                 mean,
+                mean_low: low,
+                mean_high: high,
             });
         }
     }
     Ok(IntervalMeans { means })
+}
+
+/// A 95 % interval for the true mean offset `S/C` of a label of width `w`, from the noisy
+/// count and sum and the half-widths `q_count`, `q_sum` that hold each noise with
+/// probability 97.5 %: with probability at least 95 % both hold (union bound), and then
+/// `S ∈ [S̃ − q_sum, S̃ + q_sum]`, `C ∈ [C̃ − q_count, C̃ + q_count]`, `C ≥ 1` (a label with
+/// no record has no mean), so `S/C` lies in `[max(0, S̃ − q_sum)/(C̃ + q_count),
+/// (S̃ + q_sum)/max(1, C̃ − q_count)]`, clamped to `[0, w]`. Post-processing of the noisy
+/// values and public scales: it costs nothing.
+fn mean_bounds(noisy_count: i128, noisy_sum: i128, w: f64, q_count: u64, q_sum: u64) -> (f64, f64) {
+    let (count, sum) = (noisy_count as f64, noisy_sum as f64);
+    let (q_count, q_sum) = (q_count as f64, q_sum as f64);
+    let most_records = count + q_count;
+    let low = if most_records >= 1.0 {
+        ((sum - q_sum).max(0.0) / most_records).clamp(0.0, w)
+    } else {
+        0.0
+    };
+    let high = ((sum + q_sum) / (count - q_count).max(1.0)).clamp(0.0, w);
+    (low, high.max(low))
 }
 
 #[cfg(test)]
@@ -254,6 +295,58 @@ mod tests {
             let first = &m.means[0];
             assert!((first.mean - exact).abs() < 0.01, "seed {seed}: {first:?}");
         }
+    }
+
+    /// The 95 % interval holds the true mean in at least 95 % of releases: on a small label
+    /// (30 records, where the noise matters), in 400 seeded releases at ε = 1 it fails in at
+    /// most 32 (8 %; with a true coverage of 95 % more than 32 failures have probability
+    /// about 0.3 %, and the union bound makes the coverage higher still). It would fail if
+    /// the half-widths were those of a 50 % interval. Leaves get their value, exactly.
+    #[test]
+    fn the_interval_holds_the_true_mean() {
+        let (los, sex) = setup();
+        let b = base(
+            &los,
+            &sex,
+            &[("1", "M", 10), ("3", "F", 10), ("4", "M", 10)],
+        );
+        let exact = 1.0 + (0.0 + 20.0 + 30.0) / 30.0;
+        let mut misses = 0;
+        let mut widths = 0.0;
+        for seed in 0..400 {
+            let m = interval_means(&b, &[&los, &sex], &[1, 0], 1.0, &mut rng_from_seed(seed))
+                .expect("means");
+            let first = &m.means[0];
+            assert!(
+                first.lower as f64 <= first.mean_low
+                    && first.mean_low <= first.mean_high
+                    && first.mean_high <= first.upper as f64,
+                "{first:?}"
+            );
+            if !(first.mean_low <= exact && exact <= first.mean_high) {
+                misses += 1;
+            }
+            widths += first.mean_high - first.mean_low;
+            let leaf = m
+                .means
+                .iter()
+                .find(|x| x.lower == x.upper)
+                .expect("a leaf label");
+            assert_eq!((leaf.mean_low, leaf.mean_high), (leaf.mean, leaf.mean));
+        }
+        assert!(misses <= 32, "{misses} of 400 intervals missed {exact}");
+        // Not the whole label every time: the interval says something.
+        assert!(widths / 400.0 < 3.0, "mean width {}", widths / 400.0);
+    }
+
+    #[test]
+    fn the_bounds_follow_the_noisy_values() {
+        // 100 records with offsets summing to 200 (mean 2) in a label of width 4, half-widths
+        // 10 for the count and 40 for the sum: [160/110, 240/90].
+        let (low, high) = mean_bounds(100, 200, 4.0, 10, 40);
+        assert!((low - 160.0 / 110.0).abs() < 1e-12 && (high - 240.0 / 90.0).abs() < 1e-12);
+        // A count the noise may have made up entirely: the high end is the label's top.
+        assert_eq!(mean_bounds(3, 5, 4.0, 10, 40), (0.0, 4.0));
     }
 
     /// Neighbouring tables (one more record at the top of `[0-5)`): the published mean of

@@ -9,6 +9,7 @@
 //! `anonymize_assess`, `anonymize_information_loss` and `anonymize_diagnostics` give.
 
 mod charts;
+mod error_bars;
 pub(crate) mod gather;
 pub(crate) mod html;
 mod node;

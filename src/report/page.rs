@@ -12,6 +12,7 @@ use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::common::Result;
 
 use super::charts;
+use super::error_bars::error_bars;
 use super::gather::Figures;
 use super::html::{escape, figure_cell, section, shown};
 use super::node::{chosen_node, chosen_value, search};
@@ -406,6 +407,7 @@ fn utility(out: &mut String, subject: &Subject<'_>, figures: &Figures) -> Result
         }
         None => out.push_str("<p>The release has one column: no pair to score.</p>"),
     }
+    error_bars(out, subject);
     out.push_str("<h3>Distributions, input and release</h3><p class=\"explain\">Each released column's share of records per value. A generalized value of the release is spread evenly over the values its hierarchy puts under it; suppressed values (*) have their own bar.</p>");
     for (c, binner) in figures.binners.iter().enumerate() {
         let svg = charts::distribution(binner, c, &figures.input, &figures.release)?;

@@ -353,3 +353,62 @@ async fn refused_and_failed_reports_leave_nothing_behind() -> Result<()> {
     assert_eq!(spent(&ctx).await?.1, 0.0);
     Ok(())
 }
+
+/// The error bars: a dp_histogram release's page gives the noise's exact 95 % half-width
+/// on 1 to 1,000 summed counts, as `dp_noise_interval` computes it; an IPA release's page
+/// gives every interval mean `anonymize_interval_means` publishes, with its interval.
+#[tokio::test]
+async fn error_bars_are_dp_noise_interval_and_the_interval_means() -> Result<()> {
+    let ctx = owner().await?;
+    let dir = tempfile::tempdir()?;
+    let histogram = "'adult', method => 'dp_histogram', qi => 'sex, race', epsilon => 0.5";
+    let path = dir.path().join("histogram.html");
+    ctx.sql(&format!(
+        "SELECT * FROM anonymize_report({histogram}, path => '{}', attacks => 0)",
+        path.display()
+    ))
+    .await?
+    .collect()
+    .await?;
+    let html = std::fs::read_to_string(&path)?;
+    assert!(html.contains("<h3>Error bars</h3>"));
+    let figures = page_figures(&html);
+    for cells in [1, 10, 100, 1000] {
+        let interval = crate::common::text_rows(
+            &ctx,
+            &format!("SELECT half_width FROM dp_noise_interval(2, {cells}, 0.95)"),
+        )
+        .await?;
+        assert_eq!(
+            figures[&format!("noise_half_width:{cells}")],
+            interval[0][0].parse::<f64>().unwrap(),
+            "{cells} cells"
+        );
+    }
+
+    let ipa = "'adult', method => 'ipa', qi => 'sex, age', informative => 'salary-class', epsilon => 1, seed => 3, min_levels => 'age=1'";
+    let path = dir.path().join("ipa.html");
+    ctx.sql(&format!(
+        "SELECT * FROM anonymize_report({ipa}, path => '{}', attacks => 0)",
+        path.display()
+    ))
+    .await?
+    .collect()
+    .await?;
+    let figures = page_figures(&std::fs::read_to_string(&path)?);
+    let means = crate::common::text_rows(
+        &ctx,
+        &format!(
+            "SELECT column_name, label, mean, mean_low <= mean AND mean <= mean_high \
+             FROM anonymize_interval_means({ipa})"
+        ),
+    )
+    .await?;
+    assert!(!means.is_empty());
+    for row in &means {
+        let key = format!("interval_mean:{}:{}", row[0], row[1]);
+        assert_eq!(figures[&key], row[2].parse::<f64>().unwrap(), "{key}");
+        assert_eq!(row[3], "true", "{row:?}");
+    }
+    Ok(())
+}

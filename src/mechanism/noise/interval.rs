@@ -119,9 +119,57 @@ pub fn sum_noise(scale: f64, cells: u64, confidence: f64) -> Result<SumNoise, No
     })
 }
 
+/// The smallest `q` with `P(|Y| ≤ q) ≥ confidence` for one discrete Laplace variable `Y` of
+/// scale `scale`, from the closed form `P(|Y| ≤ q) = 1 − 2 α^(q+1) / (1 + α)`, `α = e^(−1/scale)`
+/// (what [`sum_noise`] gives for one cell, without its window: any scale).
+pub fn one_cell_half_width(scale: f64, confidence: f64) -> Result<u64, NoiseError> {
+    if !(scale.is_finite() && scale > 0.0) {
+        return Err(NoiseError::invalid(
+            "scale",
+            format!("must be a positive number, got {scale}"),
+        ));
+    }
+    if !(confidence > 0.0 && confidence < 1.0) {
+        return Err(NoiseError::invalid(
+            "confidence",
+            format!("must be in (0, 1), got {confidence}"),
+        ));
+    }
+    let alpha = (-1.0 / scale).exp();
+    // α^(q+1) ≤ (1 − confidence)(1 + α)/2  ⇔  q + 1 ≥ −scale · ln((1 − confidence)(1 + α)/2).
+    let tail = (1.0 - confidence) * (1.0 + alpha) / 2.0;
+    let mut q = ((-scale * tail.ln()).ceil() - 1.0).max(0.0) as u64;
+    let covers =
+        |q: u64| 1.0 - 2.0 * (-((q + 1) as f64) / scale).exp() / (1.0 + alpha) >= confidence;
+    // The logarithm's rounding may be one off either way.
+    while q > 0 && covers(q - 1) {
+        q -= 1;
+    }
+    while !covers(q) {
+        q += 1;
+    }
+    Ok(q)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_cell_half_width_is_the_sums_for_one_cell() {
+        for (scale, confidence) in [(1.0, 0.95), (2.5, 0.975), (40.0, 0.99), (0.3, 0.5)] {
+            let exact = sum_noise(scale, 1, confidence).expect("noise").half_width;
+            assert_eq!(
+                one_cell_half_width(scale, confidence),
+                Ok(exact),
+                "{scale} {confidence}"
+            );
+        }
+        // A scale far beyond sum_noise's window: q ≈ scale · ln(1/0.025) ≈ 3.69 · scale.
+        let q = one_cell_half_width(1e7, 0.975).expect("q");
+        assert!((q as f64 / 1e7 - (40.0f64).ln()).abs() < 1e-6, "{q}");
+        assert!(one_cell_half_width(0.0, 0.9).is_err());
+    }
 
     #[test]
     fn one_cell_has_the_closed_form() {

@@ -59,7 +59,7 @@ pub(crate) use bits::BitSource;
 pub use bits::{bernoulli_rational, sample_uniform_below};
 #[cfg(test)]
 use geometric::sample_geometric;
-pub use interval::sum_noise;
+pub use interval::{one_cell_half_width, sum_noise};
 pub use laplace::{sample_discrete_laplace, sample_floor_laplace};
 pub use scale::{epsilon_grid_numerator, ExactScale, EPSILON_GRID_BITS};
 pub use tail::PositiveNoise;
