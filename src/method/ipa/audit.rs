@@ -42,6 +42,7 @@ fn params(
         insert_into_suppressed: true,
         node_score: NodeScore::Paper,
         qi_weights: Vec::new(),
+        workload: None,
         counterfeit_values: CounterfeitValues::Class,
     }
 }

@@ -57,6 +57,20 @@ pub fn ipa_metadata(
             format!("{score_sensitivity:.6}"),
         ),
         ("qi_weights".into(), weights),
+        (
+            "workload".into(),
+            match &params.workload {
+                None => "none".to_string(),
+                Some(spec) => spec
+                    .iter()
+                    .map(|(c, w)| match w {
+                        Some(w) => format!("{c}:{w}"),
+                        None => c.clone(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            },
+        ),
         ("suppression_threshold".into(), params.threshold.to_string()),
         (
             "suppression_noise".into(),
@@ -151,7 +165,7 @@ fn guarantee(
              generalization node alone is epsilon_cand-DP ({cand}) up to the floating-point rounding of its scores: an \
              exact exponential mechanism (no floating point on its sampling path; epsilon_cand rounded down to a \
              multiple of 2^-30) over a score computed on the true class sizes of each of the {nodes} lattice nodes \
-             from public quantities only (hierarchies, qi_weights, t and the noise scales; not the number of \
+             from public quantities only (hierarchies, qi_weights, the workload, t and the noise scales; not the number of \
              records), whose sensitivity is proven to be at most {score_sensitivity:.4} for the exact real-valued \
              score when one record is added or removed. The scores are sums computed in floating point; if each is \
              within E of its exact value, the choice is epsilon_cand * (1 + 2E/{score_sensitivity:.4})-DP, with E at \

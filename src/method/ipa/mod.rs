@@ -30,6 +30,7 @@ mod params;
 mod perturb;
 mod score;
 mod values;
+mod workload;
 
 use params::Scales;
 use perturb::perturb_node;
@@ -49,6 +50,7 @@ pub use params::{CounterfeitValues, IpaParams, IpaVariant, NodeScore};
 use score::COUNTERFEIT_COST;
 pub use score::{attribute_weights, node_utility, NodeUtility, UtilityModel};
 pub use values::MarginalValues;
+pub use workload::Workload;
 
 /// Scores and counts of one candidate (owner-only diagnostics).
 #[derive(Debug, Clone, PartialEq)]
@@ -223,8 +225,12 @@ fn run_utility_score(
     let (base, hierarchies, value_domain) =
         (input.histogram, input.hierarchies, input.value_domain);
     let model = UtilityModel::new(params)?;
-    let weights = attribute_weights(hierarchies, &params.qi_weights)?;
-    let utilities = score_nodes(input, &weights, &model)?;
+    let workload = match &params.workload {
+        Some(spec) => Some(Workload::resolve(spec, hierarchies)?),
+        None => None,
+    };
+    let weights = attribute_weights(hierarchies, &params.qi_weights, workload.as_ref())?;
+    let utilities = score_nodes(input, &weights, workload.as_ref(), &model)?;
     let scores: Vec<f64> = utilities.iter().map(|u| u.score).collect();
     let pick = exponential_mechanism(rng, &scores, params.eps_cand, model.sensitivity)?;
     let nodes = input.lattice.nodes();
@@ -261,13 +267,14 @@ fn run_utility_score(
 pub fn score_nodes(
     input: &MethodInput<'_>,
     weights: &[f64],
+    workload: Option<&Workload>,
     model: &UtilityModel,
 ) -> Result<Vec<NodeUtility>> {
     let sizes = input.histogram.class_sizes();
     let hierarchies = input.hierarchies;
     sweep(input, &sizes, 1).run(
         |_, _| None,
-        |_, hist| Ok(node_utility(hist, hierarchies, weights, model)),
+        |_, hist| Ok(node_utility(hist, hierarchies, weights, workload, model)),
         |_| true,
     )
 }

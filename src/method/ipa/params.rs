@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use datafusion::common::{plan_err, Result};
 
+use super::workload::{parse_workload, WorkloadSpec};
 use super::Ipa;
 use crate::mechanism::noise::{ExactScale, EPSILON_GRID_BITS};
 use crate::method::{
@@ -35,6 +36,12 @@ pub(super) const PARAMS: &[ParamSpec] = &[
         ParamKind::Text,
         ParamDefault::Optional("equal weights"),
         "weights of the quasi-identifiers in the utility score, 'col=weight, ...' (unnamed columns weigh 1), e.g. 'age=3, los=2'",
+    ),
+    ParamSpec::new(
+        "workload",
+        ParamKind::Text,
+        ParamDefault::Optional("none: every quasi-identifier costs its NCP"),
+        "the analyses the release is for: the quasi-identifiers they group by, a numeric one with its band width, e.g. 'age:5, sex, surgery'; the utility score then charges a label the share of those groups it merges, and nothing for a quasi-identifier not named (public: it is about queries, not data)",
     ),
     ParamSpec::new(
         "budget_split",
@@ -106,6 +113,14 @@ pub(super) fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
             );
         }
         params.qi_weights = parse_qi_weights(text)?;
+    }
+    if let Some(text) = values.opt_text("workload") {
+        if params.node_score == NodeScore::Paper {
+            return plan_err!(
+                "workload applies to node_score => 'utility' only; the paper's score reads no workload"
+            );
+        }
+        params.workload = Some(parse_workload(text)?);
     }
     params.validate()?;
     Ok(Arc::new(Ipa {
@@ -331,6 +346,8 @@ pub struct IpaParams {
     pub node_score: NodeScore,
     /// Weights of the quasi-identifiers in the utility score, by column (others weigh 1).
     pub qi_weights: Vec<(String, f64)>,
+    /// The analyses the release is for (`workload`), read by the utility score.
+    pub workload: Option<WorkloadSpec>,
     /// How counterfeit values are drawn.
     pub counterfeit_values: CounterfeitValues,
 }
@@ -355,6 +372,7 @@ impl IpaParams {
             insert_into_suppressed: true,
             node_score: NodeScore::Paper,
             qi_weights: Vec::new(),
+            workload: None,
             counterfeit_values: CounterfeitValues::Class,
         }
     }

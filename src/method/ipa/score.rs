@@ -17,6 +17,7 @@
 
 use datafusion::common::{plan_err, Result};
 
+use super::workload::Workload;
 use super::{IpaParams, IpaVariant};
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
@@ -124,15 +125,24 @@ impl UtilityModel {
     }
 }
 
-/// Normalized attribute weights `w_a / Σ w` from `qi_weights` (unnamed attributes weigh 1).
+/// Normalized attribute weights `w_a / Σ w` from `qi_weights` (unnamed attributes weigh 1;
+/// with a workload, an attribute it does not group by weighs 0).
 pub fn attribute_weights(
     hierarchies: &[&Hierarchy],
     qi_weights: &[(String, f64)],
+    workload: Option<&Workload>,
 ) -> Result<Vec<f64>> {
     let names: Vec<&str> = hierarchies.iter().map(|h| h.attribute()).collect();
     let mut weights = vec![1.0; hierarchies.len()];
     for (name, w) in qi_weights {
         weights[crate::lattice::qi_position("qi_weights", &names, name)?] = *w;
+    }
+    if let Some(workload) = workload {
+        for (a, w) in weights.iter_mut().enumerate() {
+            if !workload.groups(a) {
+                *w = 0.0;
+            }
+        }
     }
     let total: f64 = weights.iter().sum();
     if !(total.is_finite() && total > 0.0) {
@@ -157,16 +167,21 @@ pub struct NodeUtility {
 }
 
 /// The utility score of a node from its class sizes (`sizes` holds the node's classes; the
-/// size of class `c` is `sizes.class_size(c)`).
+/// size of class `c` is `sizes.class_size(c)`). A label costs its NCP, or with a workload
+/// the share of the workload's groups it merges.
 pub fn node_utility(
     sizes: &GroupedHistogram,
     hierarchies: &[&Hierarchy],
     weights: &[f64],
+    workload: Option<&Workload>,
     model: &UtilityModel,
 ) -> NodeUtility {
     let attrs = hierarchies.len();
     let ncp: Vec<Vec<f64>> = (0..attrs)
-        .map(|a| hierarchies[a].ncp_per_code(sizes.levels[a]))
+        .map(|a| match workload {
+            None => hierarchies[a].ncp_per_code(sizes.levels[a]),
+            Some(w) => w.cost_per_code(a, hierarchies[a], sizes.levels[a]),
+        })
         .collect();
     let mut out = NodeUtility {
         score: 0.0,

@@ -30,6 +30,7 @@ fn scores(
     score_nodes(
         &Standalone::default().input(&base, hs, lattice, 1),
         weights,
+        None,
         model,
     )
     .expect("scores")
@@ -236,10 +237,11 @@ fn utility_selection_lands_in_the_top_five_percent_on_nps() {
     let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 1000).unwrap();
     let p = utility(IpaVariant::Paper, 1.0, 2);
     let model = UtilityModel::new(&p).unwrap();
-    let weights = attribute_weights(&hs, &[]).unwrap();
+    let weights = attribute_weights(&hs, &[], None).unwrap();
     let utilities = score_nodes(
         &Standalone::default().input(&data.histogram, &hs, &lattice, 1),
         &weights,
+        None,
         &model,
     )
     .unwrap();
@@ -278,10 +280,11 @@ fn paper_selection_does_not_land_in_the_top_five_percent_on_nps() {
     let lattice = Lattice::new(hs.iter().map(|h| h.height()).collect(), 1000).unwrap();
     let p = utility(IpaVariant::Paper, 1.0, 2);
     let model = UtilityModel::new(&p).unwrap();
-    let weights = attribute_weights(&hs, &[]).unwrap();
+    let weights = attribute_weights(&hs, &[], None).unwrap();
     let utilities = score_nodes(
         &Standalone::default().input(&data.histogram, &hs, &lattice, 1),
         &weights,
+        None,
         &model,
     )
     .unwrap();
