@@ -407,6 +407,17 @@ fn utility(out: &mut String, subject: &Subject<'_>, figures: &Figures) -> Result
         }
         None => out.push_str("<p>The release has one column: no pair to score.</p>"),
     }
+    out.push_str("<h3>NIST CRC measures</h3><p class=\"explain\">As <code>anonymize_utility</code> gives them with its defaults (SDNist's k-marginal with its sampling baseline, the propensity mean squared error and the unique exact matches).</p><table><tr><th>measure</th><th>value</th><th>what it means</th></tr>");
+    for figure in &figures.utility {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td>{}<td class=\"explain\">{}</td></tr>",
+            figure.metric,
+            figure_cell(&format!("utility:{}", figure.metric), figure.value),
+            escape(&figure.explain)
+        );
+    }
+    out.push_str("</table>");
     error_bars(out, subject);
     out.push_str("<h3>Distributions, input and release</h3><p class=\"explain\">Each released column's share of records per value. A generalized value of the release is spread evenly over the values its hierarchy puts under it; suppressed values (*) have their own bar.</p>");
     for (c, binner) in figures.binners.iter().enumerate() {

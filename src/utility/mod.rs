@@ -9,6 +9,7 @@
 
 pub mod exact_matches;
 pub mod pmse;
+pub mod reading;
 pub mod subsample;
 
 use std::collections::HashMap;
@@ -23,9 +24,9 @@ use crate::assess::Population;
 use crate::engine::AnonymizeRequest;
 use crate::names::parse_list;
 use crate::report::bins::k_marginal_score;
-use crate::report::gather::{for_each_row, read_columns};
 use exact_matches::unique_exact_matches;
 use pmse::{pmse, Cell, MAX_DEPTH};
+use reading::{for_each_row, read_columns, Reading};
 use subsample::{equivalent_share, sample_scores, Groups};
 
 const NAME: &str = "anonymize_utility";
@@ -91,8 +92,14 @@ pub async fn utility_of_release(
     plan: &UtilityPlan,
     state: &SessionState,
 ) -> Result<Vec<Figure>> {
-    let kinds = plan.kinds()?;
+    plan.kinds()?;
     let reading = read_columns(request, &release, sensitive, Population::None, 0.0, state).await?;
+    figures_of(&reading, plan)
+}
+
+/// The figures of a release already read (the report reads it once for all its figures).
+pub(crate) fn figures_of(reading: &Reading, plan: &UtilityPlan) -> Result<Vec<Figure>> {
+    let kinds = plan.kinds()?;
     let columns = reading.columns.len();
     let mut figures = Vec::new();
     if kinds.contains(&"k_marginal") {

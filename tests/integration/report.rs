@@ -412,3 +412,24 @@ async fn error_bars_are_dp_noise_interval_and_the_interval_means() -> Result<()>
     }
     Ok(())
 }
+
+/// The NIST CRC measures on the page are `anonymize_utility`'s with its defaults.
+#[tokio::test]
+async fn the_crc_measures_are_anonymize_utilitys() -> Result<()> {
+    let ctx = owner().await?;
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("kanon.html");
+    kanon_report(&ctx, &path).await?;
+    let figures = page_figures(&std::fs::read_to_string(&path)?);
+    let rows = crate::common::text_rows(
+        &ctx,
+        &format!("SELECT metric, CAST(value AS VARCHAR) FROM anonymize_utility({KANON})"),
+    )
+    .await?;
+    assert_eq!(rows.len(), 5, "{rows:?}");
+    for row in rows {
+        let key = format!("utility:{}", row[0]);
+        assert_eq!(figures[&key], row[1].parse::<f64>().unwrap(), "{key}");
+    }
+    Ok(())
+}
