@@ -113,7 +113,7 @@ mod tests {
         }
         let scores = sample_scores(&binners, &input, &groups, 7);
         assert_eq!(scores.len(), FRACTIONS.len());
-        // 1 % of 186 records is 2 records: far from the source; 90 % is close.
+        // 1 % of the 126 records is 1 record: far from the source; 90 % is close.
         assert!(scores[0].1 < 400.0, "{scores:?}");
         assert!(scores[10].1 > 900.0, "{scores:?}");
         assert!(scores[10].1 > scores[1].1, "{scores:?}");
