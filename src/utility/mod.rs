@@ -1,9 +1,9 @@
 //! `anonymize_utility`'s figures: how close a release stays to its source, by the measures
-//! NIST's Collaborative Research Cycle scores every deidentified sample with (SDNist 2.5,
-//! docs/METHODS.md §11.5): the 2-way k-marginal score with its sampling baseline, the
+//! NIST's Collaborative Research Cycle scores every deidentified sample with (SDNist 2.4, whose
+//! definitions 2.5 keeps; docs/METHODS.md §11.5): the 2-way k-marginal score with its sampling baseline, the
 //! propensity mean squared error and the unique exact matches.
 //!
-//! Both tables are read the way the report reads them ([`crate::report`]): grouped on the
+//! Both tables are read the way the report reads them ([`reading`]): grouped on the
 //! released columns (the quasi-identifiers, then the released sensitive columns), and, for
 //! the k-marginal score, onto common bins over which a generalized value spreads evenly.
 
