@@ -13,15 +13,14 @@ use datafusion::common::{plan_err, Result};
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
-use super::{ReleaseCache, ANONYMIZE_PARAMS};
+use super::{named_table, ReleaseCache, ANONYMIZE_PARAMS};
 use crate::attack::{attack_release, AttackPlan, Settings};
 use crate::params::{ParamDefault, ParamKind, ParamValues};
 use crate::release::ReleaseRowLimit;
 use crate::releases::CacheEntry;
 use crate::sql::args::{bind, CallArgs, ParamSpec};
 use crate::sql::planner::SqlTableFunction;
-use crate::sql::resolve::resolve_table;
-use crate::tables::lazy::{Cached, Compute, LazyTable, Ready};
+use crate::tables::lazy::{Cached, Compute, LazyTable};
 
 const NAME: &str = "anonymize_attack";
 
@@ -165,21 +164,8 @@ impl SqlTableFunction for AttackFunction {
         if !(confidence > 0.0 && confidence < 1.0) {
             return plan_err!("{NAME}(): confidence must be in (0, 1), got {confidence}");
         }
-        let table = |parameter: &str,
-                     context: &mut dyn RelationPlannerContext|
-         -> Result<Option<Arc<dyn TableProvider>>> {
-            match values.opt_text(parameter) {
-                None => Ok(None),
-                Some(name) => match resolve_table(context, name)? {
-                    Some(table) => Ok(Some(table)),
-                    None => plan_err!(
-                        "{NAME}(): {parameter} names the table '{name}', which does not exist"
-                    ),
-                },
-            }
-        };
-        let control = table("control", context)?;
-        let release = table("release", context)?;
+        let control = named_table(NAME, "control", values.opt_text("control"), context)?;
+        let release = named_table(NAME, "release", values.opt_text("release"), context)?;
         let (entry, limit) = self.cache.entry(NAME, &bound, context)?;
         let plan = AttackPlan {
             attacks: values.text("attack")?.to_string(),
@@ -224,16 +210,10 @@ struct AttackRows {
 impl Compute for AttackRows {
     async fn compute(&self, state: &SessionState) -> Result<Vec<RecordBatch>> {
         let request = &self.entry.request;
-        let release: Arc<dyn TableProvider> = match &self.release {
-            Some(table) => table.clone(),
-            None => {
-                let output = self.cache.release(&self.entry, self.limit, state).await?;
-                Arc::new(LazyTable::new(
-                    request.release_schema(),
-                    Arc::new(Ready(Arc::new(output.rows.clone()))),
-                ))
-            }
-        };
+        let release = self
+            .cache
+            .examined_release(&self.entry, self.limit, self.release.as_ref(), state)
+            .await?;
         let outcomes = attack_release(
             request,
             release,

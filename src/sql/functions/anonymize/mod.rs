@@ -26,7 +26,8 @@ use crate::release::{interval_means_schema, ReleaseRowLimit};
 use crate::releases::{Asker, CacheEntry, SharedReleases};
 use crate::sql::args::{bind, BoundArgs, CallArgs, ParamSpec};
 use crate::sql::planner::SqlTableFunction;
-use crate::tables::lazy::{BatchProducer, BatchSource, LazyTable};
+use crate::sql::resolve::resolve_table;
+use crate::tables::lazy::{BatchProducer, BatchSource, LazyTable, Ready};
 pub use attack::AttackFunction;
 pub use params::ANONYMIZE_PARAMS;
 pub use publish::{PublishFunction, PublishedMetadataFunction, UnpublishFunction};
@@ -145,6 +146,26 @@ impl ReleaseCache {
         state: &SessionState,
     ) -> Result<Arc<ReleaseOutput>> {
         self.store.release(entry, limit, state, &self.asker()).await
+    }
+
+    /// The table an examining function (`anonymize_attack`, `anonymize_utility`) reads as
+    /// the release: the one `release =>` named, else the cached release of `entry` (drawn
+    /// and charged only if no call drew it yet).
+    async fn examined_release(
+        &self,
+        entry: &CacheEntry,
+        limit: ReleaseRowLimit,
+        named: Option<&Arc<dyn TableProvider>>,
+        state: &SessionState,
+    ) -> Result<Arc<dyn TableProvider>> {
+        if let Some(table) = named {
+            return Ok(table.clone());
+        }
+        let output = self.release(entry, limit, state).await?;
+        Ok(Arc::new(LazyTable::new(
+            entry.request.release_schema(),
+            Arc::new(Ready(Arc::new(output.rows.clone()))),
+        )))
     }
 
     /// The cache entry of a bound call of `function` (the request validated, its cache
@@ -309,5 +330,24 @@ impl BatchProducer for ReleaseProducer {
             )?]),
             ReleaseView::Warnings => Arc::new(vec![metadata_batch(&output.warnings)?]),
         })
+    }
+}
+
+/// The table an optional argument `parameter` of `function` names, if given; an error
+/// if it names no table.
+fn named_table(
+    function: &str,
+    parameter: &str,
+    name: Option<&str>,
+    context: &mut dyn RelationPlannerContext,
+) -> Result<Option<Arc<dyn TableProvider>>> {
+    match name {
+        None => Ok(None),
+        Some(name) => match resolve_table(context, name)? {
+            Some(table) => Ok(Some(table)),
+            None => plan_err!(
+                "{function}(): {parameter} names the table '{name}', which does not exist"
+            ),
+        },
     }
 }

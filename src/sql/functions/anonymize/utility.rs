@@ -8,18 +8,17 @@ use async_trait::async_trait;
 use datafusion::arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
-use datafusion::common::{plan_err, Result};
+use datafusion::common::Result;
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
-use super::{ReleaseCache, ANONYMIZE_PARAMS};
+use super::{named_table, ReleaseCache, ANONYMIZE_PARAMS};
 use crate::params::{ParamDefault, ParamKind, ParamValues};
 use crate::release::ReleaseRowLimit;
 use crate::releases::CacheEntry;
 use crate::sql::args::{bind, CallArgs, ParamSpec};
 use crate::sql::planner::SqlTableFunction;
-use crate::sql::resolve::resolve_table;
-use crate::tables::lazy::{Cached, Compute, LazyTable, Ready};
+use crate::tables::lazy::{Cached, Compute, LazyTable};
 use crate::utility::{utility_of_release, UtilityPlan};
 
 const NAME: &str = "anonymize_utility";
@@ -102,17 +101,7 @@ impl SqlTableFunction for UtilityFunction {
         let mut bound = bind(NAME, &UTILITY_PARAMS, &["source"], args)?;
         let own = bound.take(&own_names);
         let values = ParamValues::parse(NAME, NAME, OWN_PARAMS, own.values())?;
-        let release = match values.opt_text("release") {
-            None => None,
-            Some(name) => match resolve_table(context, name)? {
-                Some(table) => Some(table),
-                None => {
-                    return plan_err!(
-                        "{NAME}(): release names the table '{name}', which does not exist"
-                    )
-                }
-            },
-        };
+        let release = named_table(NAME, "release", values.opt_text("release"), context)?;
         let plan = UtilityPlan {
             metrics: values.text("metrics")?.to_string(),
             seed: values.u64("utility_seed")?,
@@ -146,16 +135,10 @@ struct UtilityRows {
 impl Compute for UtilityRows {
     async fn compute(&self, state: &SessionState) -> Result<Vec<RecordBatch>> {
         let request = &self.entry.request;
-        let release: Arc<dyn TableProvider> = match &self.release {
-            Some(table) => table.clone(),
-            None => {
-                let output = self.cache.release(&self.entry, self.limit, state).await?;
-                Arc::new(LazyTable::new(
-                    request.release_schema(),
-                    Arc::new(Ready(Arc::new(output.rows.clone()))),
-                ))
-            }
-        };
+        let release = self
+            .cache
+            .examined_release(&self.entry, self.limit, self.release.as_ref(), state)
+            .await?;
         let figures = utility_of_release(
             request,
             release,
