@@ -1287,43 +1287,19 @@ fn hostile_connections_and_statements_leave_the_server_serving() {
     std::thread::sleep(Duration::from_secs(10));
     assert!(psql(server.postgres, "analyst", "analyst-pw", sql).is_ok());
     drop(idle);
-    // A user's logins past their limit are refused by name.
+    // A user's logins past their limit are refused by name. The flood's last sockets may
+    // still be in the listener's queue, so a holding login is made again until psql has
+    // answered a statement on it.
     let holding: Vec<Child> = (0..2)
-        .map(|_| {
-            // psql logged in and waiting for statements on its standard input.
-            psql_command("127.0.0.1")
-                .args([
-                    "-p",
-                    &server.postgres.to_string(),
-                    "-U",
-                    "analyst2",
-                    "-d",
-                    "datafusion",
-                    "-X",
-                    "-f",
-                    "-",
-                ])
-                .env("PGPASSWORD", "analyst2-pw")
-                .stdin(Stdio::piped())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("psql runs")
-        })
+        .map(|_| hold_login(server.postgres, "analyst2", "analyst2-pw"))
         .collect();
-    // The two hold their logins once psql has connected (seconds on a loaded machine): until
-    // then a third login may still get in, so it is tried again until refused.
-    let refused = |r: &Result<_, String>| {
-        r.as_ref()
-            .is_err_and(|e| e.contains("too many connections for user \"analyst2\""))
-    };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut third = psql(server.postgres, "analyst2", "analyst2-pw", sql);
-    while !refused(&third) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(500));
-        third = psql(server.postgres, "analyst2", "analyst2-pw", sql);
-    }
-    assert!(refused(&third), "{third:?}");
+    let third = psql(server.postgres, "analyst2", "analyst2-pw", sql);
+    assert!(
+        third
+            .as_ref()
+            .is_err_and(|e| e.contains("too many connections for user \"analyst2\"")),
+        "{third:?}"
+    );
     for mut child in holding {
         let _ = child.kill();
         let _ = child.wait();
@@ -1355,6 +1331,41 @@ fn hostile_connections_and_statements_leave_the_server_serving() {
     }
     assert!(psql(server.postgres, "analyst", "analyst-pw", sql).is_ok());
     assert!(server_alive(&server));
+}
+
+/// A psql session of `user`, logged in and waiting for statements on its standard input:
+/// psql is started again (for up to 30 s) until it answers a first statement.
+fn hold_login(port: u16, user: &str, password: &str) -> Child {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut child = psql_command("127.0.0.1")
+            .args(["-p", &port.to_string(), "-U", user, "-d", "datafusion"])
+            .args(["-X", "-A", "-t", "-f", "-"])
+            .env("PGPASSWORD", password)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("psql runs");
+        let mut stdin = child.stdin.take().expect("psql's input");
+        let answered = writeln!(stdin, "SELECT 'held';").is_ok() && {
+            let mut line = String::new();
+            let stdout = child.stdout.take().expect("psql's output");
+            // psql either answers or ends (its output closes) when the login is refused.
+            BufReader::new(stdout).read_line(&mut line).is_ok() && line.trim() == "held"
+        };
+        if answered {
+            child.stdin = Some(stdin);
+            return child;
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            Instant::now() < deadline,
+            "{user} could not log in for 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
 
 fn server_alive(server: &Running) -> bool {
