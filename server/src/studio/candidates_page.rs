@@ -45,29 +45,31 @@ const RISK_FIGURES: &[(&str, &str)] = &[
 ];
 
 /// The figures of a candidate's report shown side by side, with their names.
-const CANDIDATE_FIGURES: &[(&str, &str, bool)] = &[
-    ("after:rows", "rows released", false),
-    ("after:suppressed", "rows suppressed", false),
-    ("after:min_class_size", "smallest class", false),
+const CANDIDATE_FIGURES: &[(&str, &str)] = &[
+    ("after:rows", "rows released"),
+    ("after:suppressed", "rows suppressed"),
+    ("after:min_class_size", "smallest class"),
     (
         "after:prosecutor_risk_max",
         "highest re-identification risk",
-        true,
     ),
     (
         "after:prosecutor_risk_avg",
         "average re-identification risk",
-        true,
+    ),
+    ("information_loss:ncp", "information loss (NCP, 0 best)"),
+    ("k_marginal_score", "2-way k-marginal score (1000 best)"),
+    (
+        "utility:k_marginal_sample_equivalent",
+        "as close to the source as a random sample of this share of it",
     ),
     (
-        "information_loss:ncp",
-        "information loss (NCP, 0 best)",
-        true,
+        "utility:pmse",
+        "how well a decision tree tells released rows from source rows (pMSE, 0 best)",
     ),
     (
-        "k_marginal_score",
-        "2-way k-marginal score (1000 best)",
-        true,
+        "utility:unique_exact_match_share",
+        "share of the source's unique records released unchanged",
     ),
 ];
 
@@ -241,7 +243,7 @@ pub fn candidates(body: &mut String, user: &StudioUser, bench: &Workbench) {
         let _ = write!(body, "<td>{}</td>", guarantee(c));
     }
     body.push_str("</tr>");
-    for (key, label, _) in CANDIDATE_FIGURES {
+    for (key, label) in CANDIDATE_FIGURES {
         let _ = write!(body, "<tr data-figure=\"{key}\"><th>{label}</th>");
         for trial in &bench.trials {
             let cell = match trial {

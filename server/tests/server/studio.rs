@@ -303,6 +303,12 @@ fn a_steward_publishes_adult_from_the_browser_and_an_analyst_reads_it_with_psql(
         scores.iter().all(|s| (0.0..=1000.0).contains(s)),
         "{scores:?}"
     );
+    // The NIST CRC measures of each trial's report, side by side.
+    let pmse = figure("utility:pmse");
+    assert!(
+        pmse.len() == 3 && pmse.iter().all(|p| (0.0..=0.25).contains(p)),
+        "{pmse:?}"
+    );
     // Each trial is checked against HIPAA Safe Harbor before anything is published.
     let safe_harbor: Vec<String> = seen["side_by_side"]
         .as_array()
