@@ -248,6 +248,15 @@ impl Marginals {
 
     /// Adds `count` records with `values` (one per binner; `None` for NULL).
     pub fn add(&mut self, binners: &[Binner], side: Side, values: &[Option<&str>], count: f64) {
+        if side == Side::Input {
+            let bins: Vec<Option<usize>> = binners
+                .iter()
+                .zip(values)
+                .map(|(binner, value)| value.and_then(|v| binner.input_bin(v)))
+                .collect();
+            self.add_input_bins(&bins, count);
+            return;
+        }
         self.records += count;
         let spreads: Vec<Option<SpreadRef<'_>>> = binners
             .iter()
@@ -286,6 +295,29 @@ impl Marginals {
                             *cells.entry((x, y)).or_default() += count * wx * wy;
                         }
                     }
+                }
+                pair += 1;
+            }
+        }
+    }
+}
+
+impl Marginals {
+    /// Adds `count` input records whose values fall in `bins` (one per binner; `None` for
+    /// NULL or a value the bins do not know), the way [`Marginals::add`] counts the input.
+    pub fn add_input_bins(&mut self, bins: &[Option<usize>], count: f64) {
+        self.records += count;
+        for (c, bin) in bins.iter().enumerate() {
+            match bin {
+                Some(b) => self.one_way[c][*b] += count,
+                None => self.unknown[c] += count,
+            }
+        }
+        let mut pair = 0;
+        for a in 0..bins.len() {
+            for b in a + 1..bins.len() {
+                if let (Some(x), Some(y)) = (bins[a], bins[b]) {
+                    *self.two_way[pair].entry((x, y)).or_default() += count;
                 }
                 pair += 1;
             }

@@ -12,7 +12,7 @@ pub mod pmse;
 pub mod reading;
 pub mod subsample;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
@@ -23,11 +23,11 @@ use datafusion::execution::SessionState;
 use crate::assess::Population;
 use crate::engine::AnonymizeRequest;
 use crate::names::parse_list;
-use crate::report::bins::k_marginal_score;
+use crate::report::bins::{k_marginal_score, Binner};
 use exact_matches::unique_exact_matches;
 use pmse::{pmse, Cell, MAX_DEPTH};
 use reading::{for_each_row, read_columns, Reading};
-use subsample::{equivalent_share, sample_scores, Groups};
+use subsample::{equivalent_share, sample_scores};
 
 const NAME: &str = "anonymize_utility";
 
@@ -101,6 +101,8 @@ pub async fn utility_of_release(
 pub(crate) fn figures_of(reading: &Reading, plan: &UtilityPlan) -> Result<Vec<Figure>> {
     let kinds = plan.kinds()?;
     let columns = reading.columns.len();
+    let coded = code_cells(&reading.input_counts, &reading.release_counts, columns)?;
+    let cells = &coded.cells;
     let mut figures = Vec::new();
     if kinds.contains(&"k_marginal") {
         let score = k_marginal_score(&reading.input, &reading.release).map(|(s, _)| s);
@@ -112,8 +114,8 @@ pub(crate) fn figures_of(reading: &Reading, plan: &UtilityPlan) -> Result<Vec<Fi
                 "0 to 1000: 1000 × (1 − total variation distance) between the source's and the release's joint distributions, averaged over the {pairs} pairs of the {columns} released columns (SDNist's k-marginal score); a generalized value spreads evenly over the bins of the values it covers"
             ),
         });
-        let groups = groups(&reading.input_counts)?;
-        let samples = sample_scores(&reading.binners, &reading.input, &groups, plan.seed);
+        let (bins, counts) = coded.source_groups(&reading.binners);
+        let samples = sample_scores(&reading.binners, &reading.input, &bins, &counts, plan.seed);
         let equivalent = score.and_then(|s| equivalent_share(&samples, s));
         let listed: Vec<String> = samples
             .iter()
@@ -128,9 +130,8 @@ pub(crate) fn figures_of(reading: &Reading, plan: &UtilityPlan) -> Result<Vec<Fi
             ),
         });
     }
-    let cells = cells(&reading.input_counts, &reading.release_counts, columns)?;
     if kinds.contains(&"pmse") {
-        let p = pmse(&cells, columns, MAX_DEPTH);
+        let p = pmse(cells, columns, MAX_DEPTH);
         figures.push(Figure {
             metric: "pmse",
             value: p.map(|p| p.value),
@@ -146,7 +147,7 @@ pub(crate) fn figures_of(reading: &Reading, plan: &UtilityPlan) -> Result<Vec<Fi
         });
     }
     if kinds.contains(&"uem") {
-        let m = unique_exact_matches(&cells);
+        let m = unique_exact_matches(cells);
         figures.push(Figure {
             metric: "unique_exact_matches",
             value: Some(m.matched as f64),
@@ -167,22 +168,49 @@ pub(crate) fn figures_of(reading: &Reading, plan: &UtilityPlan) -> Result<Vec<Fi
     Ok(figures)
 }
 
-/// The source's distinct rows and their counts.
-fn groups(counts: &[RecordBatch]) -> Result<Groups> {
-    let mut out = Groups::new();
-    for_each_row(counts, |values, n| {
-        out.push((
-            values.iter().map(|v| v.map(str::to_string)).collect(),
-            n as u64,
-        ))
-    })?;
-    Ok(out)
+/// Both tables' distinct rows on one coding ([`code_cells`]), and each column's values by
+/// code.
+struct Coded {
+    cells: Vec<Cell>,
+    /// Per column, the value of each code.
+    values: Vec<Vec<Option<String>>>,
+}
+
+impl Coded {
+    /// The source's distinct rows as the k-marginal bins read them: each row's bin per
+    /// column (`None` for NULL or a value the bins do not know) and how many source
+    /// records hold it. A value's bin is looked up once, not once per row.
+    fn source_groups(&self, binners: &[Binner]) -> (Vec<Vec<Option<usize>>>, Vec<u64>) {
+        let code_bins: Vec<Vec<Option<usize>>> = binners
+            .iter()
+            .zip(&self.values)
+            .map(|(binner, values)| {
+                values
+                    .iter()
+                    .map(|v| v.as_deref().and_then(|v| binner.input_bin(v)))
+                    .collect()
+            })
+            .collect();
+        self.cells
+            .iter()
+            .filter(|cell| cell.source > 0.0)
+            .map(|cell| {
+                let bins = cell
+                    .codes
+                    .iter()
+                    .zip(&code_bins)
+                    .map(|(&code, bins)| bins[code as usize])
+                    .collect();
+                (bins, cell.source as u64)
+            })
+            .unzip()
+    }
 }
 
 /// Both tables' distinct rows on one coding: per column, every value either table holds,
 /// numbers in numeric order when every value of the column is one, else in text order,
 /// NULL first; rows equal in both tables share a cell.
-fn cells(source: &[RecordBatch], release: &[RecordBatch], columns: usize) -> Result<Vec<Cell>> {
+fn code_cells(source: &[RecordBatch], release: &[RecordBatch], columns: usize) -> Result<Coded> {
     let mut rows: Vec<(Vec<Option<String>>, f64, f64)> = Vec::new();
     for (batches, side) in [(source, 0), (release, 1)] {
         for_each_row(batches, |values, n| {
@@ -194,11 +222,12 @@ fn cells(source: &[RecordBatch], release: &[RecordBatch], columns: usize) -> Res
             })
         })?;
     }
-    let mut coding: Vec<HashMap<Option<String>, u32>> = Vec::with_capacity(columns);
+    let mut values_by_code: Vec<Vec<Option<String>>> = Vec::with_capacity(columns);
+    let mut coding: Vec<HashMap<Option<&str>, u32>> = Vec::with_capacity(columns);
     for c in 0..columns {
-        let mut values: Vec<Option<String>> = rows.iter().map(|r| r.0[c].clone()).collect();
+        let distinct: HashSet<Option<&str>> = rows.iter().map(|r| r.0[c].as_deref()).collect();
+        let mut values: Vec<Option<&str>> = distinct.into_iter().collect();
         values.sort_unstable();
-        values.dedup();
         let numeric: Option<Vec<f64>> = values
             .iter()
             .flatten()
@@ -206,18 +235,19 @@ fn cells(source: &[RecordBatch], release: &[RecordBatch], columns: usize) -> Res
             .collect();
         if let Some(numbers) = numeric {
             let has_null = values.first().is_some_and(Option::is_none);
-            let mut order: Vec<(f64, Option<String>)> = numbers
+            let mut order: Vec<(f64, Option<&str>)> = numbers
                 .into_iter()
-                .zip(values.iter().skip(usize::from(has_null)).cloned())
+                .zip(values.iter().skip(usize::from(has_null)).copied())
                 .collect();
             order.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let mut sorted: Vec<Option<String>> = Vec::with_capacity(values.len());
+            let mut sorted: Vec<Option<&str>> = Vec::with_capacity(values.len());
             if has_null {
                 sorted.push(None);
             }
             sorted.extend(order.into_iter().map(|(_, v)| v));
             values = sorted;
         }
+        values_by_code.push(values.iter().map(|v| v.map(str::to_string)).collect());
         coding.push(
             values
                 .into_iter()
@@ -227,11 +257,11 @@ fn cells(source: &[RecordBatch], release: &[RecordBatch], columns: usize) -> Res
         );
     }
     let mut merged: HashMap<Vec<u32>, (f64, f64)> = HashMap::new();
-    for (values, s, r) in rows {
+    for (values, s, r) in &rows {
         let codes: Vec<u32> = values
-            .into_iter()
+            .iter()
             .enumerate()
-            .map(|(c, v)| coding[c][&v])
+            .map(|(c, v)| coding[c][&v.as_deref()])
             .collect();
         let entry = merged.entry(codes).or_default();
         entry.0 += s;
@@ -246,5 +276,8 @@ fn cells(source: &[RecordBatch], release: &[RecordBatch], columns: usize) -> Res
         })
         .collect();
     cells.sort_by(|a, b| a.codes.cmp(&b.codes));
-    Ok(cells)
+    Ok(Coded {
+        cells,
+        values: values_by_code,
+    })
 }

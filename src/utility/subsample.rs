@@ -6,29 +6,28 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-use crate::report::bins::{k_marginal_score, Binner, Marginals, Side};
+use crate::report::bins::{k_marginal_score, Binner, Marginals};
 
 /// The sampled shares of the source, SDNist's.
 pub const FRACTIONS: [f64; 11] = [0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9];
 
-/// The source's distinct rows of the released columns (text, `None` for NULL) and how many
-/// records hold each.
-pub type Groups = Vec<(Vec<Option<String>>, u64)>;
-
 /// The k-marginal score of a random sample of each share in [`FRACTIONS`] against the
 /// source (`input`, its counts on `binners`): `(share, score)`; empty without two columns.
+/// The source's records come in groups: `counts[g]` records whose bins are `bins[g]`.
 pub fn sample_scores(
     binners: &[Binner],
     input: &Marginals,
-    groups: &Groups,
+    bins: &[Vec<Option<usize>>],
+    counts: &[u64],
     seed: u64,
 ) -> Vec<(f64, f64)> {
-    let records: u64 = groups.iter().map(|(_, n)| n).sum();
+    let records: u64 = counts.iter().sum();
     // Record r belongs to group owner[r].
     let mut owner: Vec<u32> = Vec::with_capacity(records as usize);
-    for (g, (_, n)) in groups.iter().enumerate() {
+    for (g, n) in counts.iter().enumerate() {
         owner.extend(std::iter::repeat_n(g as u32, *n as usize));
     }
+    let mut dense = DenseCounts::new(binners);
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let mut out = Vec::with_capacity(FRACTIONS.len());
     for &share in &FRACTIONS {
@@ -38,22 +37,86 @@ pub fn sample_scores(
             let j = rng.random_range(i..owner.len());
             owner.swap(i, j);
         }
-        let mut counts = vec![0u64; groups.len()];
+        let mut taken = vec![0u64; counts.len()];
         for &g in &owner[..take.min(owner.len())] {
-            counts[g as usize] += 1;
+            taken[g as usize] += 1;
         }
-        let mut sample = Marginals::new(binners);
-        for ((values, _), &n) in groups.iter().zip(&counts) {
-            if n > 0 {
-                let values: Vec<Option<&str>> = values.iter().map(|v| v.as_deref()).collect();
-                sample.add(binners, Side::Input, &values, n as f64);
-            }
-        }
+        let sample = dense.marginals(binners, bins, &taken);
         if let Some((score, _)) = k_marginal_score(input, &sample) {
             out.push((share, score));
         }
     }
     out
+}
+
+/// A sample's one- and two-way counts in flat arrays (a column has at most a few dozen
+/// bins), turned into [`Marginals`] once the sample is counted: the same counts as
+/// [`Marginals::add_input_bins`] record by record, without a map lookup per record.
+struct DenseCounts {
+    /// Bins per column.
+    sizes: Vec<usize>,
+    /// Per pair `(a, b)`, `a < b`, in order: `sizes[a] × sizes[b]` counts.
+    two_way: Vec<Vec<f64>>,
+}
+
+impl DenseCounts {
+    fn new(binners: &[Binner]) -> Self {
+        let sizes: Vec<usize> = binners.iter().map(|b| b.labels.len()).collect();
+        let mut two_way = Vec::new();
+        for a in 0..sizes.len() {
+            for b in a + 1..sizes.len() {
+                two_way.push(vec![0.0; sizes[a] * sizes[b]]);
+            }
+        }
+        Self { sizes, two_way }
+    }
+
+    /// The marginals of `counts[g]` records of each group `g`, whose bins are `bins[g]`.
+    fn marginals(
+        &mut self,
+        binners: &[Binner],
+        bins: &[Vec<Option<usize>>],
+        counts: &[u64],
+    ) -> Marginals {
+        let mut out = Marginals::new(binners);
+        for cells in &mut self.two_way {
+            cells.fill(0.0);
+        }
+        for (group, &n) in bins.iter().zip(counts) {
+            if n == 0 {
+                continue;
+            }
+            let n = n as f64;
+            out.records += n;
+            for (c, bin) in group.iter().enumerate() {
+                match bin {
+                    Some(b) => out.one_way[c][*b] += n,
+                    None => out.unknown[c] += n,
+                }
+            }
+            let mut pair = 0;
+            for a in 0..group.len() {
+                for b in a + 1..group.len() {
+                    if let (Some(x), Some(y)) = (group[a], group[b]) {
+                        self.two_way[pair][x * self.sizes[b] + y] += n;
+                    }
+                    pair += 1;
+                }
+            }
+        }
+        let mut pair = 0;
+        for a in 0..self.sizes.len() {
+            for b in a + 1..self.sizes.len() {
+                for (i, &n) in self.two_way[pair].iter().enumerate() {
+                    if n > 0.0 {
+                        out.two_way[pair].insert((i / self.sizes[b], i % self.sizes[b]), n);
+                    }
+                }
+                pair += 1;
+            }
+        }
+        out
+    }
 }
 
 /// The largest sampled share whose score `score` reaches (`None` below the smallest).
@@ -70,6 +133,10 @@ pub fn equivalent_share(samples: &[(f64, f64)], score: f64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::bins::Side;
+
+    /// Distinct rows and how many records hold each.
+    type Groups = Vec<(Vec<Option<String>>, u64)>;
 
     fn groups() -> Groups {
         let mut out = Groups::new();
@@ -82,6 +149,20 @@ mod tests {
             }
         }
         out
+    }
+
+    /// Each group's bin per column.
+    fn bins_of(binners: &[Binner], groups: &Groups) -> Vec<Vec<Option<usize>>> {
+        groups
+            .iter()
+            .map(|(values, _)| {
+                binners
+                    .iter()
+                    .zip(values)
+                    .map(|(b, v)| v.as_deref().and_then(|v| b.input_bin(v)))
+                    .collect()
+            })
+            .collect()
     }
 
     fn binners(groups: &Groups) -> Vec<Binner> {
@@ -103,6 +184,31 @@ mod tests {
     }
 
     #[test]
+    fn the_flat_counts_are_the_record_by_record_counts() {
+        let binners = binners(&groups());
+        // NULLs and a value the bins do not know count as unknown in their column.
+        let mut groups = groups();
+        groups[1].0[1] = None;
+        groups[4].0[0] = Some("9".into());
+        let bins = bins_of(&binners, &groups);
+        // Some groups left out of the sample, the others at other counts.
+        let counts: Vec<u64> = (0..groups.len() as u64).map(|g| g % 3).collect();
+        let mut expected = Marginals::new(&binners);
+        for (group, &n) in bins.iter().zip(&counts) {
+            if n > 0 {
+                expected.add_input_bins(group, n as f64);
+            }
+        }
+        let got = DenseCounts::new(&binners).marginals(&binners, &bins, &counts);
+        assert_eq!(got.records, expected.records);
+        assert_eq!(got.one_way, expected.one_way);
+        assert_eq!(got.unknown, expected.unknown);
+        assert_eq!(got.two_way, expected.two_way);
+        assert!(got.two_way.iter().any(|cells| !cells.is_empty()));
+        assert!(got.unknown.iter().all(|&n| n > 0.0), "{:?}", got.unknown);
+    }
+
+    #[test]
     fn larger_samples_score_closer_and_the_whole_source_scores_1000() {
         let groups = groups();
         let binners = binners(&groups);
@@ -111,14 +217,16 @@ mod tests {
             let values: Vec<Option<&str>> = values.iter().map(|v| v.as_deref()).collect();
             input.add(&binners, Side::Input, &values, *n as f64);
         }
-        let scores = sample_scores(&binners, &input, &groups, 7);
+        let bins = bins_of(&binners, &groups);
+        let counts: Vec<u64> = groups.iter().map(|(_, n)| *n).collect();
+        let scores = sample_scores(&binners, &input, &bins, &counts, 7);
         assert_eq!(scores.len(), FRACTIONS.len());
         // 1 % of the 126 records is 1 record: far from the source; 90 % is close.
         assert!(scores[0].1 < 400.0, "{scores:?}");
         assert!(scores[10].1 > 900.0, "{scores:?}");
         assert!(scores[10].1 > scores[1].1, "{scores:?}");
         // The same seed, the same samples.
-        assert_eq!(scores, sample_scores(&binners, &input, &groups, 7));
+        assert_eq!(scores, sample_scores(&binners, &input, &bins, &counts, 7));
         assert_eq!(equivalent_share(&scores, 1000.0), Some(0.9));
         assert_eq!(equivalent_share(&scores, scores[0].1 - 1.0), None);
     }
