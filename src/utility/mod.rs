@@ -12,12 +12,11 @@ pub mod pmse;
 pub mod reading;
 pub mod subsample;
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::catalog::TableProvider;
-use datafusion::common::{plan_err, Result};
+use datafusion::common::{plan_err, HashMap, HashSet, Result};
 use datafusion::execution::SessionState;
 
 use crate::assess::Population;
