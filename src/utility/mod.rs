@@ -210,45 +210,48 @@ impl Coded {
 /// numbers in numeric order when every value of the column is one, else in text order,
 /// NULL first; rows equal in both tables share a cell.
 fn code_cells(source: &[RecordBatch], release: &[RecordBatch], columns: usize) -> Result<Coded> {
-    let mut rows: Vec<(Vec<Option<String>>, f64, f64)> = Vec::new();
+    // Every row of both tables, flat: `columns` values per row, and its two counts.
+    let mut values: Vec<Option<&str>> = Vec::new();
+    let mut counts: Vec<(f64, f64)> = Vec::new();
     for (batches, side) in [(source, 0), (release, 1)] {
-        for_each_row(batches, |values, n| {
-            let values = values.iter().map(|v| v.map(str::to_string)).collect();
-            rows.push(if side == 0 {
-                (values, n, 0.0)
-            } else {
-                (values, 0.0, n)
-            })
+        for_each_row(batches, |row, n| {
+            values.extend_from_slice(row);
+            counts.push(if side == 0 { (n, 0.0) } else { (0.0, n) });
         })?;
     }
     let mut values_by_code: Vec<Vec<Option<String>>> = Vec::with_capacity(columns);
     let mut coding: Vec<HashMap<Option<&str>, u32>> = Vec::with_capacity(columns);
     for c in 0..columns {
-        let distinct: HashSet<Option<&str>> = rows.iter().map(|r| r.0[c].as_deref()).collect();
-        let mut values: Vec<Option<&str>> = distinct.into_iter().collect();
-        values.sort_unstable();
-        let numeric: Option<Vec<f64>> = values
+        let distinct: HashSet<Option<&str>> = values
+            .iter()
+            .skip(c)
+            .step_by(columns.max(1))
+            .copied()
+            .collect();
+        let mut column: Vec<Option<&str>> = distinct.into_iter().collect();
+        column.sort_unstable();
+        let numeric: Option<Vec<f64>> = column
             .iter()
             .flatten()
             .map(|v| v.trim().parse::<f64>().ok().filter(|x| x.is_finite()))
             .collect();
         if let Some(numbers) = numeric {
-            let has_null = values.first().is_some_and(Option::is_none);
+            let has_null = column.first().is_some_and(Option::is_none);
             let mut order: Vec<(f64, Option<&str>)> = numbers
                 .into_iter()
-                .zip(values.iter().skip(usize::from(has_null)).copied())
+                .zip(column.iter().skip(usize::from(has_null)).copied())
                 .collect();
             order.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let mut sorted: Vec<Option<&str>> = Vec::with_capacity(values.len());
+            let mut sorted: Vec<Option<&str>> = Vec::with_capacity(column.len());
             if has_null {
                 sorted.push(None);
             }
             sorted.extend(order.into_iter().map(|(_, v)| v));
-            values = sorted;
+            column = sorted;
         }
-        values_by_code.push(values.iter().map(|v| v.map(str::to_string)).collect());
+        values_by_code.push(column.iter().map(|v| v.map(str::to_string)).collect());
         coding.push(
-            values
+            column
                 .into_iter()
                 .enumerate()
                 .map(|(i, v)| (v, i as u32))
@@ -256,15 +259,23 @@ fn code_cells(source: &[RecordBatch], release: &[RecordBatch], columns: usize) -
         );
     }
     let mut merged: HashMap<Vec<u32>, (f64, f64)> = HashMap::new();
-    for (values, s, r) in &rows {
-        let codes: Vec<u32> = values
+    if columns == 0 {
+        // No column: every row is the one empty row.
+        let totals = counts
             .iter()
-            .enumerate()
-            .map(|(c, v)| coding[c][&v.as_deref()])
-            .collect();
-        let entry = merged.entry(codes).or_default();
-        entry.0 += s;
-        entry.1 += r;
+            .fold((0.0, 0.0), |(s, r), (x, y)| (s + x, r + y));
+        merged.insert(Vec::new(), totals);
+    } else {
+        for (row, (s, r)) in values.chunks_exact(columns).zip(&counts) {
+            let codes: Vec<u32> = row
+                .iter()
+                .zip(&coding)
+                .map(|(v, coding)| coding[v])
+                .collect();
+            let entry = merged.entry(codes).or_default();
+            entry.0 += s;
+            entry.1 += r;
+        }
     }
     let mut cells: Vec<Cell> = merged
         .into_iter()

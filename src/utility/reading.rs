@@ -163,9 +163,9 @@ fn value_counts(grouped: &[RecordBatch], qi: usize, sensitive: usize) -> Result<
 }
 
 /// Calls `each` with every row's values (text, `None` for NULL) and record count.
-pub(crate) fn for_each_row(
-    batches: &[RecordBatch],
-    mut each: impl FnMut(&[Option<&str>], f64),
+pub(crate) fn for_each_row<'a>(
+    batches: &'a [RecordBatch],
+    mut each: impl FnMut(&[Option<&'a str>], f64),
 ) -> Result<()> {
     for batch in batches {
         let width = batch.num_columns() - 1;
