@@ -6,6 +6,7 @@ use crate::budget::config::AnonymizeOptions;
 use crate::progress::ProgressFn;
 use crate::pseudonym::PseudonymKey;
 use crate::public::policy::PublicPolicy;
+use crate::releases::events::ReleaseEventFn;
 pub use crate::releases::Principal;
 use crate::releases::SharedReleases;
 
@@ -58,6 +59,9 @@ pub struct RegisterOptions {
     /// The user whose requests this registration makes, with their quota (default: none,
     /// only the table's budget applies).
     pub principal: Option<Principal>,
+    /// Told of every release a call of this registration is served: drawn and charged
+    /// now, or read from the store (default: nobody). A server's audit trail listens here.
+    pub on_release: Option<ReleaseEventFn>,
 }
 
 impl std::fmt::Debug for RegisterOptions {

@@ -79,6 +79,7 @@ pub use public::statements::{
     check_plan as check_public_plan, check_sql_statement as check_public_sql_statement,
     check_statement as check_public_statement, PublicRefusal, PUBLIC_SETTINGS,
 };
+pub use releases::events::{ReleaseEvent, ReleaseEventFn};
 pub use releases::publications::PublishedRelease;
 pub use releases::{publication_report_path, SharedReleases};
 pub use report::html::escape as escape_html;

@@ -7,6 +7,7 @@ use datafusion::common::{exec_err, DataFusionError, Result};
 use datafusion::execution::SessionState;
 
 use super::charges::{PendingCharges, Principal};
+use super::events::{ReleaseEvent, ReleaseEventFn};
 use super::kept_draws::{self, KeptDraw};
 use super::{CacheEntry, SharedReleases, TableVersion};
 use crate::budget::{charge_release, Cost};
@@ -26,6 +27,8 @@ pub(crate) struct Asker {
     pub(crate) principal: Option<Principal>,
     /// Called as long searches progress.
     pub(crate) progress: Option<ProgressFn>,
+    /// Told of every release a call is served.
+    pub(crate) on_release: Option<ReleaseEventFn>,
 }
 
 impl SharedReleases {
@@ -47,6 +50,9 @@ impl SharedReleases {
         tables.extend(request.qi.iter().filter_map(|q| q.hierarchy.as_ref()));
         let version = TableVersion::of(&tables, state).await?;
         let cell = entry.cell_for(version);
+        // What this call charged, if it drew the release (`None` when served from the
+        // store).
+        let drawn: std::sync::Mutex<Option<Cost>> = std::sync::Mutex::new(None);
         let output = cell
             .get_or_try_init(|| async {
                 // A release this request drew in an earlier process over the same tables
@@ -89,6 +95,9 @@ impl SharedReleases {
                 match (computed.await, &asker.public) {
                     (Ok(mut output), _) => {
                         pending.keep();
+                        if let Ok(mut slot) = drawn.lock() {
+                            *slot = Some(cost);
+                        }
                         if let (Some(kept), Some(seed)) = (&kept, seed) {
                             kept.record(&seed, &mut output);
                         }
@@ -113,6 +122,17 @@ impl SharedReleases {
                 }
             })
             .await?;
+        if let Some(on_release) = &asker.on_release {
+            let charged = drawn.lock().ok().and_then(|slot| *slot);
+            on_release(&ReleaseEvent {
+                account: request.account(),
+                method: request.method.name().to_string(),
+                drawn: charged.is_some(),
+                epsilon: charged.map_or(0.0, |c| c.epsilon),
+                delta: charged.map_or(0.0, |c| c.delta),
+                seeded: request.seed.is_some(),
+            });
+        }
         // The ceiling is checked on the released rows, a function of the release itself:
         // the refusal reveals nothing beyond it, and the charge stays (the draw happened,
         // and the same release is refused again, never drawn anew).

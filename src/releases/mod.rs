@@ -24,6 +24,7 @@ use crate::public::published::PublishedNames;
 
 mod charges;
 mod draw;
+pub mod events;
 mod kept_draws;
 pub(crate) mod publications;
 mod published_files;

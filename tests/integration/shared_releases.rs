@@ -293,3 +293,56 @@ async fn a_release_whose_client_went_away_is_charged_to_nobody() -> Result<()> {
     assert_eq!(site.spent().await?, (1, 1.0));
     Ok(())
 }
+
+/// `RegisterOptions::on_release` hears each call that is served a release: the call that
+/// drew it with what it charged, later calls as reads that charged nothing, a seeded trial
+/// as seeded; a refused release is no event.
+#[tokio::test]
+async fn each_served_release_is_told_with_its_charge() -> Result<()> {
+    use datafusion_anonymize::ReleaseEvent;
+    use std::sync::{Arc, Mutex};
+    let site = Site::new().await?;
+    let heard: Arc<Mutex<Vec<(String, ReleaseEvent)>>> = Arc::default();
+    let listener = |who: &'static str| {
+        let heard = heard.clone();
+        Some(Arc::new(move |event: &ReleaseEvent| {
+            heard.lock().unwrap().push((who.to_string(), event.clone()))
+        }) as datafusion_anonymize::ReleaseEventFn)
+    };
+    let user = |name: &'static str, quota: f64| {
+        public_session(
+            &site.owner,
+            RegisterOptions {
+                releases: Some(site.releases.clone()),
+                principal: Some(Principal {
+                    name: name.into(),
+                    epsilon_quota: quota,
+                }),
+                on_release: listener(name),
+                ..RegisterOptions::public(crate::common::h_policy(&["t"]), 3.0)
+            },
+        )
+    };
+    let (alice, bob) = (user("alice", 1.5)?, user("bob", 1.5)?);
+    let sql = release(1.0, "age=1, sex=1");
+    assert!(rows(&alice, &sql).await.is_ok());
+    assert!(rows(&bob, &sql).await.is_ok());
+    // Past alice's quota: refused, nothing drawn, nothing told.
+    assert!(rows(&alice, &release(1.0, "age=2, sex=1")).await.is_err());
+    let event = |drawn: bool, epsilon: f64| ReleaseEvent {
+        account: "datafusion.public.t".into(),
+        method: "dp_histogram".into(),
+        drawn,
+        epsilon,
+        delta: 0.0,
+        seeded: false,
+    };
+    assert_eq!(
+        heard.lock().unwrap().clone(),
+        vec![
+            ("alice".to_string(), event(true, 1.0)),
+            ("bob".to_string(), event(false, 0.0)),
+        ]
+    );
+    Ok(())
+}

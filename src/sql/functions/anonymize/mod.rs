@@ -23,6 +23,7 @@ use crate::progress::ProgressFn;
 use crate::pseudonym::PseudonymKey;
 use crate::public::PublicRules;
 use crate::release::{interval_means_schema, ReleaseRowLimit};
+use crate::releases::events::ReleaseEventFn;
 use crate::releases::{Asker, CacheEntry, SharedReleases};
 use crate::sql::args::{bind, BoundArgs, CallArgs, ParamSpec};
 use crate::sql::planner::SqlTableFunction;
@@ -80,6 +81,8 @@ pub struct ReleaseCache {
     pseudonym_key: Option<PseudonymKey>,
     /// The user whose requests this registration makes, if it has a quota.
     principal: Option<Principal>,
+    /// Told of every release a call is served.
+    on_release: Option<ReleaseEventFn>,
 }
 
 impl std::fmt::Debug for ReleaseCache {
@@ -98,6 +101,7 @@ impl ReleaseCache {
             public,
             pseudonym_key: options.pseudonym_key.clone(),
             principal: options.principal.clone(),
+            on_release: options.on_release.clone(),
             ..Self::default()
         }
     }
@@ -134,6 +138,7 @@ impl ReleaseCache {
             public: self.public.clone(),
             principal: self.principal.clone(),
             progress: self.progress.lock().ok().and_then(|p| p.clone()),
+            on_release: self.on_release.clone(),
         }
     }
 
