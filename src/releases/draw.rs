@@ -10,7 +10,7 @@ use super::charges::{PendingCharges, Principal};
 use super::events::{ReleaseEvent, ReleaseEventFn};
 use super::kept_draws::{self, KeptDraw};
 use super::{CacheEntry, SharedReleases, TableVersion};
-use crate::budget::{charge_release, Cost};
+use crate::budget::{self, charge_release, Cost};
 use crate::engine::{self, ReleaseOutput};
 use crate::progress::ProgressFn;
 use crate::public::{PublicRules, PUBLIC_FAILURE};
@@ -124,6 +124,14 @@ impl SharedReleases {
             .await?;
         if let Some(on_release) = &asker.on_release {
             let charged = drawn.lock().ok().and_then(|slot| *slot);
+            let ledger = budget::config::options(state.config_options()).ledger_path;
+            let quota_left = asker.principal.as_ref().and_then(|principal| {
+                let accounts = self.quota_accounts(principal, ledger.as_deref()).ok()?;
+                let spent = accounts
+                    .get(&request.account())
+                    .map_or(0.0, |a| a.epsilon_spent);
+                Some(principal.epsilon_quota - spent)
+            });
             on_release(&ReleaseEvent {
                 account: request.account(),
                 method: request.method.name().to_string(),
@@ -131,6 +139,7 @@ impl SharedReleases {
                 epsilon: charged.map_or(0.0, |c| c.epsilon),
                 delta: charged.map_or(0.0, |c| c.delta),
                 seeded: request.seed.is_some(),
+                quota_left,
             });
         }
         // The ceiling is checked on the released rows, a function of the release itself:

@@ -21,6 +21,9 @@ pub struct ReleaseEvent {
     pub delta: f64,
     /// Whether the release is seeded (an owner's trial: no guarantee, nothing charged).
     pub seeded: bool,
+    /// What is left of the asking user's ε quota on this source after the call, when the
+    /// registration's user has one ([`crate::Principal`]).
+    pub quota_left: Option<f64>,
 }
 
 /// Called with every [`ReleaseEvent`] of a registration's calls.

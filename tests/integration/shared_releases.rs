@@ -329,19 +329,20 @@ async fn each_served_release_is_told_with_its_charge() -> Result<()> {
     assert!(rows(&bob, &sql).await.is_ok());
     // Past alice's quota: refused, nothing drawn, nothing told.
     assert!(rows(&alice, &release(1.0, "age=2, sex=1")).await.is_err());
-    let event = |drawn: bool, epsilon: f64| ReleaseEvent {
+    let event = |drawn: bool, epsilon: f64, quota_left: f64| ReleaseEvent {
         account: "datafusion.public.t".into(),
         method: "dp_histogram".into(),
         drawn,
         epsilon,
         delta: 0.0,
         seeded: false,
+        quota_left: Some(quota_left),
     };
     assert_eq!(
         heard.lock().unwrap().clone(),
         vec![
-            ("alice".to_string(), event(true, 1.0)),
-            ("bob".to_string(), event(false, 0.0)),
+            ("alice".to_string(), event(true, 1.0, 0.5)),
+            ("bob".to_string(), event(false, 0.0, 1.5)),
         ]
     );
     Ok(())
