@@ -8,6 +8,7 @@ use std::time::Duration;
 use datafusion_anonymize::{parse_budget_limit, PublicPolicy};
 use serde::Deserialize;
 
+use crate::audit::AuditSettings;
 use crate::password::PasswordHash;
 
 /// How long a public statement may take unless `public_statement_timeout_seconds` says.
@@ -25,6 +26,13 @@ pub const DEFAULT_LOGIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a logged-in connection may stay idle unless `idle_session_timeout_seconds`
 /// says.
 pub const DEFAULT_IDLE_SESSION_TIMEOUT: Duration = Duration::from_secs(900);
+
+/// How large the audit trail's file grows before it is rotated, unless
+/// `audit_max_megabytes` says.
+pub const DEFAULT_AUDIT_MAX_MEGABYTES: u64 = 100;
+
+/// How many rotated audit files are kept, unless `audit_keep_files` says.
+pub const DEFAULT_AUDIT_KEEP_FILES: usize = 10;
 
 /// What `server.toml` holds, as written (paths relative to the file's folder).
 #[derive(Debug, Deserialize)]
@@ -48,6 +56,10 @@ struct File {
     login_timeout_seconds: Option<u64>,
     idle_session_timeout_seconds: Option<u64>,
     ledger: Option<PathBuf>,
+    audit: Option<PathBuf>,
+    audit_max_megabytes: Option<u64>,
+    audit_keep_files: Option<usize>,
+    audit_public_text: Option<String>,
     epsilon_budget: Option<toml::Value>,
     delta_budget: Option<toml::Value>,
     #[serde(default, rename = "user")]
@@ -109,6 +121,8 @@ pub struct Config {
     /// How long a logged-in connection may stay idle (no statement running).
     pub idle_session_timeout: Duration,
     pub ledger: Option<PathBuf>,
+    /// The audit trail, if the configuration names a file for it.
+    pub audit: Option<AuditSettings>,
     pub epsilon_budget: f64,
     pub delta_budget: f64,
     pub users: Vec<User>,
@@ -269,6 +283,48 @@ pub fn parse(text: &str, folder: &Path) -> Result<Config, String> {
     if users.is_empty() {
         return Err("no [[user]] is configured, so nobody could log in".into());
     }
+    let audit = match file.audit.map(resolve) {
+        None => {
+            if file.audit_max_megabytes.is_some()
+                || file.audit_keep_files.is_some()
+                || file.audit_public_text.is_some()
+            {
+                return Err("audit_max_megabytes, audit_keep_files and audit_public_text set how the audit trail is kept: name its file too (audit = \"audit.jsonl\")".into());
+            }
+            None
+        }
+        Some(path) => {
+            if path
+                .parent()
+                .is_some_and(|p| !p.as_os_str().is_empty() && !p.is_dir())
+            {
+                return Err(format!(
+                    "audit = '{}': its folder does not exist",
+                    path.display()
+                ));
+            }
+            let max_megabytes = positive(
+                "audit_max_megabytes",
+                file.audit_max_megabytes,
+                DEFAULT_AUDIT_MAX_MEGABYTES,
+            )?;
+            let hash_public_text = match file.audit_public_text.as_deref() {
+                None | Some("text") => false,
+                Some("hash") => true,
+                Some(other) => {
+                    return Err(format!(
+                        "audit_public_text = '{other}' is not 'text' (public users' statements kept as sent) or 'hash' (their SHA-256)"
+                    ))
+                }
+            };
+            Some(AuditSettings {
+                path,
+                max_bytes: max_megabytes.saturating_mul(1 << 20),
+                keep: file.audit_keep_files.unwrap_or(DEFAULT_AUDIT_KEEP_FILES),
+                hash_public_text,
+            })
+        }
+    };
     Ok(Config {
         postgres,
         flight_sql,
@@ -293,6 +349,7 @@ pub fn parse(text: &str, folder: &Path) -> Result<Config, String> {
             ),
             None => None,
         },
+        audit,
         epsilon_budget,
         delta_budget,
         users,
@@ -319,6 +376,42 @@ mod tests {
             &format!("postgres = \"127.0.0.1:5433\"\n{settings}\n{USER}"),
             Path::new("/etc/dfanon"),
         )
+    }
+
+    #[test]
+    fn the_audit_trail_has_defaults_and_its_settings_need_its_file() {
+        assert_eq!(parsed("").expect("parses").audit, None);
+        let config = parsed("audit = \"/tmp/audit.jsonl\"").expect("parses");
+        assert_eq!(
+            config.audit,
+            Some(AuditSettings {
+                path: PathBuf::from("/tmp/audit.jsonl"),
+                max_bytes: 100 << 20,
+                keep: 10,
+                hash_public_text: false,
+            })
+        );
+        let config = parsed(
+            "audit = \"/tmp/audit.jsonl\"\naudit_max_megabytes = 5\naudit_keep_files = 2\naudit_public_text = \"hash\"",
+        )
+        .expect("parses");
+        let audit = config.audit.expect("an audit trail");
+        assert_eq!(
+            (audit.max_bytes, audit.keep, audit.hash_public_text),
+            (5 << 20, 2, true)
+        );
+        assert_eq!(
+            parsed("audit = \"/tmp/audit.jsonl\"\naudit_public_text = \"sha\"").err().as_deref(),
+            Some("audit_public_text = 'sha' is not 'text' (public users' statements kept as sent) or 'hash' (their SHA-256)")
+        );
+        assert_eq!(
+            parsed("audit_keep_files = 3").err().as_deref(),
+            Some("audit_max_megabytes, audit_keep_files and audit_public_text set how the audit trail is kept: name its file too (audit = \"audit.jsonl\")")
+        );
+        assert_eq!(
+            parsed("audit = \"audit.jsonl\"").err().as_deref(),
+            Some("audit = '/etc/dfanon/audit.jsonl': its folder does not exist")
+        );
     }
 
     #[test]

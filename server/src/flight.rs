@@ -30,7 +30,7 @@ use datafusion::arrow::datatypes::Schema;
 use datafusion::arrow::ipc::writer::IpcWriteOptions;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
-use futures::{Stream, TryStreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use prost::Message;
 use rand::RngCore;
 use tokio::net::TcpListener;
@@ -38,6 +38,7 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::{Identity, ServerTlsConfig};
 use tonic::{Request, Response, Status, Streaming};
 
+use crate::audit::{AuditError, Audited, Finish, Protocol, ReleasesHeard, StatementBy};
 use crate::config::Role;
 use crate::limits::Stop;
 use crate::sessions::Server;
@@ -79,6 +80,10 @@ pub fn tls_config(cert: &Path, key: &Path) -> Result<ServerTlsConfig, String> {
 struct FlightSession {
     role: Role,
     ctx: SessionContext,
+    /// Who sends its statements, for the audit trail.
+    by: StatementBy,
+    /// The releases its calls were served, for the audit trail.
+    heard: ReleasesHeard,
 }
 
 /// The sessions of the tokens handed out, and the tokens from oldest to newest.
@@ -166,11 +171,34 @@ impl FlightSql {
     }
 
     /// Runs `sql` in `session` and streams its batches (a public user's statement in one
-    /// of the server's slots, until its deadline).
+    /// of the server's slots, until its deadline); its line in the audit trail is written
+    /// when it fails, or before its first batch (or at its end, without one).
     async fn execute(
         &self,
         session: &FlightSession,
         sql: &str,
+    ) -> Result<Response<DoGetStream>, Status> {
+        let mut finish: Option<Finish> = self.server.audit().map(|audit| {
+            let (audit, by, heard) = (audit.clone(), session.by.clone(), session.heard.clone());
+            let text = sql.to_string();
+            Box::new(move |outcome: Result<(), String>| {
+                let outcome = outcome.as_ref().map(|_| ()).map_err(String::as_str);
+                audit.statement(&by, &text, outcome, &heard.take())
+            }) as Finish
+        });
+        let executed = self.execute_audited(session, sql, &mut finish).await;
+        if let (Err(e), Some(finish)) = (&executed, finish) {
+            let _ = finish(Err(e.message().to_string()));
+        }
+        executed
+    }
+
+    /// [`FlightSql::execute`]; `finish` (taken when the statement starts) writes its line.
+    async fn execute_audited(
+        &self,
+        session: &FlightSession,
+        sql: &str,
+        finish: &mut Option<Finish>,
     ) -> Result<Response<DoGetStream>, Status> {
         let stopped = |stop: Stop| match stop {
             Stop::Failed => Status::internal(stop.to_string()),
@@ -185,18 +213,20 @@ impl FlightSql {
             .await
             .map_err(stopped)?;
         let started = admitted
-            .run(self.start(session, sql))
+            .run(self.start(session, sql, finish))
             .await
             .map_err(stopped)??;
         let stream = admitted.bound(started.into_inner(), stopped);
         Ok(Response::new(Box::pin(stream)))
     }
 
-    /// Plans `sql` in `session` and starts it: the stream of its batches.
+    /// Plans `sql` in `session` and starts it: the stream of its batches, whose first
+    /// batch (or end) calls `finish` if given.
     async fn start(
         &self,
         session: &FlightSession,
         sql: &str,
+        finish: &mut Option<Finish>,
     ) -> Result<Response<DoGetStream>, Status> {
         let plan = self.plan(session, sql).await?;
         let frame = session
@@ -212,6 +242,10 @@ impl FlightSql {
             .map_err(|e| {
                 FlightError::Tonic(Box::new(Status::invalid_argument(e.strip_backtrace())))
             });
+        let batches = match finish.take() {
+            Some(finish) => Audited::new(batches, finish).boxed(),
+            None => batches.boxed(),
+        };
         let stream = FlightDataEncoderBuilder::new()
             .with_schema(schema)
             .build(batches)
@@ -309,7 +343,14 @@ impl FlightSqlService for FlightSql {
             .unwrap_or_default();
         let keys = [format!("user {user}"), format!("address {address}")];
         let failed_logins = &self.server.connections().failed_logins;
+        let audit_login = |outcome: Result<Role, &str>| match self.server.audit() {
+            Some(audit) => audit
+                .login(Protocol::FlightSql, user, &address, outcome)
+                .map_err(Status::unavailable),
+            None => Ok(()),
+        };
         if let Some(wait) = failed_logins.locked(&keys) {
+            let _ = audit_login(Err("too many failed logins"));
             return Err(Status::unauthenticated(format!(
                 "too many failed logins for this user name or address: try again in {} s",
                 wait.as_secs() + 1
@@ -317,8 +358,10 @@ impl FlightSqlService for FlightSql {
         }
         let Some(found) = self.server.login(user, password) else {
             failed_logins.failed(&keys);
+            let _ = audit_login(Err("authentication failed"));
             return Err(refused());
         };
+        audit_login(Ok(found.role))?;
         let user = found.name.clone();
         let session = self
             .server
@@ -342,6 +385,12 @@ impl FlightSqlService for FlightSql {
                 Arc::new(FlightSession {
                     role: session.role,
                     ctx: session.ctx,
+                    by: StatementBy {
+                        protocol: Protocol::FlightSql,
+                        user: user.clone(),
+                        role: session.role,
+                    },
+                    heard: session.heard,
                 }),
             );
             tokens.order.push_back(token.clone());
@@ -553,4 +602,27 @@ impl FlightSqlService for FlightSql {
     }
 
     async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}
+}
+
+impl AuditError for FlightError {
+    fn message(&self) -> String {
+        match self {
+            FlightError::Tonic(status) => status.message().to_string(),
+            other => other.to_string(),
+        }
+    }
+
+    fn from_audit(message: String) -> Self {
+        FlightError::Tonic(Box::new(Status::unavailable(message)))
+    }
+}
+
+impl AuditError for Status {
+    fn message(&self) -> String {
+        Status::message(self).to_string()
+    }
+
+    fn from_audit(message: String) -> Self {
+        Status::unavailable(message)
+    }
 }

@@ -3,6 +3,8 @@
 //! in to a full session, public users to a read-only public session; every session shares
 //! the releases and the privacy ledger. `docs/SERVER.md` describes it.
 
+mod audit;
+mod audit_table;
 mod blocks;
 mod config;
 mod connections;
@@ -217,6 +219,9 @@ fn serve(config: config::Config) -> Result<(), String> {
             ""
         };
         eprintln!("dfanon-server: listening: {}{tls}", listening.join(", "));
+        if let Some(audit) = server.audit() {
+            eprintln!("dfanon-server: audit trail: {}", audit.path().display());
+        }
         let pg_task = async {
             match pg {
                 Some(listener) => postgres::serve(server.clone(), listener, pg_tls)

@@ -11,6 +11,8 @@ use datafusion_anonymize::{
     ProgressFn, RegisterOptions, SharedReleases,
 };
 
+use crate::audit::{Audit, ReleasesHeard};
+use crate::audit_table::AuditTable;
 use crate::config::{Config, Role, User};
 use crate::connections::ConnectionLimits;
 use crate::limits::Admission;
@@ -28,6 +30,8 @@ pub struct Server {
     connections: Arc<ConnectionLimits>,
     /// What the salts of unknown users are derived from ([`PasswordHash::unmatchable`]).
     mock_secret: Vec<u8>,
+    /// The audit trail, if the configuration names one.
+    audit: Option<Arc<Audit>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -40,6 +44,8 @@ impl std::fmt::Debug for Server {
 pub struct Session {
     pub role: Role,
     pub ctx: SessionContext,
+    /// The releases the session's calls were served, for the audit trail.
+    pub heard: ReleasesHeard,
 }
 
 impl Server {
@@ -70,7 +76,14 @@ impl Server {
                 DataFusionError::Context(format!("init {}", file.display()), Box::new(e))
             })?;
         }
+        let audit = match &config.audit {
+            Some(settings) => Some(Arc::new(
+                Audit::open(settings.clone()).map_err(DataFusionError::Configuration)?,
+            )),
+            None => None,
+        };
         let server = Self {
+            audit,
             owner,
             releases,
             budget,
@@ -93,7 +106,7 @@ impl Server {
             ),
         };
         // A public policy that cannot be registered is the owner's mistake: said at start.
-        server.public_session(None)?;
+        server.public_session(None, &ReleasesHeard::default())?;
         Ok(Arc::new(server))
     }
 
@@ -104,6 +117,16 @@ impl Server {
             .get(user)
             .map(|u| u.password.clone())
             .unwrap_or_else(|| PasswordHash::unmatchable(user, &self.mock_secret))
+    }
+
+    /// The role of `user`, if there is such a user.
+    pub fn role(&self, user: &str) -> Option<Role> {
+        self.users.get(user).map(|u| u.role)
+    }
+
+    /// The audit trail, if the configuration names one.
+    pub fn audit(&self) -> Option<&Arc<Audit>> {
+        self.audit.as_ref()
     }
 
     /// The slots and time limit of public users' statements.
@@ -162,36 +185,53 @@ impl Server {
             .users
             .get(user)
             .ok_or_else(|| DataFusionError::Plan(format!("no user '{user}'")))?;
+        let heard = ReleasesHeard::default();
         let ctx = match found.role {
-            Role::Owner => self.owner_session()?,
-            Role::Public => self.public_session(Some(found))?,
+            Role::Owner => self.owner_session(&heard)?,
+            Role::Public => self.public_session(Some(found), &heard)?,
         };
         Ok(Session {
             role: found.role,
             ctx,
+            heard,
         })
     }
 
     /// An owner's session: its own settings (`SET` changes only it), the owner's catalog,
     /// every function, the shared releases and ledger.
-    fn owner_session(&self) -> Result<SessionContext> {
-        self.owner_session_reporting(None)
+    fn owner_session(&self, heard: &ReleasesHeard) -> Result<SessionContext> {
+        self.owner_session_with(None, Some(heard))
     }
 
     /// An owner's session whose long searches report to `progress` (the studio's).
     pub fn owner_session_reporting(&self, progress: Option<ProgressFn>) -> Result<SessionContext> {
-        owner_session(
+        self.owner_session_with(progress, None)
+    }
+
+    /// An owner's session (see [`Server::owner_session_reporting`]) whose releases are
+    /// told to `heard`; with `server_audit()` when the server keeps an audit trail.
+    fn owner_session_with(
+        &self,
+        progress: Option<ProgressFn>,
+        heard: Option<&ReleasesHeard>,
+    ) -> Result<SessionContext> {
+        let ctx = owner_session(
             &self.owner,
             RegisterOptions {
                 budget: self.budget.clone(),
                 releases: Some(self.releases.clone()),
                 progress,
+                on_release: heard.map(ReleasesHeard::listener),
                 ..RegisterOptions::owner()
             },
-        )
+        )?;
+        if let Some(audit) = &self.audit {
+            ctx.register_udtf("server_audit", Arc::new(AuditTable(audit.clone())));
+        }
+        Ok(ctx)
     }
 
-    fn public_session(&self, user: Option<&User>) -> Result<SessionContext> {
+    fn public_session(&self, user: Option<&User>, heard: &ReleasesHeard) -> Result<SessionContext> {
         public_session(
             &self.owner,
             RegisterOptions {
@@ -205,6 +245,7 @@ impl Server {
                         epsilon_quota: quota,
                     })
                 }),
+                on_release: Some(heard.listener()),
                 ..RegisterOptions::default()
             },
         )

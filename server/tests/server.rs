@@ -33,6 +33,8 @@ const NOTHING_UNDONE: &str = "ROLLBACK ended the transaction block but undid not
      publication and a changed setting stay; a charge is never given back)";
 
 /// The studio over HTTP.
+#[path = "server/audit.rs"]
+mod audit;
 #[path = "server/studio.rs"]
 mod studio;
 

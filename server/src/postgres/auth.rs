@@ -13,6 +13,9 @@ use pgwire::api::{
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
+use super::audited;
+
+use crate::config::Role;
 use crate::connections::{ConnectionLimits, ConnectionState};
 use crate::sessions::Server;
 
@@ -35,6 +38,8 @@ pub(super) struct Login<P> {
     pub(super) limits: Arc<ConnectionLimits>,
     /// What the connection's watch reads.
     pub(super) state: Arc<ConnectionState>,
+    /// The server, whose audit trail hears of every login.
+    pub(super) server: Arc<Server>,
 }
 
 /// A logged-in connection's statement activity, for its idle timeout.
@@ -52,7 +57,19 @@ impl<P: ServerParameterProvider> StartupHandler for Login<P> {
         C::Error: std::fmt::Debug,
         PgWireError: From<<C as futures::Sink<PgWireBackendMessage>>::Error>,
     {
+        let user_of = |client: &C| {
+            client
+                .metadata()
+                .get(METADATA_USER)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let address = client.socket_addr().ip().to_string();
+        let refused = |client: &C, reason: &str| {
+            let _ = audited::login(&self.server, &user_of(client), &address, Err(reason));
+        };
         if self.tls_required && !client.is_secure() {
+            refused(client, "a connection without TLS");
             return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
                 "FATAL".to_string(),
                 "28000".to_string(),
@@ -73,6 +90,7 @@ impl<P: ServerParameterProvider> StartupHandler for Login<P> {
             ]
         };
         if let Some(wait) = self.limits.failed_logins.locked(&keys(client)) {
+            refused(client, "too many failed logins");
             return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
                 "FATAL".to_string(),
                 "28P01".to_string(),
@@ -85,6 +103,7 @@ impl<P: ServerParameterProvider> StartupHandler for Login<P> {
         let started = self.scram.on_startup(client, message).await;
         if let Err(PgWireError::InvalidPassword(_)) = &started {
             self.limits.failed_logins.failed(&keys(client));
+            refused(client, "authentication failed");
         }
         started?;
         if matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
@@ -94,6 +113,7 @@ impl<P: ServerParameterProvider> StartupHandler for Login<P> {
                 .cloned()
                 .unwrap_or_default();
             let Some(slot) = self.limits.admit_user(&user) else {
+                refused(client, "too many connections for the user");
                 return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
                     "FATAL".to_string(),
                     "53300".to_string(),
@@ -103,6 +123,8 @@ impl<P: ServerParameterProvider> StartupHandler for Login<P> {
                     ),
                 ))));
             };
+            let role = self.server.role(&user).unwrap_or(Role::Public);
+            audited::login(&self.server, &user, &address, Ok(role))?;
             self.state.logged_in();
             let (pid, secret_key) = client.pid_and_secret_key();
             let (handle, registered) = self.connections.register(pid, secret_key);

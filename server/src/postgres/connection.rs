@@ -21,6 +21,7 @@ use crate::limits::Admitted;
 use crate::pg_catalog::{PgCatalogKeeper, WithPgCatalog};
 use crate::sessions::Server;
 
+use super::audited::Auditing;
 use super::auth::{CancelHandle, LoggedIn};
 use super::hooks::{PublicGate, SettingsHook};
 use super::{api_error, stop_error};
@@ -31,6 +32,8 @@ pub(super) struct Connection {
     pub(super) role: Role,
     /// A public session's own `pg_catalog`.
     pub(super) _pg_catalog: Option<PgCatalogKeeper>,
+    /// Who sends its statements, for the audit trail.
+    pub(super) auditing: Auditing,
 }
 
 /// The session of `client`'s connection, made for its user on first use.
@@ -82,6 +85,7 @@ pub(super) fn connection<C: ClientInfo + ?Sized>(
         service: Arc::new(DfSessionService::new_with_hooks(ctx, hooks)),
         role: session.role,
         _pg_catalog: pg_catalog,
+        auditing: Auditing::new(user, session.role, session.heard),
     });
     client
         .session_extensions()

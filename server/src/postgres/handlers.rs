@@ -62,15 +62,26 @@ impl SimpleQueryHandler for RoleService {
             .session_extensions()
             .get::<Activity>()
             .map(|activity| activity.0.busy());
-        datafusion_anonymize::check_expression_depth(query)
-            .map_err(|e| user_error("54001", e.strip_backtrace()))?;
         let connection = connection(&self.server, client)?;
-        let running = Running::begin(&self.server, &connection, client).await?;
+        let auditing = &connection.auditing;
+        let failed = |e: PgWireError| {
+            auditing.failed(&self.server, query, &e);
+            e
+        };
+        datafusion_anonymize::check_expression_depth(query)
+            .map_err(|e| failed(user_error("54001", e.strip_backtrace())))?;
+        let running = Running::begin(&self.server, &connection, client)
+            .await
+            .map_err(failed)?;
         let service = connection.service.as_ref();
         let responses = running
             .run(SimpleQueryHandler::do_query(service, client, query))
-            .await?;
-        Ok(responses.into_iter().map(|r| running.bound(r)).collect())
+            .await
+            .map_err(failed)?;
+        responses
+            .into_iter()
+            .map(|r| auditing.response(&self.server, query, Ok(running.bound(r))))
+            .collect()
     }
 }
 
@@ -105,14 +116,23 @@ impl ExtendedQueryHandler for RoleService {
             .get::<Activity>()
             .map(|activity| activity.0.busy());
         let connection = connection(&self.server, client)?;
-        let running = Running::begin(&self.server, &connection, client).await?;
+        let auditing = &connection.auditing;
+        let text = portal.statement.statement.0.as_str();
+        let running = match Running::begin(&self.server, &connection, client).await {
+            Ok(running) => running,
+            Err(e) => {
+                auditing.failed(&self.server, text, &e);
+                return Err(e);
+            }
+        };
         let service = connection.service.as_ref();
         let response = running
             .run(ExtendedQueryHandler::do_query(
                 service, client, portal, max_rows,
             ))
-            .await?;
-        Ok(running.bound(response))
+            .await
+            .map(|response| running.bound(response));
+        auditing.response(&self.server, text, response)
     }
 }
 

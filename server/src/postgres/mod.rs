@@ -3,6 +3,7 @@
 //! ([`crate::blocks`]) and cursors ([`crate::cursors`]), and one session per connection,
 //! chosen by the logged-in user's role.
 
+mod audited;
 mod auth;
 mod connection;
 mod handlers;
@@ -160,6 +161,7 @@ impl Handlers {
             connections: self.connections.clone(),
             limits: self.service.server.connections().clone(),
             state,
+            server: self.service.server.clone(),
         })
     }
 }
