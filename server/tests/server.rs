@@ -787,7 +787,8 @@ fn the_readme_example_serves_q1_to_psql_and_adbc_with_one_charge() {
             "\"../../tests/data/adult\"",
             &format!("\"{root}/tests/data/adult\""),
         )
-        .replace("\"server-ledger.json\"", "\"ledger.json\"");
+        .replace("\"server-ledger.json\"", "\"ledger.json\"")
+        .replace("\"server-audit.jsonl\"", "\"audit.jsonl\"");
     assert_ne!(config, example);
     let path = dir.path().join("server.toml");
     std::fs::write(&path, config).expect("written");
@@ -796,6 +797,16 @@ fn the_readme_example_serves_q1_to_psql_and_adbc_with_one_charge() {
     assert!(by_psql.len() >= 5, "{by_psql:?}");
     let by_adbc = client("adbc", server.flight, "analyst2", "analyst2-demo", &[Q1]).remove(0);
     assert_eq!(by_adbc, Ok(by_psql.clone()));
+    // The example keeps an audit trail: both statements are in it.
+    let trail = std::fs::read_to_string(dir.path().join("audit.jsonl")).expect("the audit trail");
+    assert_eq!(
+        trail
+            .lines()
+            .filter(|l| l.contains("\"event\":\"statement\"") && l.contains("dp_histogram"))
+            .count(),
+        2,
+        "{trail}"
+    );
     assert_eq!(
         psql(server.postgres, "owner", "owner-demo", BUDGET),
         Ok(vec![vec!["1".to_string(), "1.0".to_string()]])
