@@ -386,7 +386,7 @@ mod tests {
             role: Role::Public,
         };
         audit
-            .statement(&analyst, "SELECT 1", Ok(()), &[release.clone()])
+            .statement(&analyst, "SELECT 1", Ok(()), &[release])
             .expect("written");
         let owner = StatementBy {
             role: Role::Owner,
