@@ -41,6 +41,11 @@
 //! one-client query (`one_client_rss_mb`) and after all rounds (`peak_rss_mb`), their ratio,
 //! and the releases charged (1 when every client was served the same release). It needs
 //! `psql` on the PATH.
+//!
+//! `server_200_connections` starts the same server (its `max_connections` raised to 300)
+//! and, `--runs` rounds, holds 100 idle psql logins while 100 psql clients run Q1 at once:
+//! the latency percentiles of those queries (connecting to last row), how many failed, and
+//! the server's peak resident memory.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -1245,7 +1250,9 @@ async fn flight_q1(port: u16) -> Result<f64> {
 }
 
 /// The server case (see the module documentation).
-async fn server_case(dir: &std::path::Path, runs: usize) -> Result<ServerCase> {
+/// `dfanon-server` on the NPS demo data with the release policy of the server cases and
+/// `settings` (top-level keys) added: the process, its PostgreSQL and Flight SQL ports.
+fn start_server(dir: &std::path::Path, settings: &str) -> Result<(std::process::Child, u16, u16)> {
     use std::io::BufRead;
     let hash = |password: &str| -> Result<String> {
         use std::io::Write;
@@ -1269,7 +1276,7 @@ async fn server_case(dir: &std::path::Path, runs: usize) -> Result<ServerCase> {
     std::fs::write(
         &config,
         format!(
-            "postgres = \"127.0.0.1:0\"\nflight_sql = \"127.0.0.1:0\"\ninit = [\"{}\"]\nepsilon_budget = 1\n\n[public]\ntables = [\"nps_hierarchy_*\"]\nmethods = [\"ipa\"]\nallow_non_dp = true\n\n[public.sources.nps]\nqi = {{ age = \"nps_hierarchy_age\", sex = \"nps_hierarchy_sex\", los = \"nps_hierarchy_los\", surgery = \"nps_hierarchy_surgery\", location = \"nps_hierarchy_location\" }}\ninformative = {{ disease = \"nps_hierarchy_disease\" }}\n\n[public.sources.nps.fixed.ipa]\nqi = \"age, sex, los, surgery, location\"\ninformative = \"disease\"\nepsilon = 1.0\n\n[[user]]\nname = \"owner\"\nrole = \"owner\"\npassword_hash = \"{}\"\n\n[[user]]\nname = \"analyst\"\nrole = \"public\"\npassword_hash = \"{}\"\n",
+            "postgres = \"127.0.0.1:0\"\nflight_sql = \"127.0.0.1:0\"\ninit = [\"{}\"]\nepsilon_budget = 1\n{settings}\n\n[public]\ntables = [\"nps_hierarchy_*\"]\nmethods = [\"ipa\"]\nallow_non_dp = true\n\n[public.sources.nps]\nqi = {{ age = \"nps_hierarchy_age\", sex = \"nps_hierarchy_sex\", los = \"nps_hierarchy_los\", surgery = \"nps_hierarchy_surgery\", location = \"nps_hierarchy_location\" }}\ninformative = {{ disease = \"nps_hierarchy_disease\" }}\n\n[public.sources.nps.fixed.ipa]\nqi = \"age, sex, los, surgery, location\"\ninformative = \"disease\"\nepsilon = 1.0\n\n[[user]]\nname = \"owner\"\nrole = \"owner\"\npassword_hash = \"{}\"\n\n[[user]]\nname = \"analyst\"\nrole = \"public\"\npassword_hash = \"{}\"\n",
             setup.display(),
             hash("owner-pw")?,
             hash("analyst-pw")?
@@ -1307,6 +1314,100 @@ async fn server_case(dir: &std::path::Path, runs: usize) -> Result<ServerCase> {
             .unwrap_or(0)
     };
     let (pg, flight) = (port("PostgreSQL on "), port("Flight SQL on "));
+    Ok((server, pg, flight))
+}
+
+/// A psql session of `analyst` logged in and waiting for statements on its input (after
+/// answering a first one).
+fn idle_login(pg: u16) -> Result<std::process::Child> {
+    use std::io::{BufRead, Write};
+    let mut child = std::process::Command::new("psql")
+        .args(["-h", "127.0.0.1", "-p", &pg.to_string(), "-U", "analyst"])
+        .args(["-d", "datafusion", "-X", "-A", "-t", "-f", "-"])
+        .env("PGPASSWORD", "analyst-pw")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| datafusion::error::DataFusionError::Execution("psql has no input".into()))?;
+    writeln!(stdin, "SELECT 'held';")?;
+    let mut line = String::new();
+    if let Some(stdout) = child.stdout.take() {
+        std::io::BufReader::new(stdout).read_line(&mut line)?;
+    }
+    if line.trim() != "held" {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(datafusion::error::DataFusionError::Execution(
+            "an idle login was refused".into(),
+        ));
+    }
+    child.stdin = Some(stdin);
+    Ok(child)
+}
+
+/// What `server_200_connections` measured.
+struct ConnectionsCase {
+    queries: usize,
+    failed: usize,
+    p50_ms: f64,
+    p99_ms: f64,
+    peak_rss_mb: f64,
+}
+
+/// 100 idle logins held while 100 psql clients run Q1 at once, `runs` rounds, on one
+/// server (its limits raised to let 200 connections in).
+fn connections_case(dir: &std::path::Path, runs: usize) -> Result<ConnectionsCase> {
+    let (mut server, pg, _) =
+        start_server(dir, "max_connections = 300\nmax_connections_per_user = 250")?;
+    let pid = server.id();
+    let outcome = (|| {
+        // The release is drawn once, before the rounds.
+        psql_q1(pg)?;
+        let (mut latencies, mut failed) = (Vec::new(), 0);
+        for _ in 0..runs {
+            let idle = (0..100)
+                .map(|_| idle_login(pg))
+                .collect::<Result<Vec<_>>>()?;
+            let clients: Vec<_> = (0..100)
+                .map(|_| std::thread::spawn(move || psql_q1(pg)))
+                .collect();
+            for client in clients {
+                match client.join() {
+                    Ok(Ok(ms)) => latencies.push(ms),
+                    _ => failed += 1,
+                }
+            }
+            for mut login in idle {
+                let _ = login.kill();
+                let _ = login.wait();
+            }
+        }
+        latencies.sort_by(f64::total_cmp);
+        let at = |q: f64| {
+            latencies
+                .get(((latencies.len().max(1) as f64 - 1.0) * q).round() as usize)
+                .copied()
+                .unwrap_or(f64::NAN)
+        };
+        Ok(ConnectionsCase {
+            queries: latencies.len(),
+            failed,
+            p50_ms: at(0.5),
+            p99_ms: at(0.99),
+            peak_rss_mb: process_peak_rss_mb(pid),
+        })
+    })();
+    let _ = server.kill();
+    let _ = server.wait();
+    outcome
+}
+
+async fn server_case(dir: &std::path::Path, runs: usize) -> Result<ServerCase> {
+    let (mut server, pg, flight) = start_server(dir, "")?;
     let pid = server.id();
     let outcome = async {
         // One client alone draws the release.
@@ -1467,6 +1568,13 @@ async fn main() -> Result<()> {
         println!(
             "CASE name=server_q1_32clients rows=1361000 clients=32 queries={} p50_ms={:.0} p99_ms={:.0} one_client_rss_mb={:.0} peak_rss_mb={:.0} rss_ratio={:.2} releases_charged={}",
             c.queries, c.p50_ms, c.p99_ms, c.one_rss_mb, c.peak_rss_mb, c.peak_rss_mb / c.one_rss_mb, c.releases
+        );
+    }
+    if wanted("server_200_connections") {
+        let c = connections_case(dir.path(), runs)?;
+        println!(
+            "CASE name=server_200_connections rows=1361000 idle=100 querying=100 queries={} failed={} median_s={:.3} p50_ms={:.0} p99_ms={:.0} peak_rss_mb={:.0}",
+            c.queries, c.failed, c.p50_ms / 1000.0, c.p50_ms, c.p99_ms, c.peak_rss_mb
         );
     }
     if wanted("risk_adult_9qi") {
