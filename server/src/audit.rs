@@ -100,6 +100,41 @@ pub struct StatementBy {
     pub role: Role,
 }
 
+/// Who sends a session's statements, and the releases its calls were served.
+#[derive(Debug, Clone)]
+pub struct Auditing {
+    pub by: StatementBy,
+    pub heard: ReleasesHeard,
+}
+
+impl Auditing {
+    pub fn new(protocol: Protocol, user: String, role: Role, heard: ReleasesHeard) -> Self {
+        Self {
+            by: StatementBy {
+                protocol,
+                user,
+                role,
+            },
+            heard,
+        }
+    }
+
+    /// What writes the line of statement `text` in `audit` once its outcome is known, with
+    /// the releases heard by then: for [`Audited`] streams.
+    pub fn finish(&self, audit: &Arc<Audit>, text: &str) -> Finish {
+        let (audit, by, heard, text) = (
+            audit.clone(),
+            self.by.clone(),
+            self.heard.clone(),
+            text.to_string(),
+        );
+        Box::new(move |outcome: Result<(), String>| {
+            let outcome = outcome.as_ref().map(|_| ()).map_err(String::as_str);
+            audit.statement(&by, &text, outcome, &heard.take())
+        })
+    }
+}
+
 impl Audit {
     /// Opens (creates) the trail's file for appending.
     pub fn open(settings: AuditSettings) -> Result<Self, String> {

@@ -38,7 +38,7 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::{Identity, ServerTlsConfig};
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::audit::{AuditError, Audited, Finish, Protocol, ReleasesHeard, StatementBy};
+use crate::audit::{Audited, Auditing, Finish, Protocol};
 use crate::config::Role;
 use crate::limits::Stop;
 use crate::sessions::Server;
@@ -81,9 +81,7 @@ struct FlightSession {
     role: Role,
     ctx: SessionContext,
     /// Who sends its statements, for the audit trail.
-    by: StatementBy,
-    /// The releases its calls were served, for the audit trail.
-    heard: ReleasesHeard,
+    auditing: Auditing,
 }
 
 /// The sessions of the tokens handed out, and the tokens from oldest to newest.
@@ -178,14 +176,7 @@ impl FlightSql {
         session: &FlightSession,
         sql: &str,
     ) -> Result<Response<DoGetStream>, Status> {
-        let mut finish: Option<Finish> = self.server.audit().map(|audit| {
-            let (audit, by, heard) = (audit.clone(), session.by.clone(), session.heard.clone());
-            let text = sql.to_string();
-            Box::new(move |outcome: Result<(), String>| {
-                let outcome = outcome.as_ref().map(|_| ()).map_err(String::as_str);
-                audit.statement(&by, &text, outcome, &heard.take())
-            }) as Finish
-        });
+        let mut finish = self.server.audit().map(|a| session.auditing.finish(a, sql));
         let executed = self.execute_audited(session, sql, &mut finish).await;
         if let (Err(e), Some(finish)) = (&executed, finish) {
             let _ = finish(Err(e.message().to_string()));
@@ -385,12 +376,12 @@ impl FlightSqlService for FlightSql {
                 Arc::new(FlightSession {
                     role: session.role,
                     ctx: session.ctx,
-                    by: StatementBy {
-                        protocol: Protocol::FlightSql,
-                        user: user.clone(),
-                        role: session.role,
-                    },
-                    heard: session.heard,
+                    auditing: Auditing::new(
+                        Protocol::FlightSql,
+                        user.clone(),
+                        session.role,
+                        session.heard,
+                    ),
                 }),
             );
             tokens.order.push_back(token.clone());
@@ -602,27 +593,4 @@ impl FlightSqlService for FlightSql {
     }
 
     async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}
-}
-
-impl AuditError for FlightError {
-    fn message(&self) -> String {
-        match self {
-            FlightError::Tonic(status) => status.message().to_string(),
-            other => other.to_string(),
-        }
-    }
-
-    fn from_audit(message: String) -> Self {
-        FlightError::Tonic(Box::new(Status::unavailable(message)))
-    }
-}
-
-impl AuditError for Status {
-    fn message(&self) -> String {
-        Status::message(self).to_string()
-    }
-
-    fn from_audit(message: String) -> Self {
-        Status::unavailable(message)
-    }
 }

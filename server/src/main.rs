@@ -10,6 +10,7 @@ mod config;
 mod connections;
 mod cursors;
 mod flight;
+mod flight_audited;
 mod limits;
 mod password;
 mod pg_catalog;

@@ -6,7 +6,7 @@ use futures::StreamExt;
 use pgwire::api::results::Response;
 use pgwire::error::{PgWireError, PgWireResult};
 
-use crate::audit::{AuditError, Audited, Finish, Protocol, ReleasesHeard, StatementBy};
+use crate::audit::{AuditError, Audited, Auditing, Protocol};
 use crate::config::Role;
 use crate::sessions::Server;
 
@@ -28,27 +28,23 @@ impl AuditError for PgWireError {
     }
 }
 
-/// Who sends a connection's statements, and what its session's calls were served.
-pub(super) struct Auditing {
-    pub(super) by: StatementBy,
-    pub(super) heard: ReleasesHeard,
-}
-
-impl Auditing {
-    pub(super) fn new(user: String, role: Role, heard: ReleasesHeard) -> Self {
-        Self {
-            by: StatementBy {
-                protocol: Protocol::Postgres,
-                user,
-                role,
-            },
-            heard,
-        }
-    }
-
+/// The audit lines of a connection's statements.
+pub(super) trait AuditedStatements {
     /// `result` of the statement `text`, its line written (or to be written before its
     /// first row); an error when the trail cannot be written.
-    pub(super) fn response(
+    fn response(
+        &self,
+        server: &Server,
+        text: &str,
+        result: PgWireResult<Response>,
+    ) -> PgWireResult<Response>;
+
+    /// A statement that failed before it ran (refused, or the server stopped it).
+    fn failed(&self, server: &Server, text: &str, error: &PgWireError);
+}
+
+impl AuditedStatements for Auditing {
+    fn response(
         &self,
         server: &Server,
         text: &str,
@@ -63,12 +59,7 @@ impl Auditing {
                 Err(e)
             }
             Ok(Response::Query(mut query)) => {
-                let (audit, by, heard) = (audit.clone(), self.by.clone(), self.heard.clone());
-                let text = text.to_string();
-                let finish: Finish = Box::new(move |outcome: Result<(), String>| {
-                    let outcome = outcome.as_ref().map(|_| ()).map_err(String::as_str);
-                    audit.statement(&by, &text, outcome, &heard.take())
-                });
+                let finish = self.finish(audit, text);
                 let rows =
                     std::mem::replace(&mut query.data_rows, futures::stream::empty().boxed());
                 query.data_rows = Audited::new(rows, finish).boxed();
@@ -89,8 +80,7 @@ impl Auditing {
         }
     }
 
-    /// A statement that failed before it ran (refused, or the server stopped it).
-    pub(super) fn failed(&self, server: &Server, text: &str, error: &PgWireError) {
+    fn failed(&self, server: &Server, text: &str, error: &PgWireError) {
         if let Some(audit) = server.audit() {
             let _ = audit.statement(&self.by, text, Err(&error.message()), &self.heard.take());
         }

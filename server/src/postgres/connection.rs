@@ -21,10 +21,10 @@ use crate::limits::Admitted;
 use crate::pg_catalog::{PgCatalogKeeper, WithPgCatalog};
 use crate::sessions::Server;
 
-use super::audited::Auditing;
 use super::auth::{CancelHandle, LoggedIn};
 use super::hooks::{PublicGate, SettingsHook};
 use super::{api_error, stop_error};
+use crate::audit::{Auditing, Protocol};
 
 /// A connection's session and its user's role, kept with the connection.
 pub(super) struct Connection {
@@ -85,7 +85,7 @@ pub(super) fn connection<C: ClientInfo + ?Sized>(
         service: Arc::new(DfSessionService::new_with_hooks(ctx, hooks)),
         role: session.role,
         _pg_catalog: pg_catalog,
-        auditing: Auditing::new(user, session.role, session.heard),
+        auditing: Auditing::new(Protocol::Postgres, user, session.role, session.heard),
     });
     client
         .session_extensions()

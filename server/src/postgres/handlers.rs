@@ -17,6 +17,7 @@ use pgwire::messages::PgWireBackendMessage;
 
 use crate::sessions::Server;
 
+use super::audited::AuditedStatements;
 use super::auth::Activity;
 use super::connection::{connection, Running};
 use super::{user_error, DfStatement};
