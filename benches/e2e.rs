@@ -874,7 +874,30 @@ async fn scale_case(
 /// directory (nothing to do when it is up to date).
 fn tool(name: &str) -> Result<std::path::PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = std::process::Command::new(cargo)
+    let mut build = std::process::Command::new(cargo);
+    // cargo gives this benchmark variables of its own (CARGO_MANIFEST_DIR, CARGO_PKG_*,
+    // ...), and build scripts under DataFusion (ring's among them) rerun when such a
+    // variable changes: with them, the nested build would compile DataFusion again, and
+    // the next build from a shell once more. So the nested cargo gets the environment
+    // cargo was started with.
+    for (key, _) in std::env::vars_os() {
+        if key.to_str().is_some_and(|key| {
+            key.starts_with("CARGO_PKG_")
+                || key.starts_with("CARGO_BIN_EXE_")
+                || [
+                    "CARGO_MANIFEST_DIR",
+                    "CARGO_MANIFEST_PATH",
+                    "CARGO_CRATE_NAME",
+                    "CARGO_PRIMARY_PACKAGE",
+                    "CARGO_RUSTC_CURRENT_DIR",
+                    "OUT_DIR",
+                ]
+                .contains(&key)
+        }) {
+            build.env_remove(key);
+        }
+    }
+    let status = build
         .args(["build", "--release", "--quiet", "-p", name])
         .arg("--manifest-path")
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
