@@ -48,6 +48,8 @@ pub struct Audit {
 pub enum Protocol {
     Postgres,
     FlightSql,
+    /// The studio's pages: its logins, and the statements its steps run as the owner.
+    Studio,
 }
 
 impl Protocol {
@@ -55,6 +57,7 @@ impl Protocol {
         match self {
             Protocol::Postgres => "postgres",
             Protocol::FlightSql => "flight_sql",
+            Protocol::Studio => "studio",
         }
     }
 }
@@ -132,6 +135,24 @@ impl Auditing {
             let outcome = outcome.as_ref().map(|_| ()).map_err(String::as_str);
             audit.statement(&by, &text, outcome, &heard.take())
         })
+    }
+}
+
+/// A session's trail and who its statements come from, kept in the session's
+/// configuration (for sessions whose statements are run inside the server, the studio's).
+#[derive(Debug)]
+pub struct SessionAudit {
+    pub audit: Arc<Audit>,
+    pub auditing: Auditing,
+}
+
+impl SessionAudit {
+    /// Records statement `sql` of the session with its outcome and the releases its calls
+    /// were served.
+    pub fn statement(&self, sql: &str, outcome: Result<(), &str>) -> Result<(), String> {
+        let releases = self.auditing.heard.take();
+        self.audit
+            .statement(&self.auditing.by, sql, outcome, &releases)
     }
 }
 

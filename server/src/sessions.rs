@@ -11,7 +11,7 @@ use datafusion_anonymize::{
     ProgressFn, RegisterOptions, SharedReleases,
 };
 
-use crate::audit::{Audit, ReleasesHeard};
+use crate::audit::{Audit, Auditing, Protocol, ReleasesHeard, SessionAudit};
 use crate::audit_table::AuditTable;
 use crate::config::{Config, Role, User};
 use crate::connections::ConnectionLimits;
@@ -200,20 +200,39 @@ impl Server {
     /// An owner's session: its own settings (`SET` changes only it), the owner's catalog,
     /// every function, the shared releases and ledger.
     fn owner_session(&self, heard: &ReleasesHeard) -> Result<SessionContext> {
-        self.owner_session_with(None, Some(heard))
+        self.owner_session_with(None, heard)
     }
 
-    /// An owner's session whose long searches report to `progress` (the studio's).
-    pub fn owner_session_reporting(&self, progress: Option<ProgressFn>) -> Result<SessionContext> {
-        self.owner_session_with(progress, None)
+    /// The studio's session for owner `user`: an owner's session whose long searches report
+    /// to `progress`, and whose statements go into the audit trail (as the studio's) when
+    /// the server keeps one.
+    pub fn studio_session(
+        &self,
+        user: &str,
+        progress: Option<ProgressFn>,
+    ) -> Result<SessionContext> {
+        let heard = ReleasesHeard::default();
+        let ctx = self.owner_session_with(progress, &heard)?;
+        if let Some(audit) = &self.audit {
+            let auditing = Auditing::new(Protocol::Studio, user.to_string(), Role::Owner, heard);
+            let session = SessionAudit {
+                audit: audit.clone(),
+                auditing,
+            };
+            ctx.state_ref()
+                .write()
+                .config_mut()
+                .set_extension(Arc::new(session));
+        }
+        Ok(ctx)
     }
 
-    /// An owner's session (see [`Server::owner_session_reporting`]) whose releases are
+    /// An owner's session whose long searches report to `progress` and whose releases are
     /// told to `heard`; with `server_audit()` when the server keeps an audit trail.
     fn owner_session_with(
         &self,
         progress: Option<ProgressFn>,
-        heard: Option<&ReleasesHeard>,
+        heard: &ReleasesHeard,
     ) -> Result<SessionContext> {
         let ctx = owner_session(
             &self.owner,
@@ -221,7 +240,7 @@ impl Server {
                 budget: self.budget.clone(),
                 releases: Some(self.releases.clone()),
                 progress,
-                on_release: heard.map(ReleasesHeard::listener),
+                on_release: Some(heard.listener()),
                 ..RegisterOptions::owner()
             },
         )?;

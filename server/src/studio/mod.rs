@@ -32,6 +32,7 @@ use hyper_util::service::TowerToHyperService;
 use pgwire::tokio::tokio_rustls::TlsAcceptor;
 use tokio::net::TcpListener;
 
+use crate::audit::Protocol;
 use crate::config::Role;
 use crate::connections;
 use crate::sessions::Server;
@@ -288,16 +289,34 @@ async fn log_in(
             "too many failed logins for this user name or address: try again in {} s",
             wait.as_secs() + 1
         );
+        if let Some(audit) = studio.server.audit() {
+            let refused = Err("too many failed logins");
+            let _ = audit.login(
+                Protocol::Studio,
+                &form.user,
+                &peer.ip().to_string(),
+                refused,
+            );
+        }
         return login_form(&studio, StatusCode::TOO_MANY_REQUESTS, Some(&message));
     }
+    let address = peer.ip().to_string();
+    let audit_login = |outcome| match studio.server.audit() {
+        Some(audit) => audit.login(Protocol::Studio, &form.user, &address, outcome),
+        None => Ok(()),
+    };
     let Some(user) = studio.server.login(&form.user, &form.password) else {
         limits.failed_logins.failed(&keys);
+        let _ = audit_login(Err("authentication failed"));
         return login_form(
             &studio,
             StatusCode::UNAUTHORIZED,
             Some("authentication failed"),
         );
     };
+    if let Err(e) = audit_login(Ok(user.role)) {
+        return login_form(&studio, StatusCode::SERVICE_UNAVAILABLE, Some(&e));
+    }
     let session = studio.sessions.start(StudioUser {
         name: user.name.clone(),
         role: user.role,

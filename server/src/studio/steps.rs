@@ -75,7 +75,7 @@ fn bench(studio: &Studio, user: &StudioUser) -> Result<Bench, Refusal> {
     let activity = Arc::new(Activity::default());
     let ctx = studio
         .server
-        .owner_session_reporting(Some(activity.progress()))
+        .studio_session(&user.name, Some(activity.progress()))
         .map_err(|_| Refusal::Forbidden)?;
     let made = Bench {
         work: Arc::new(tokio::sync::Mutex::new(Workbench::new(ctx))),
