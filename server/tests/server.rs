@@ -1269,9 +1269,10 @@ fn connections_that_ended_leave_nothing_behind() {
 
 /// What the review's hostile clients did, as tests: far more sockets than the server may
 /// hold, none of them logging in, against a server started under a small open-file limit;
-/// logins past a user's limit; statements nested deep enough to exhaust a stack, through
-/// both protocols. The server refuses each by name, never exits, closes the idle sockets
-/// at the login timeout, and then serves a normal query.
+/// statements nested deep enough to exhaust a stack, through both protocols (logins past a
+/// user's limit: `logins_past_a_users_limit_are_refused_by_name`). The server refuses each
+/// by name, never exits, closes the idle sockets at the login timeout, and then serves a
+/// normal query.
 #[test]
 fn hostile_connections_and_statements_leave_the_server_serving() {
     let site = Site::with_settings(
@@ -1300,23 +1301,6 @@ fn hostile_connections_and_statements_leave_the_server_serving() {
     std::thread::sleep(Duration::from_secs(10));
     assert!(psql(server.postgres, "analyst", "analyst-pw", sql).is_ok());
     drop(idle);
-    // A user's logins past their limit are refused by name. The flood's last sockets may
-    // still be in the listener's queue, so a holding login is made again until psql has
-    // answered a statement on it.
-    let holding: Vec<Child> = (0..2)
-        .map(|_| hold_login(server.postgres, "analyst2", "analyst2-pw"))
-        .collect();
-    let third = psql(server.postgres, "analyst2", "analyst2-pw", sql);
-    assert!(
-        third
-            .as_ref()
-            .is_err_and(|e| e.contains("too many connections for user \"analyst2\"")),
-        "{third:?}"
-    );
-    for mut child in holding {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
     // Statements built to exhaust a stack: refused by name, over both protocols.
     let deep = format!("SELECT {}", vec!["1"; 2_000].join("+"));
     let or_list: Vec<String> = (0..2_000).map(|i| format!("v = '{i}'")).collect();
@@ -1344,6 +1328,38 @@ fn hostile_connections_and_statements_leave_the_server_serving() {
     }
     assert!(psql(server.postgres, "analyst", "analyst-pw", sql).is_ok());
     assert!(server_alive(&server));
+}
+
+/// A user's logins past `max_connections_per_user` are refused by name, on a server no
+/// flood has touched (after the flood of the hostile test, CI twice let a third login in).
+#[test]
+fn logins_past_a_users_limit_are_refused_by_name() {
+    let site = Site::with_settings("max_connections_per_user = 2");
+    let server = site.start();
+    let sql = "SELECT COUNT(*) FROM nps_hierarchy_sex";
+    // psql is started again until it has answered a statement on its login.
+    let holding: Vec<Child> = (0..2)
+        .map(|_| hold_login(server.postgres, "analyst2", "analyst2-pw"))
+        .collect();
+    let third = psql(server.postgres, "analyst2", "analyst2-pw", sql);
+    assert!(
+        third
+            .as_ref()
+            .is_err_and(|e| e.contains("too many connections for user \"analyst2\"")),
+        "{third:?}"
+    );
+    for mut child in holding {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    // Once they are gone (the server sees their sockets close), the user logs in again.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut again = psql(server.postgres, "analyst2", "analyst2-pw", sql);
+    while again.is_err() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+        again = psql(server.postgres, "analyst2", "analyst2-pw", sql);
+    }
+    assert_eq!(again, Ok(vec![vec!["2".to_string()]]));
 }
 
 /// A psql session of `user`, logged in and waiting for statements on its standard input:
