@@ -303,9 +303,9 @@ impl Marginals {
 }
 
 impl Marginals {
-    /// Adds `count` input records whose values fall in `bins` (one per binner; `None` for
-    /// NULL or a value the bins do not know), the way [`Marginals::add`] counts the input.
-    pub fn add_input_bins(&mut self, bins: &[Option<usize>], count: f64) {
+    /// Counts `count` input records whose values fall in `bins` in the records, the one-way
+    /// counts and the unknown values, not the two-way counts.
+    pub fn add_one_way_bins(&mut self, bins: &[Option<usize>], count: f64) {
         self.records += count;
         for (c, bin) in bins.iter().enumerate() {
             match bin {
@@ -313,6 +313,12 @@ impl Marginals {
                 None => self.unknown[c] += count,
             }
         }
+    }
+
+    /// Adds `count` input records whose values fall in `bins` (one per binner; `None` for
+    /// NULL or a value the bins do not know), the way [`Marginals::add`] counts the input.
+    pub fn add_input_bins(&mut self, bins: &[Option<usize>], count: f64) {
+        self.add_one_way_bins(bins, count);
         let mut pair = 0;
         for a in 0..bins.len() {
             for b in a + 1..bins.len() {

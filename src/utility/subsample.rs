@@ -87,13 +87,7 @@ impl DenseCounts {
                 continue;
             }
             let n = n as f64;
-            out.records += n;
-            for (c, bin) in group.iter().enumerate() {
-                match bin {
-                    Some(b) => out.one_way[c][*b] += n,
-                    None => out.unknown[c] += n,
-                }
-            }
+            out.add_one_way_bins(group, n);
             let mut pair = 0;
             for a in 0..group.len() {
                 for b in a + 1..group.len() {
