@@ -35,6 +35,8 @@ const NOTHING_UNDONE: &str = "ROLLBACK ended the transaction block but undid not
 /// The studio over HTTP.
 #[path = "server/audit.rs"]
 mod audit;
+#[path = "server/parameters.rs"]
+mod parameters;
 #[path = "server/studio.rs"]
 mod studio;
 

@@ -6,13 +6,17 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::prelude::SessionContext;
 use datafusion_postgres::DfSessionService;
+use futures::SinkExt;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{FieldInfo, Response};
 use pgwire::api::stmt::QueryParser;
-use pgwire::api::store::PortalStore;
+use pgwire::api::stmt::StoredStatement;
+use pgwire::api::store::{Entry, PortalStore};
+use pgwire::api::DEFAULT_NAME;
 use pgwire::api::{ClientInfo, ClientPortalStore, Type};
 use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::extendedquery::{Bind, BindComplete};
 use pgwire::messages::PgWireBackendMessage;
 
 use crate::sessions::Server;
@@ -20,7 +24,7 @@ use crate::sessions::Server;
 use super::audited::AuditedStatements;
 use super::auth::Activity;
 use super::connection::{connection, Running};
-use super::{user_error, DfStatement};
+use super::{bind, user_error, DfStatement};
 
 /// The query handlers: each connection's statements go to the session of its user,
 /// made at the connection's first statement.
@@ -95,6 +99,65 @@ impl ExtendedQueryHandler for RoleService {
         self.parser.clone()
     }
 
+    /// Binds as pgwire does, but a statement kept for binding first ([`bind`]) is
+    /// planned here with its values as literals: its portal holds that statement, with
+    /// no parameters left.
+    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo
+            + ClientPortalStore
+            + futures::Sink<PgWireBackendMessage>
+            + Unpin
+            + Send
+            + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: std::fmt::Debug,
+        PgWireError: From<<C as futures::Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
+        let stored = match client.portal_store().get_statement(name) {
+            Some(Entry::Value(stored)) => stored,
+            _ => return self.bind_as_pgwire(client, message).await,
+        };
+        let Some(node) = bind::bind_first(&stored.statement) else {
+            return self.bind_as_pgwire(client, message).await;
+        };
+        let connection = connection(&self.server, client)?;
+        let text = stored.statement.0.as_str();
+        let failed = |e: PgWireError| {
+            connection.auditing.failed(&self.server, text, &e);
+            e
+        };
+        let (_, Some((statement, _))) = &stored.statement else {
+            return self.bind_as_pgwire(client, message).await;
+        };
+        let format = Portal::try_new(&message, stored.clone())?.parameter_format;
+        let bound = bind::with_literals(statement, node, &format, &message.parameters)
+            .map_err(failed)?
+            .to_string();
+        datafusion_anonymize::check_expression_depth(&bound)
+            .map_err(|e| failed(user_error("54001", e.strip_backtrace())))?;
+        let planned = connection
+            .service
+            .query_parser()
+            .parse_sql(client, &bound, &[])
+            .await
+            .map_err(failed)?;
+        let Some(planned) = planned else {
+            return self.bind_as_pgwire(client, message).await;
+        };
+        let statement = Arc::new(StoredStatement::new(stored.id.clone(), planned, Vec::new()));
+        let mut without_values = message;
+        without_values.parameter_format_codes.clear();
+        without_values.parameters.clear();
+        let portal = Portal::try_new(&without_values, statement)?;
+        client.portal_store().put_portal(Arc::new(portal));
+        client
+            .send(PgWireBackendMessage::BindComplete(BindComplete::new()))
+            .await?;
+        Ok(())
+    }
+
     async fn do_query<C>(
         &self,
         client: &mut C,
@@ -137,6 +200,49 @@ impl ExtendedQueryHandler for RoleService {
     }
 }
 
+impl RoleService {
+    /// Bind as pgwire's default does it: the portal holds the statement and its values
+    /// (none for an empty statement).
+    async fn bind_as_pgwire<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo
+            + ClientPortalStore
+            + futures::Sink<PgWireBackendMessage>
+            + Unpin
+            + Send
+            + Sync,
+        C::PortalStore: PortalStore<Statement = DfStatement>,
+        C::Error: std::fmt::Debug,
+        PgWireError: From<<C as futures::Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
+        match client.portal_store().get_statement(name) {
+            Some(Entry::Value(statement)) => {
+                let portal = Portal::try_new(&message, statement)?;
+                client.portal_store().put_portal(Arc::new(portal));
+            }
+            Some(Entry::Empty) => {
+                if !message.parameters.is_empty() {
+                    return Err(user_error(
+                        "08P01",
+                        format!(
+                            "bind message supplies {} parameters, but prepared statement {name:?} requires 0",
+                            message.parameters.len()
+                        ),
+                    ));
+                }
+                let portal = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
+                client.portal_store().put_empty_portal(portal);
+            }
+            None => return Err(PgWireError::StatementNotFound(name.to_owned())),
+        }
+        client
+            .send(PgWireBackendMessage::BindComplete(BindComplete::new()))
+            .await?;
+        Ok(())
+    }
+}
+
 /// Parses a statement in the session of the connection that sent it.
 pub(super) struct RoleParser {
     pub(super) server: Arc<Server>,
@@ -159,14 +265,23 @@ impl QueryParser for RoleParser {
         datafusion_anonymize::check_expression_depth(sql)
             .map_err(|e| user_error("54001", e.strip_backtrace()))?;
         let connection = connection(&self.server, client)?;
-        connection
+        let planned = connection
             .service
             .query_parser()
             .parse_sql(client, sql, types)
-            .await
+            .await;
+        // A statement with parameters that cannot be planned with them as placeholders
+        // is planned at Bind, with their values (`bind`); its errors are told then.
+        match planned {
+            Err(e) => bind::deferred(sql, types).map(Some).ok_or(e),
+            planned => planned,
+        }
     }
 
     fn get_parameter_types(&self, stmt: &Self::Statement) -> PgWireResult<Vec<Type>> {
+        if let Some(node) = bind::bind_first(stmt) {
+            return Ok(node.types());
+        }
         self.describe.query_parser().get_parameter_types(stmt)
     }
 
@@ -175,6 +290,9 @@ impl QueryParser for RoleParser {
         stmt: &Self::Statement,
         column_format: Option<&Format>,
     ) -> PgWireResult<Vec<FieldInfo>> {
+        if bind::bind_first(stmt).is_some() {
+            return Ok(Vec::new());
+        }
         self.describe
             .query_parser()
             .get_result_schema(stmt, column_format)

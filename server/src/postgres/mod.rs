@@ -5,6 +5,7 @@
 
 mod audited;
 mod auth;
+mod bind;
 mod connection;
 mod handlers;
 mod hooks;

@@ -9,7 +9,10 @@ logs in with a Basic handshake that returns a bearer token. Values are printed a
 as psql prints them, so the three clients' rows compare directly.
 
 psycopg-bound is psycopg with its default cursor, which binds parameters on the server
-(a prepared statement): each statement gets the one parameter 'M' for its %s.
+(a prepared statement): each statement gets the one parameter 'M' for its %s, or, when
+the environment variable DFANON_PARAMS holds a JSON list of lists, the nth list for the
+nth statement. DFANON_PREPARE=1 makes each a named prepared statement (prepare=True), so
+that a statement sent twice is parsed once and bound twice.
 
 The environment variable DFANON_TLS_ROOT (a PEM file) makes both clients connect with
 TLS and check the server's certificate against it.
@@ -66,11 +69,14 @@ def connect_psycopg_bound(host, port, user, password):
 CONNECT = {"psycopg": connect_psycopg, "psycopg-bound": connect_psycopg_bound, "adbc": connect_adbc}
 
 
-def execute(conn, sql, params=None):
+def execute(conn, sql, params=None, prepare=None):
     """The outcome of one statement: {"rows": ...} or {"error": ...}."""
     try:
         with conn.cursor() as cur:
-            cur.execute(sql, params)
+            if prepare:
+                cur.execute(sql, params, prepare=True)
+            else:
+                cur.execute(sql, params)
             rows = cur.fetchall() if cur.description else []
         return {"rows": [[text(v) for v in row] for row in rows]}
     except Exception as e:
@@ -86,9 +92,14 @@ def main():
             print(json.dumps({"error": str(e)}))
         return
     with conn:
-        params = ("M",) if kind == "psycopg-bound" else None
-        for sql in statements:
-            print(json.dumps(execute(conn, sql, params)))
+        bound = kind == "psycopg-bound"
+        given = json.loads(os.environ.get("DFANON_PARAMS", "null"))
+        prepare = bound and os.environ.get("DFANON_PREPARE") == "1"
+        for i, sql in enumerate(statements):
+            params = None
+            if bound:
+                params = tuple(given[i]) if given is not None else ("M",)
+            print(json.dumps(execute(conn, sql, params, prepare)))
     sys.stdout.flush()
 
 
