@@ -35,6 +35,8 @@ const NOTHING_UNDONE: &str = "ROLLBACK ended the transaction block but undid not
 /// The studio over HTTP.
 #[path = "server/audit.rs"]
 mod audit;
+#[path = "server/jdbc.rs"]
+mod jdbc;
 #[path = "server/parameters.rs"]
 mod parameters;
 #[path = "server/studio.rs"]
@@ -263,7 +265,13 @@ fn psql_path() -> &'static PathBuf {
 /// The first of `paths` that exists, after installing Debian's `package` with apt-get
 /// when none does (this must then run as root).
 fn from_the_distribution(paths: &[&str], package: &str) -> PathBuf {
+    // One apt-get at a time: tests that install run in parallel, and dpkg has one lock.
+    static APT: Mutex<()> = Mutex::new(());
     let found = || paths.iter().map(PathBuf::from).find(|p| p.exists());
+    if let Some(path) = found() {
+        return path;
+    }
+    let _apt = APT.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(path) = found() {
         return path;
     }

@@ -110,6 +110,9 @@ pub fn check_sql_statement(statement: &Statement) -> Result<(), PublicRefusal> {
             ..
         }) => check_setting(&variable.to_string()),
         Statement::Set(Set::SetTimeZone { local: false, .. }) => Ok(()),
+        // An isolation level or read-only mode (Metabase and JDBC set them on every
+        // connection): statements here apply when they run, so it changes nothing.
+        Statement::Set(Set::SetTransaction { snapshot: None, .. }) => Ok(()),
         Statement::Set(_) => Err(PublicRefusal::of("this SET")),
         other => Err(PublicRefusal::of(&kind(other))),
     }
@@ -194,6 +197,8 @@ mod tests {
             "SET extra_float_digits = 3",
             "SET DateStyle = 'ISO'",
             "SET TIME ZONE 'UTC'",
+            "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED",
+            "SET TRANSACTION READ ONLY",
             "DECLARE c CURSOR FOR SELECT 1",
             "FETCH 10 FROM c",
             "CLOSE c",

@@ -24,7 +24,7 @@ use crate::sessions::Server;
 use super::audited::AuditedStatements;
 use super::auth::Activity;
 use super::connection::{connection, Running};
-use super::{bind, user_error, DfStatement};
+use super::{bind, client_queries, user_error, DfStatement};
 
 /// The query handlers: each connection's statements go to the session of its user,
 /// made at the connection's first statement.
@@ -68,6 +68,8 @@ impl SimpleQueryHandler for RoleService {
             .get::<Activity>()
             .map(|activity| activity.0.busy());
         let connection = connection(&self.server, client)?;
+        let query = client_queries::answer(query);
+        let query = query.as_ref();
         let auditing = &connection.auditing;
         let failed = |e: PgWireError| {
             auditing.failed(&self.server, query, &e);
@@ -262,6 +264,8 @@ impl QueryParser for RoleParser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
+        let sql = client_queries::answer(sql);
+        let sql = sql.as_ref();
         datafusion_anonymize::check_expression_depth(sql)
             .map_err(|e| user_error("54001", e.strip_backtrace()))?;
         let connection = connection(&self.server, client)?;

@@ -6,6 +6,7 @@
 mod audited;
 mod auth;
 mod bind;
+mod client_queries;
 mod connection;
 mod handlers;
 mod hooks;
