@@ -1,6 +1,6 @@
 //! Arrow Flight SQL: a Basic-auth handshake that returns a bearer token, statements and
-//! prepared statements (without parameters), catalogs, schemas, tables and SqlInfo, and
-//! results streamed batch by batch. Each token has its own session, chosen by the user's
+//! prepared statements (without parameters), the metadata calls ([`crate::flight_catalog`]),
+//! and results streamed batch by batch. Each token has its own session, chosen by the user's
 //! role.
 
 use std::collections::{HashMap, VecDeque};
@@ -11,13 +11,16 @@ use std::sync::{Arc, Mutex};
 use arrow_flight::encode::FlightDataEncoderBuilder;
 use arrow_flight::error::FlightError;
 use arrow_flight::flight_service_server::{FlightService, FlightServiceServer};
-use arrow_flight::sql::metadata::{SqlInfoData, SqlInfoDataBuilder};
+use arrow_flight::sql::metadata::{
+    SqlInfoData, SqlInfoDataBuilder, XdbcTypeInfoData, XdbcTypeInfoDataBuilder,
+};
 use arrow_flight::sql::server::FlightSqlService;
 use arrow_flight::sql::{
     ActionClosePreparedStatementRequest, ActionCreatePreparedStatementRequest,
     ActionCreatePreparedStatementResult, CommandGetCatalogs, CommandGetDbSchemas,
-    CommandGetSqlInfo, CommandGetTables, CommandPreparedStatementQuery, CommandStatementQuery,
-    ProstMessageExt, SqlInfo, TicketStatementQuery,
+    CommandGetPrimaryKeys, CommandGetSqlInfo, CommandGetTableTypes, CommandGetTables,
+    CommandGetXdbcTypeInfo, CommandPreparedStatementQuery, CommandStatementQuery, ProstMessageExt,
+    SqlInfo, TicketStatementQuery,
 };
 use arrow_flight::{
     Action, FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse,
@@ -40,6 +43,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use crate::audit::{Audited, Auditing, Finish, Protocol};
 use crate::config::Role;
+use crate::flight_catalog;
 use crate::limits::Stop;
 use crate::sessions::Server;
 
@@ -96,32 +100,28 @@ pub struct FlightSql {
     server: Arc<Server>,
     tokens: Mutex<Tokens>,
     info: SqlInfoData,
+    types: XdbcTypeInfoData,
 }
 
 type DoGetStream = <FlightSql as FlightService>::DoGetStream;
 
 impl FlightSql {
     fn new(server: Arc<Server>) -> Self {
-        let mut info = SqlInfoDataBuilder::new();
-        info.append(SqlInfo::FlightSqlServerName, "dfanon-server");
-        info.append(SqlInfo::FlightSqlServerVersion, env!("CARGO_PKG_VERSION"));
-        info.append(SqlInfo::FlightSqlServerArrowVersion, "1.3");
-        info.append(SqlInfo::FlightSqlServerReadOnly, false);
-        info.append(SqlInfo::FlightSqlServerSql, true);
-        info.append(SqlInfo::FlightSqlServerSubstrait, false);
-        info.append(SqlInfo::FlightSqlServerTransaction, 0i32);
-        info.append(SqlInfo::FlightSqlServerCancel, false);
-        info.append(SqlInfo::SqlIdentifierQuoteChar, "\"");
-        let info = match info.build() {
-            Ok(info) => info,
-            Err(_) => SqlInfoDataBuilder::new()
+        let info = flight_catalog::sql_info().unwrap_or_else(|_| {
+            SqlInfoDataBuilder::new()
                 .build()
-                .unwrap_or_else(|_| unreachable!("an empty SqlInfo builds")),
-        };
+                .unwrap_or_else(|_| unreachable!("an empty SqlInfo builds"))
+        });
+        let types = flight_catalog::type_info().unwrap_or_else(|_| {
+            XdbcTypeInfoDataBuilder::new()
+                .build()
+                .unwrap_or_else(|_| unreachable!("an empty type list builds"))
+        });
         Self {
             server,
             tokens: Mutex::new(Tokens::default()),
             info,
+            types,
         }
     }
 
@@ -284,6 +284,10 @@ fn one_batch(
         .build(futures::stream::once(async move { batch }))
         .map_err(Status::from);
     Response::new(Box::pin(stream))
+}
+
+fn listing((schema, batch): flight_catalog::Listing) -> Response<DoGetStream> {
+    one_batch(schema, batch)
 }
 
 fn handle_text(handle: &[u8]) -> Result<&str, Status> {
@@ -492,11 +496,7 @@ impl FlightSqlService for FlightSql {
         request: Request<Ticket>,
     ) -> Result<Response<DoGetStream>, Status> {
         let session = self.session(&request)?;
-        let mut builder = query.into_builder();
-        for catalog in session.ctx.catalog_names() {
-            builder.append(catalog);
-        }
-        Ok(one_batch(builder.schema(), builder.build()))
+        Ok(listing(flight_catalog::catalogs(&session.ctx, query)))
     }
 
     async fn get_flight_info_schemas(
@@ -513,15 +513,7 @@ impl FlightSqlService for FlightSql {
         request: Request<Ticket>,
     ) -> Result<Response<DoGetStream>, Status> {
         let session = self.session(&request)?;
-        let mut builder = query.into_builder();
-        for catalog_name in session.ctx.catalog_names() {
-            if let Some(catalog) = session.ctx.catalog(&catalog_name) {
-                for schema in catalog.schema_names() {
-                    builder.append(&catalog_name, schema);
-                }
-            }
-        }
-        Ok(one_batch(builder.schema(), builder.build()))
+        Ok(listing(flight_catalog::schemas(&session.ctx, query)))
     }
 
     async fn get_flight_info_tables(
@@ -538,35 +530,58 @@ impl FlightSqlService for FlightSql {
         request: Request<Ticket>,
     ) -> Result<Response<DoGetStream>, Status> {
         let session = self.session(&request)?;
-        let mut builder = query.into_builder();
-        for catalog_name in session.ctx.catalog_names() {
-            let Some(catalog) = session.ctx.catalog(&catalog_name) else {
-                continue;
-            };
-            for schema_name in catalog.schema_names() {
-                let Some(schema) = catalog.schema(&schema_name) else {
-                    continue;
-                };
-                for table_name in schema.table_names() {
-                    let Ok(Some(table)) = schema.table(&table_name).await else {
-                        continue;
-                    };
-                    let kind = match table.table_type() {
-                        datafusion::datasource::TableType::View => "VIEW",
-                        _ => "TABLE",
-                    };
-                    builder
-                        .append(
-                            &catalog_name,
-                            &schema_name,
-                            &table_name,
-                            kind,
-                            &table.schema(),
-                        )
-                        .map_err(Status::from)?;
-                }
-            }
-        }
+        Ok(listing(flight_catalog::tables(&session.ctx, query).await))
+    }
+
+    async fn get_flight_info_table_types(
+        &self,
+        query: CommandGetTableTypes,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.command_info(&query.into_builder().schema(), query, request)
+    }
+
+    async fn do_get_table_types(
+        &self,
+        query: CommandGetTableTypes,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        self.session(&request)?;
+        Ok(listing(flight_catalog::table_types(query)))
+    }
+
+    async fn get_flight_info_primary_keys(
+        &self,
+        query: CommandGetPrimaryKeys,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.command_info(&flight_catalog::primary_keys().0, query, request)
+    }
+
+    async fn do_get_primary_keys(
+        &self,
+        _query: CommandGetPrimaryKeys,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        self.session(&request)?;
+        Ok(listing(flight_catalog::primary_keys()))
+    }
+
+    async fn get_flight_info_xdbc_type_info(
+        &self,
+        query: CommandGetXdbcTypeInfo,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.command_info(&self.types.schema(), query, request)
+    }
+
+    async fn do_get_xdbc_type_info(
+        &self,
+        query: CommandGetXdbcTypeInfo,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        self.session(&request)?;
+        let builder = query.into_builder(&self.types);
         Ok(one_batch(builder.schema(), builder.build()))
     }
 

@@ -11,6 +11,7 @@ mod connections;
 mod cursors;
 mod flight;
 mod flight_audited;
+mod flight_catalog;
 mod limits;
 mod password;
 mod pg_catalog;

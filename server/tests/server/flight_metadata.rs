@@ -1,0 +1,68 @@
+//! Flight SQL's metadata calls, as ADBC and BI tools make them: GetSqlInfo, GetTableTypes,
+//! GetCatalogs/GetDbSchemas/GetTables, GetPrimaryKeys and GetXdbcTypeInfo
+//! (`clients/flight_metadata.py`).
+
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use super::{psql, python, script, Site};
+
+#[test]
+fn flight_sql_answers_the_metadata_calls_of_bi_tools() {
+    let site = Site::new();
+    let server = site.start();
+    let published = psql(
+        server.postgres,
+        "owner",
+        "owner-pw",
+        "SELECT name FROM anonymize_publish('nps_kanon', 'nps', method => 'kanon', \
+         qi => 'age, sex, los, surgery, location', sensitive => 'disease', k => 10)",
+    );
+    assert_eq!(published, Ok(vec![vec!["nps_kanon".to_string()]]));
+    let out = Command::new(python())
+        .arg(script("flight_metadata.py"))
+        .args(["127.0.0.1", &server.flight.to_string()])
+        .args(["analyst2", "analyst2-pw", "nps_kanon"])
+        .output()
+        .expect("python runs");
+    let answers: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}); stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(answers["info"]["vendor_name"], json!("dfanon-server"));
+    assert_eq!(answers["table_types"], json!(["TABLE", "VIEW"]));
+    // The public user's tables: the release and the policy's hierarchies, not the source.
+    assert_eq!(
+        answers["objects"],
+        json!([
+            "nps_hierarchy_age",
+            "nps_hierarchy_disease",
+            "nps_hierarchy_location",
+            "nps_hierarchy_los",
+            "nps_hierarchy_sex",
+            "nps_hierarchy_surgery",
+            "nps_kanon"
+        ])
+    );
+    assert_eq!(
+        answers["table_schema"],
+        json!(["age", "sex", "los", "surgery", "location", "disease"])
+    );
+    assert_eq!(answers["primary_keys"]["rows"], json!(0));
+    assert_eq!(
+        answers["primary_keys"]["columns"],
+        json!([
+            "catalog_name",
+            "db_schema_name",
+            "table_name",
+            "column_name",
+            "key_name",
+            "key_sequence"
+        ])
+    );
+    assert_eq!(answers["xdbc_type_info"]["rows"], json!(10));
+    assert_eq!(answers["xdbc_type_info"]["columns"][0], json!("type_name"));
+}
