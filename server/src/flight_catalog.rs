@@ -74,7 +74,7 @@ pub async fn tables(ctx: &SessionContext, query: CommandGetTables) -> Listing {
                     &table.schema(),
                 );
                 if let Err(e) = appended {
-                    return (builder.schema(), Err(e.into()));
+                    return (builder.schema(), Err(e));
                 }
             }
         }
@@ -155,7 +155,7 @@ pub fn type_info() -> Result<XdbcTypeInfoData, FlightError> {
     builder.append(quoted("VARCHAR", XdbcDataType::XdbcVarchar, None));
     builder.append(quoted("DATE", XdbcDataType::XdbcDate, Some(10)));
     builder.append(quoted("TIMESTAMP", XdbcDataType::XdbcTimestamp, Some(29)));
-    builder.build().map_err(FlightError::from)
+    builder.build()
 }
 
 /// Numeric functions GetSqlInfo names (each is one of DataFusion's, `tests` check).
@@ -267,7 +267,7 @@ pub fn sql_info() -> Result<SqlInfoData, FlightError> {
     info.append(SqlInfo::SqlBatchUpdatesSupported, false);
     info.append(SqlInfo::SqlSavepointsSupported, false);
     info.append(SqlInfo::SqlNamedParametersSupported, false);
-    info.build().map_err(FlightError::from)
+    info.build()
 }
 
 #[cfg(test)]
