@@ -1,6 +1,6 @@
 //! Arrow Flight SQL: a Basic-auth handshake that returns a bearer token, statements and
-//! prepared statements (without parameters), the metadata calls ([`crate::flight_catalog`]),
-//! and results streamed batch by batch. Each token has its own session, chosen by the user's
+//! prepared statements (without parameters) run by [`crate::flight_statements`], and the
+//! metadata calls ([`crate::flight_catalog`]). Each token has its own session, chosen by the user's
 //! role.
 
 use std::collections::{HashMap, VecDeque};
@@ -31,9 +31,8 @@ use base64::engine::DecodePaddingMode;
 use base64::{alphabet, Engine};
 use datafusion::arrow::datatypes::Schema;
 use datafusion::arrow::ipc::writer::IpcWriteOptions;
-use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
-use futures::{Stream, StreamExt, TryStreamExt};
+use futures::{Stream, TryStreamExt};
 use prost::Message;
 use rand::RngCore;
 use tokio::net::TcpListener;
@@ -41,10 +40,9 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::{Identity, ServerTlsConfig};
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::audit::{Audited, Auditing, Finish, Protocol};
+use crate::audit::{Auditing, Protocol};
 use crate::config::Role;
 use crate::flight_catalog;
-use crate::limits::Stop;
 use crate::sessions::Server;
 
 /// Most sessions (tokens) kept at once; the oldest is forgotten first.
@@ -81,11 +79,11 @@ pub fn tls_config(cert: &Path, key: &Path) -> Result<ServerTlsConfig, String> {
     Ok(ServerTlsConfig::new().identity(identity))
 }
 
-struct FlightSession {
-    role: Role,
-    ctx: SessionContext,
+pub(crate) struct FlightSession {
+    pub(crate) role: Role,
+    pub(crate) ctx: SessionContext,
     /// Who sends its statements, for the audit trail.
-    auditing: Auditing,
+    pub(crate) auditing: Auditing,
 }
 
 /// The sessions of the tokens handed out, and the tokens from oldest to newest.
@@ -97,13 +95,13 @@ struct Tokens {
 
 /// The Flight SQL service: the server, and the session of every token handed out.
 pub struct FlightSql {
-    server: Arc<Server>,
+    pub(crate) server: Arc<Server>,
     tokens: Mutex<Tokens>,
     info: SqlInfoData,
     types: XdbcTypeInfoData,
 }
 
-type DoGetStream = <FlightSql as FlightService>::DoGetStream;
+pub(crate) type DoGetStream = <FlightSql as FlightService>::DoGetStream;
 
 impl FlightSql {
     fn new(server: Arc<Server>) -> Self {
@@ -147,101 +145,6 @@ impl FlightSql {
             .get(token)
             .cloned()
             .ok_or_else(|| Status::unauthenticated("unknown or expired token: log in again"))
-    }
-
-    /// Plans `sql` in `session`: for a public user only the statements they may run.
-    async fn plan(&self, session: &FlightSession, sql: &str) -> Result<LogicalPlan, Status> {
-        datafusion_anonymize::check_expression_depth(sql)
-            .map_err(|e| Status::invalid_argument(e.strip_backtrace()))?;
-        let state = session.ctx.state();
-        let dialect = state.config().options().sql_parser.dialect;
-        let statement = state
-            .sql_to_statement(sql, &dialect)
-            .map_err(|e| Status::invalid_argument(e.strip_backtrace()))?;
-        if session.role == Role::Public {
-            datafusion_anonymize::check_public_statement(&statement)
-                .map_err(|refusal| Status::permission_denied(refusal.message()))?;
-        }
-        state
-            .statement_to_plan(statement)
-            .await
-            .map_err(|e| Status::invalid_argument(e.strip_backtrace()))
-    }
-
-    /// Runs `sql` in `session` and streams its batches (a public user's statement in one
-    /// of the server's slots, until its deadline); its line in the audit trail is written
-    /// when it fails, or before its first batch (or at its end, without one).
-    async fn execute(
-        &self,
-        session: &FlightSession,
-        sql: &str,
-    ) -> Result<Response<DoGetStream>, Status> {
-        let mut finish = self.server.audit().map(|a| session.auditing.finish(a, sql));
-        let executed = self.execute_audited(session, sql, &mut finish).await;
-        if let (Err(e), Some(finish)) = (&executed, finish) {
-            let _ = finish(Err(e.message().to_string()));
-        }
-        executed
-    }
-
-    /// [`FlightSql::execute`]; `finish` (taken when the statement starts) writes its line.
-    async fn execute_audited(
-        &self,
-        session: &FlightSession,
-        sql: &str,
-        finish: &mut Option<Finish>,
-    ) -> Result<Response<DoGetStream>, Status> {
-        let stopped = |stop: Stop| match stop {
-            Stop::Failed => Status::internal(stop.to_string()),
-            Stop::Cancelled | Stop::TimedOut(_) | Stop::SessionTimedOut(_) => {
-                Status::deadline_exceeded(stop.to_string())
-            }
-        };
-        let admitted = self
-            .server
-            .admission()
-            .begin(session.role != Role::Owner, None, None)
-            .await
-            .map_err(stopped)?;
-        let started = admitted
-            .run(self.start(session, sql, finish))
-            .await
-            .map_err(stopped)??;
-        let stream = admitted.bound(started.into_inner(), stopped);
-        Ok(Response::new(Box::pin(stream)))
-    }
-
-    /// Plans `sql` in `session` and starts it: the stream of its batches, whose first
-    /// batch (or end) calls `finish` if given.
-    async fn start(
-        &self,
-        session: &FlightSession,
-        sql: &str,
-        finish: &mut Option<Finish>,
-    ) -> Result<Response<DoGetStream>, Status> {
-        let plan = self.plan(session, sql).await?;
-        let frame = session
-            .ctx
-            .execute_logical_plan(plan)
-            .await
-            .map_err(|e| Status::invalid_argument(e.strip_backtrace()))?;
-        let schema = Arc::new(frame.schema().as_arrow().clone());
-        let batches = frame
-            .execute_stream()
-            .await
-            .map_err(|e| Status::invalid_argument(e.strip_backtrace()))?
-            .map_err(|e| {
-                FlightError::Tonic(Box::new(Status::invalid_argument(e.strip_backtrace())))
-            });
-        let batches = match finish.take() {
-            Some(finish) => Audited::new(batches, finish).boxed(),
-            None => batches.boxed(),
-        };
-        let stream = FlightDataEncoderBuilder::new()
-            .with_schema(schema)
-            .build(batches)
-            .map_err(Status::from);
-        Ok(Response::new(Box::pin(stream)))
     }
 
     /// A FlightInfo for a result of `schema`, fetched with `ticket`.

@@ -2,16 +2,26 @@
 //! limit, SCRAM-SHA-256 against the stored hashes, the per-user connection limit, and the
 //! registration for cancel requests.
 
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use async_trait::async_trait;
+use futures::SinkExt;
 use pgwire::api::auth::sasl::SASLAuthStartupHandler;
 use pgwire::api::auth::{AuthSource, LoginInfo, Password, ServerParameterProvider, StartupHandler};
 use pgwire::api::{
-    ClientInfo, ConnectionHandle, ConnectionManager, PgWireConnectionState, METADATA_USER,
+    ClientInfo, ConnectionHandle, ConnectionManager, PgWireConnectionState, SessionExtensions,
+    METADATA_USER,
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::response::TransactionStatus;
+use pgwire::messages::startup::SecretKey;
+use pgwire::messages::ProtocolVersion;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use pgwire::tokio::tokio_rustls::rustls::pki_types::CertificateDer;
 
 use super::audited;
 
@@ -100,7 +110,16 @@ impl<P: ServerParameterProvider> StartupHandler for Login<P> {
                 ),
             ))));
         }
-        let started = self.scram.on_startup(client, message).await;
+        // SCRAM's last step tells the client it is logged in (ReadyForQuery); that message
+        // is held back until the per-user limit below has admitted the connection, so a
+        // refused client is never told it logged in (PostgreSQL's order: AuthenticationOk,
+        // then the refusal).
+        let mut held = HeldBack {
+            client: &mut *client,
+            ready: None,
+        };
+        let started = self.scram.on_startup(&mut held, message).await;
+        let ready = held.ready.take();
         if let Err(PgWireError::InvalidPassword(_)) = &started {
             self.limits.failed_logins.failed(&keys(client));
             refused(client, "authentication failed");
@@ -135,8 +154,106 @@ impl<P: ServerParameterProvider> StartupHandler for Login<P> {
             extensions.insert(slot);
             extensions.insert(Activity(self.state.clone()));
             extensions.insert(LoggedIn);
+            if let Some(ready) = ready {
+                client.send(ready).await?;
+            }
         }
         Ok(())
+    }
+}
+
+/// A client whose ReadyForQuery message is held back (kept in `ready`, not sent); every
+/// other message goes through.
+struct HeldBack<'a, C> {
+    client: &'a mut C,
+    ready: Option<PgWireBackendMessage>,
+}
+
+impl<C: futures::Sink<PgWireBackendMessage> + Unpin> futures::Sink<PgWireBackendMessage>
+    for HeldBack<'_, C>
+{
+    type Error = C::Error;
+
+    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), C::Error>> {
+        Pin::new(&mut *self.client).poll_ready(cx)
+    }
+
+    fn start_send(mut self: Pin<&mut Self>, item: PgWireBackendMessage) -> Result<(), C::Error> {
+        if matches!(item, PgWireBackendMessage::ReadyForQuery(_)) {
+            self.ready = Some(item);
+            return Ok(());
+        }
+        Pin::new(&mut *self.client).start_send(item)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), C::Error>> {
+        Pin::new(&mut *self.client).poll_flush(cx)
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), C::Error>> {
+        Pin::new(&mut *self.client).poll_close(cx)
+    }
+}
+
+impl<C: ClientInfo> ClientInfo for HeldBack<'_, C> {
+    fn socket_addr(&self) -> SocketAddr {
+        self.client.socket_addr()
+    }
+
+    fn is_secure(&self) -> bool {
+        self.client.is_secure()
+    }
+
+    fn protocol_version(&self) -> ProtocolVersion {
+        self.client.protocol_version()
+    }
+
+    fn set_protocol_version(&mut self, version: ProtocolVersion) {
+        self.client.set_protocol_version(version)
+    }
+
+    fn pid_and_secret_key(&self) -> (i32, SecretKey) {
+        self.client.pid_and_secret_key()
+    }
+
+    fn set_pid_and_secret_key(&mut self, pid: i32, secret_key: SecretKey) {
+        self.client.set_pid_and_secret_key(pid, secret_key)
+    }
+
+    fn state(&self) -> PgWireConnectionState {
+        self.client.state()
+    }
+
+    fn set_state(&mut self, new_state: PgWireConnectionState) {
+        self.client.set_state(new_state)
+    }
+
+    fn transaction_status(&self) -> TransactionStatus {
+        self.client.transaction_status()
+    }
+
+    fn set_transaction_status(&mut self, new_status: TransactionStatus) {
+        self.client.set_transaction_status(new_status)
+    }
+
+    fn metadata(&self) -> &HashMap<String, String> {
+        self.client.metadata()
+    }
+
+    fn metadata_mut(&mut self) -> &mut HashMap<String, String> {
+        self.client.metadata_mut()
+    }
+
+    fn session_extensions(&self) -> &SessionExtensions {
+        self.client.session_extensions()
+    }
+
+    fn sni_server_name(&self) -> Option<&str> {
+        self.client.sni_server_name()
+    }
+
+    fn client_certificates<'a>(&self) -> Option<&[CertificateDer<'a>]> {
+        self.client.client_certificates()
     }
 }
 

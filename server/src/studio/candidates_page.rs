@@ -71,6 +71,18 @@ const CANDIDATE_FIGURES: &[(&str, &str)] = &[
         "utility:unique_exact_match_share",
         "share of the source's unique records released unchanged",
     ),
+    (
+        "after:attack:singling_out",
+        "singling-out attack: risk beyond a naive attacker (0 best)",
+    ),
+    (
+        "after:attack:linkability",
+        "linkability attack: risk beyond a naive attacker (0 best)",
+    ),
+    (
+        "after:attack:inference",
+        "inference attack: risk beyond a naive attacker (0 best)",
+    ),
 ];
 
 fn number(value: &str) -> String {

@@ -309,6 +309,15 @@ fn a_steward_publishes_adult_from_the_browser_and_an_analyst_reads_it_with_psql(
         pmse.len() == 3 && pmse.iter().all(|p| (0.0..=0.25).contains(p)),
         "{pmse:?}"
     );
+    // anonymeter's three attacks on each trial, side by side: a risk beyond the naive
+    // attacker, at most 1.
+    for attack in ["singling_out", "linkability", "inference"] {
+        let risks = figure(&format!("after:attack:{attack}"));
+        assert!(
+            risks.len() == 3 && risks.iter().all(|r| (-1.0..=1.0).contains(r)),
+            "{attack}: {risks:?}"
+        );
+    }
     // Each trial is checked against HIPAA Safe Harbor before anything is published.
     let safe_harbor: Vec<String> = seen["side_by_side"]
         .as_array()
