@@ -455,7 +455,7 @@ impl KeyPacking {
 /// digits, moving `payload` along; returns the sorted keys and their payloads. Keys already
 /// in order are returned as they are; digits above the key space are skipped, and so is
 /// every pass in which all keys share the digit.
-fn radix_sort_pairs<T: Copy + Default>(
+pub(crate) fn radix_sort_pairs<T: Copy + Default>(
     mut keys: Vec<u64>,
     mut payload: Vec<T>,
     key_space: u64,

@@ -6,7 +6,7 @@
 //! that covers it (the value itself, one of its generalizations in the hierarchy, or `*`),
 //! and counterfeit rows are rows like any other.
 
-use std::collections::HashMap;
+use datafusion::common::HashMap;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
@@ -40,7 +40,8 @@ impl Table {
     /// The table without duplicate rows (the first of each kept, in order), as anonymeter
     /// drops duplicates before singling out.
     pub fn distinct(&self) -> Table {
-        let mut seen: HashMap<Vec<u64>, ()> = HashMap::with_capacity(self.rows);
+        let mut seen: HashMap<Vec<u64>, ()> =
+            HashMap::with_capacity_and_hasher(self.rows, Default::default());
         let mut keep = Vec::with_capacity(self.rows);
         for row in 0..self.rows {
             if seen.insert(self.key(row), ()).is_none() {
@@ -143,7 +144,7 @@ impl Encoder {
         let n = columns.len();
         Self {
             columns,
-            dictionaries: vec![HashMap::new(); n],
+            dictionaries: vec![HashMap::default(); n],
             labels: vec![Vec::new(); n],
             ranges: vec![(f64::INFINITY, f64::NEG_INFINITY); n],
         }

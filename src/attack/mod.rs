@@ -14,6 +14,7 @@ mod index;
 mod inference;
 mod linkability;
 mod neighbours;
+mod order;
 mod rates;
 mod release;
 mod singling_out;

@@ -10,8 +10,9 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::TableProvider;
 use datafusion::common::{exec_datafusion_err, plan_err, Result};
 use datafusion::execution::SessionState;
-use datafusion::prelude::{ident, SessionContext};
+use datafusion::prelude::SessionContext;
 
+use super::order::in_value_order;
 use super::{run, Attack, AttackedColumn, Mode, Outcome, Settings, Tables};
 use crate::engine::{load_hierarchy, AnonymizeRequest};
 use crate::names::parse_list;
@@ -163,7 +164,7 @@ fn names(param: &str, list: &str) -> Result<Vec<String>> {
         .collect())
 }
 
-/// The columns `names` of `table`, read whole and sorted on them (so that the seeded draws,
+/// The columns `names` of `table`, read whole and put in value order (so that the seeded draws,
 /// which pick rows by position, do not depend on the order the scan returns rows in);
 /// `what` names the table in errors.
 async fn read(
@@ -179,13 +180,11 @@ async fn read(
         }
     }
     let columns: Vec<&str> = names.iter().map(String::as_str).collect();
-    let order = names.iter().map(|n| ident(n).sort(true, true)).collect();
-    local
-        .read_table(table.clone())?
-        .select_columns(&columns)?
-        .sort(order)?
-        .collect()
-        .await
+    let frame = local.read_table(table.clone())?.select_columns(&columns)?;
+    let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
+    let batches = frame.collect().await?;
+    let schema = batches.first().map_or(schema, RecordBatch::schema);
+    Ok(vec![in_value_order(&schema, &batches)?])
 }
 
 /// The columns the attacks read: the quasi-identifiers (with their hierarchies), then the
