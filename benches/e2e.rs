@@ -4,6 +4,10 @@
 //! the speedup; the `_person_` cases give the release per person as `median_s` and the same
 //! release per row as `row_median_s`).
 //!
+//! `attacks_nps_ipa` and `attacks_adult_kanon` time anonymeter's three attacks (500 of
+//! each) on a seeded IPA release of the NPS demo data and a k = 5 release of Adult, beside
+//! the release's own time (`release_s`, `ratio`), and print the three risks.
+//!
 //! `cargo bench --bench e2e` runs every case; `cargo bench --bench e2e -- <filter>` only the
 //! cases whose name contains the filter; `--runs N` sets the repetitions (default 5).
 //!
@@ -796,6 +800,57 @@ const SCALE_METHODS: &[(&str, &str, &str)] = &[
 
 /// A fresh owner session with the NPS Parquet at `parquet` registered as `nps` and the
 /// demo hierarchies created.
+/// anonymeter's three attacks (500 of each, its default) on a seeded release: the release
+/// drawn once (and its time), then the attack call timed `runs` times in the same session
+/// (the store serves the release; each call reads and codes the source and the release
+/// anew). Returns the attacks' median, the release's time and the three risks.
+async fn attacks_case(
+    ctx: &SessionContext,
+    table: &str,
+    release_args: &str,
+    runs: usize,
+) -> Result<(f64, f64, Vec<String>)> {
+    let start = Instant::now();
+    ctx.sql(&format!(
+        "SELECT COUNT(*) FROM anonymize('{table}', {release_args})"
+    ))
+    .await?
+    .collect()
+    .await?;
+    let release_s = start.elapsed().as_secs_f64();
+    let mut times = Vec::with_capacity(runs);
+    let mut risks = Vec::new();
+    for _ in 0..runs {
+        let start = Instant::now();
+        let batches = ctx
+            .sql(&format!(
+                "SELECT attack, CAST(risk AS VARCHAR) FROM anonymize_attack('{table}', {release_args}, attacks => 500)"
+            ))
+            .await?
+            .collect()
+            .await?;
+        times.push(start.elapsed().as_secs_f64());
+        risks = Vec::new();
+        for b in &batches {
+            let text = |i: usize| {
+                datafusion::arrow::compute::cast(
+                    b.column(i),
+                    &datafusion::arrow::datatypes::DataType::Utf8,
+                )
+            };
+            let (names, values) = (text(0)?, text(1)?);
+            let names = datafusion::arrow::array::AsArray::as_string::<i32>(&names);
+            let values = datafusion::arrow::array::AsArray::as_string::<i32>(&values);
+            for i in 0..b.num_rows() {
+                let risk: f64 = values.value(i).parse().unwrap_or(f64::NAN);
+                risks.push(format!("{}={risk:.3}", names.value(i)));
+            }
+        }
+    }
+    times.sort_by(|a, b| a.total_cmp(b));
+    Ok((times[times.len() / 2], release_s, risks))
+}
+
 async fn nps_session(parquet: &str) -> Result<SessionContext> {
     let ctx = SessionContext::new();
     datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;
@@ -1535,6 +1590,47 @@ async fn main() -> Result<()> {
         println!(
             "CASE name=ipa_nps_1361000 rows={rows} nodes={nodes} median_s={median:.3} peak_rss_mb={:.0}",
             peak_rss_mb()
+        );
+    }
+    if wanted("attacks_nps_ipa") {
+        let parquet = demo_parquet(dir.path(), "nps_attacks.parquet").await?;
+        let ctx = nps_session(&parquet).await?;
+        reset_peak_rss();
+        let (median, release_s, risks) = attacks_case(
+            &ctx,
+            "nps",
+            "method => 'ipa', qi => 'age, sex, los, surgery, location', informative => 'disease', epsilon => 1.0, seed => 1",
+            runs,
+        )
+        .await?;
+        println!(
+            "CASE name=attacks_nps_ipa rows=1361000 median_s={median:.3} release_s={release_s:.3} ratio={:.2} peak_rss_mb={:.0} {}",
+            median / release_s,
+            peak_rss_mb(),
+            risks.join(" ")
+        );
+    }
+    if wanted("attacks_adult_kanon") {
+        let ctx = SessionContext::new();
+        datafusion_anonymize::register_with(&ctx, datafusion_anonymize::RegisterOptions::owner())?;
+        adult_tables(&ctx).await?;
+        let qi: Vec<String> = ADULT_QI
+            .iter()
+            .map(|q| format!("\"{q}\":adult_hierarchy_{q}"))
+            .collect();
+        reset_peak_rss();
+        let (median, release_s, risks) = attacks_case(
+            &ctx,
+            "adult",
+            &format!("method => 'kanon', qi => '{}', k => 5", qi.join(", ")),
+            runs,
+        )
+        .await?;
+        println!(
+            "CASE name=attacks_adult_kanon rows=30162 median_s={median:.3} release_s={release_s:.3} ratio={:.2} peak_rss_mb={:.0} {}",
+            median / release_s,
+            peak_rss_mb(),
+            risks.join(" ")
         );
     }
     if wanted("upa_nps_1361000") {

@@ -162,7 +162,7 @@ mod tests {
         let first = in_value_order(&schema, &[batch(&forward[..4])?, batch(&forward[4..])?])?;
         let second = in_value_order(&schema, &[batch(&backward)?])?;
         let text = |b: &RecordBatch| {
-            datafusion::arrow::util::pretty::pretty_format_batches(&[b.clone()])
+            datafusion::arrow::util::pretty::pretty_format_batches(std::slice::from_ref(b))
                 .map(|t| t.to_string())
         };
         assert_eq!(text(&first)?, text(&expected)?);
