@@ -27,6 +27,26 @@ pub enum Values {
     Codes(Vec<u32>),
 }
 
+/// A table's attacked columns (in order) as read, and the order the attacks read its rows in.
+#[derive(Debug, Clone)]
+pub enum Rows {
+    /// The rows of these batches, in order.
+    AsGiven(Vec<RecordBatch>),
+    /// The rows of `batch` at the positions `order` gives, in that order.
+    Ordered {
+        /// The rows as a scan returned them.
+        batch: RecordBatch,
+        /// Row positions in reading order.
+        order: Vec<u32>,
+    },
+}
+
+impl From<Vec<RecordBatch>> for Rows {
+    fn from(batches: Vec<RecordBatch>) -> Self {
+        Rows::AsGiven(batches)
+    }
+}
+
 /// One table's attacked columns, encoded.
 #[derive(Debug, Clone)]
 pub struct Table {
@@ -194,6 +214,60 @@ impl Encoder {
             });
         }
         Ok(Table { rows, columns })
+    }
+
+    /// Encodes the rows of `batch` (the attacked columns in order) in the order `order`
+    /// gives (row positions), as [`Encoder::encode`] would encode them taken in that order.
+    pub fn encode_ordered(&mut self, batch: &RecordBatch, order: &[u32]) -> Result<Table> {
+        let mut columns = Vec::with_capacity(self.columns.len());
+        for c in 0..self.columns.len() {
+            let array = batch.column(c);
+            columns.push(if self.columns[c].1 {
+                let numbers = cast(array, &DataType::Float64)?;
+                let numbers = numbers.as_primitive::<datafusion::arrow::datatypes::Float64Type>();
+                let mut values = Vec::with_capacity(order.len());
+                for &row in order {
+                    let row = row as usize;
+                    let x = if numbers.is_null(row) {
+                        f64::NAN
+                    } else {
+                        numbers.value(row)
+                    };
+                    if x.is_finite() {
+                        let range = &mut self.ranges[c];
+                        range.0 = range.0.min(x);
+                        range.1 = range.1.max(x);
+                    }
+                    values.push(x);
+                }
+                Values::Numbers(values)
+            } else {
+                let text = cast(array, &DataType::Utf8)?;
+                let text = text.as_string::<i32>();
+                let mut codes = Vec::with_capacity(order.len());
+                for &row in order {
+                    let row = row as usize;
+                    codes.push(if text.is_null(row) {
+                        NULL_CODE
+                    } else {
+                        self.code(c, text.value(row))
+                    });
+                }
+                Values::Codes(codes)
+            });
+        }
+        Ok(Table {
+            rows: order.len(),
+            columns,
+        })
+    }
+
+    /// Encodes `rows` in their reading order.
+    pub fn encode_rows(&mut self, rows: &Rows) -> Result<Table> {
+        match rows {
+            Rows::AsGiven(batches) => self.encode(batches),
+            Rows::Ordered { batch, order } => self.encode_ordered(batch, order),
+        }
     }
 
     fn code(&mut self, column: usize, text: &str) -> u32 {

@@ -19,12 +19,12 @@ mod rates;
 mod release;
 mod singling_out;
 
-use datafusion::arrow::array::RecordBatch;
 use datafusion::common::{plan_err, Result};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::hierarchy::Hierarchy;
+pub use data::Rows;
 pub use rates::Rate;
 pub use release::{attack_release, AttackPlan};
 pub use singling_out::Mode;
@@ -155,11 +155,11 @@ pub struct AttackedColumn {
 #[derive(Debug)]
 pub struct Tables {
     /// The release (or the table attacked in its place).
-    pub release: Vec<RecordBatch>,
+    pub release: Rows,
     /// The source the release was made from.
-    pub source: Vec<RecordBatch>,
+    pub source: Rows,
     /// Records of the same population the release did not use.
-    pub control: Option<Vec<RecordBatch>>,
+    pub control: Option<Rows>,
 }
 
 /// How the attacks run.
@@ -206,10 +206,10 @@ pub fn run(
             .map(|c| (c.name.clone(), c.numeric, c.hierarchy.clone()))
             .collect(),
     );
-    let release = encoder.encode(&tables.release)?;
-    let source = encoder.encode(&tables.source)?;
+    let release = encoder.encode_rows(&tables.release)?;
+    let source = encoder.encode_rows(&tables.source)?;
     let control = match &tables.control {
-        Some(batches) => Some(encoder.encode(batches)?),
+        Some(rows) => Some(encoder.encode_rows(rows)?),
         None => None,
     };
     let columns = encoder.finish();
@@ -323,7 +323,7 @@ fn outcome(
 pub(crate) mod tests {
     use std::sync::Arc;
 
-    use datafusion::arrow::array::{Int64Array, StringArray};
+    use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray};
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
 
     use super::*;
@@ -367,9 +367,9 @@ pub(crate) mod tests {
         let rows: Vec<(String, i64)> = (0..200).map(|i| (format!("v{}", i % 37), i % 11)).collect();
         let refs: Vec<(&str, i64)> = rows.iter().map(|(s, n)| (s.as_str(), *n)).collect();
         let tables = Tables {
-            release: vec![table_batch(&refs)],
-            source: vec![table_batch(&refs)],
-            control: Some(vec![table_batch(&refs)]),
+            release: vec![table_batch(&refs)].into(),
+            source: vec![table_batch(&refs)].into(),
+            control: Some(vec![table_batch(&refs)].into()),
         };
         let attacks = [
             Attack::SinglingOut {
@@ -413,8 +413,8 @@ pub(crate) mod tests {
     #[test]
     fn unknown_columns_are_named() {
         let tables = Tables {
-            release: vec![table_batch(&[("a", 1)])],
-            source: vec![table_batch(&[("a", 1)])],
+            release: vec![table_batch(&[("a", 1)])].into(),
+            source: vec![table_batch(&[("a", 1)])].into(),
             control: None,
         };
         let attack = Attack::Inference {

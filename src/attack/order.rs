@@ -9,24 +9,27 @@
 
 use std::cmp::Ordering;
 
-use datafusion::arrow::array::{ArrayRef, RecordBatch, UInt32Array};
-use datafusion::arrow::compute::{concat_batches, take_record_batch};
-use datafusion::arrow::datatypes::SchemaRef;
+use std::hash::Hash;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use datafusion::arrow::compute::concat_batches;
+use datafusion::arrow::datatypes::{DataType, Int32Type, Int64Type, SchemaRef};
 use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::common::{HashMap, Result};
 
+use super::data::Rows;
 use crate::histogram::radix_sort_pairs;
 
-/// `batches` (of `schema`) as one batch, its rows in the order above.
-pub fn in_value_order(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
+/// `batches` (of `schema`) as one batch, and its row positions in the order above.
+pub fn in_value_order(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Rows> {
     let batch = concat_batches(schema, batches)?;
     let ranks = batch
         .columns()
         .iter()
         .map(ranks)
         .collect::<Result<Vec<_>>>()?;
-    let rows = sorted_rows(&ranks, batch.num_rows());
-    Ok(take_record_batch(&batch, &UInt32Array::from(rows))?)
+    let order = sorted_rows(&ranks, batch.num_rows());
+    Ok(Rows::Ordered { batch, order })
 }
 
 /// The rows `0..n` sorted on their ranks, column by column: on one packed number per row
@@ -60,30 +63,75 @@ fn sorted_rows(ranks: &[(Vec<u32>, u32)], n: usize) -> Vec<u32> {
 }
 
 /// Each value's rank among the column's distinct values in sort order (ascending, NULLs
-/// first), through arrow's row format, whose bytes compare as the values sort; and how
-/// many distinct values there are.
+/// first), and how many distinct values there are: strings and integers read directly, any
+/// other type through arrow's row format, whose bytes compare as the values sort.
 fn ranks(column: &ArrayRef) -> Result<(Vec<u32>, u32)> {
-    let converter = RowConverter::new(vec![SortField::new(column.data_type().clone())])?;
-    let rows = converter.convert_columns(std::slice::from_ref(column))?;
-    let mut seen: HashMap<&[u8], u32> = HashMap::default();
-    let mut distinct: Vec<&[u8]> = Vec::new();
-    let codes: Vec<u32> = (0..rows.num_rows())
-        .map(|i| {
-            let bytes = rows.row(i).data();
-            *seen.entry(bytes).or_insert_with(|| {
-                distinct.push(bytes);
+    let nulls = column.logical_nulls();
+    let is_null = |i: usize| nulls.as_ref().is_some_and(|n| n.is_null(i));
+    let n = column.len();
+    match column.data_type() {
+        DataType::Utf8 => {
+            let values = column.as_string::<i32>();
+            Ok(rank_by(
+                (0..n).map(|i| (!is_null(i)).then(|| values.value(i))),
+            ))
+        }
+        DataType::LargeUtf8 => {
+            let values = column.as_string::<i64>();
+            Ok(rank_by(
+                (0..n).map(|i| (!is_null(i)).then(|| values.value(i))),
+            ))
+        }
+        DataType::Utf8View => {
+            let values = column.as_string_view();
+            Ok(rank_by(
+                (0..n).map(|i| (!is_null(i)).then(|| values.value(i))),
+            ))
+        }
+        DataType::Int32 => {
+            let values = column.as_primitive::<Int32Type>();
+            Ok(rank_by(
+                (0..n).map(|i| (!is_null(i)).then(|| values.value(i))),
+            ))
+        }
+        DataType::Int64 => {
+            let values = column.as_primitive::<Int64Type>();
+            Ok(rank_by(
+                (0..n).map(|i| (!is_null(i)).then(|| values.value(i))),
+            ))
+        }
+        _ => {
+            let converter = RowConverter::new(vec![SortField::new(column.data_type().clone())])?;
+            let rows = converter.convert_columns(std::slice::from_ref(column))?;
+            Ok(rank_by(
+                (0..rows.num_rows()).map(|i| Some(rows.row(i).data())),
+            ))
+        }
+    }
+}
+
+/// The ranks of `values` among their distinct values (`None`, a NULL, before every value),
+/// and how many distinct values there are.
+fn rank_by<T: Ord + Hash + Copy>(values: impl Iterator<Item = Option<T>>) -> (Vec<u32>, u32) {
+    let mut seen: HashMap<Option<T>, u32> = HashMap::default();
+    let mut distinct: Vec<Option<T>> = Vec::new();
+    let codes: Vec<u32> = values
+        .map(|value| {
+            *seen.entry(value).or_insert_with(|| {
+                distinct.push(value);
                 distinct.len() as u32 - 1
             })
         })
         .collect();
     let mut by_value: Vec<u32> = (0..distinct.len() as u32).collect();
-    by_value.sort_unstable_by(|&a, &b| distinct[a as usize].cmp(distinct[b as usize]));
+    // `None < Some(_)`: NULLs first.
+    by_value.sort_unstable_by(|&a, &b| distinct[a as usize].cmp(&distinct[b as usize]));
     let mut rank = vec![0u32; distinct.len()];
     for (r, &code) in by_value.iter().enumerate() {
         rank[code as usize] = r as u32;
     }
     let ranks = codes.into_iter().map(|c| rank[c as usize]).collect();
-    Ok((ranks, distinct.len() as u32))
+    (ranks, distinct.len() as u32)
 }
 
 #[cfg(test)]
@@ -159,8 +207,20 @@ mod tests {
             .collect()
             .await?;
         let expected = concat_batches(&schema, &expected)?;
-        let first = in_value_order(&schema, &[batch(&forward[..4])?, batch(&forward[4..])?])?;
-        let second = in_value_order(&schema, &[batch(&backward)?])?;
+        let taken = |rows: Rows| -> Result<RecordBatch> {
+            let Rows::Ordered { batch, order } = rows else {
+                panic!("rows in an order");
+            };
+            Ok(datafusion::arrow::compute::take_record_batch(
+                &batch,
+                &datafusion::arrow::array::UInt32Array::from(order),
+            )?)
+        };
+        let first = taken(in_value_order(
+            &schema,
+            &[batch(&forward[..4])?, batch(&forward[4..])?],
+        )?)?;
+        let second = taken(in_value_order(&schema, &[batch(&backward)?])?)?;
         let text = |b: &RecordBatch| {
             datafusion::arrow::util::pretty::pretty_format_batches(std::slice::from_ref(b))
                 .map(|t| t.to_string())

@@ -13,7 +13,7 @@ use datafusion::execution::SessionState;
 use datafusion::prelude::SessionContext;
 
 use super::order::in_value_order;
-use super::{run, Attack, AttackedColumn, Mode, Outcome, Settings, Tables};
+use super::{run, Attack, AttackedColumn, Mode, Outcome, Rows, Settings, Tables};
 use crate::engine::{load_hierarchy, AnonymizeRequest};
 use crate::names::parse_list;
 use crate::session::local_state;
@@ -172,7 +172,7 @@ async fn read(
     table: &Arc<dyn TableProvider>,
     names: &[String],
     what: &str,
-) -> Result<Vec<RecordBatch>> {
+) -> Result<Rows> {
     let schema = table.schema();
     for name in names {
         if schema.field_with_name(name).is_err() {
@@ -184,7 +184,7 @@ async fn read(
     let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
     let batches = frame.collect().await?;
     let schema = batches.first().map_or(schema, RecordBatch::schema);
-    Ok(vec![in_value_order(&schema, &batches)?])
+    in_value_order(&schema, &batches)
 }
 
 /// The columns the attacks read: the quasi-identifiers (with their hierarchies), then the
