@@ -161,6 +161,24 @@ impl FlightSql {
         Ok(Response::new(info))
     }
 
+    /// The session of a metadata call (`call`, e.g. `GetTables`), whose line is written to
+    /// the audit trail (as `Flight SQL GetTables`) before it is answered; a trail that
+    /// cannot be written refuses the call.
+    fn metadata_call<T>(
+        &self,
+        request: &Request<T>,
+        call: &str,
+    ) -> Result<Arc<FlightSession>, Status> {
+        let session = self.session(request)?;
+        if let Some(audit) = self.server.audit() {
+            let finish = session
+                .auditing
+                .finish(audit, &format!("Flight SQL {call}"));
+            finish(Ok(())).map_err(Status::unavailable)?;
+        }
+        Ok(session)
+    }
+
     /// The FlightInfo of a metadata command (`command` is its own ticket) for a logged-in
     /// client.
     fn command_info(
@@ -398,7 +416,7 @@ impl FlightSqlService for FlightSql {
         query: CommandGetCatalogs,
         request: Request<Ticket>,
     ) -> Result<Response<DoGetStream>, Status> {
-        let session = self.session(&request)?;
+        let session = self.metadata_call(&request, "GetCatalogs")?;
         Ok(listing(flight_catalog::catalogs(&session.ctx, query)))
     }
 
@@ -415,7 +433,7 @@ impl FlightSqlService for FlightSql {
         query: CommandGetDbSchemas,
         request: Request<Ticket>,
     ) -> Result<Response<DoGetStream>, Status> {
-        let session = self.session(&request)?;
+        let session = self.metadata_call(&request, "GetDbSchemas")?;
         Ok(listing(flight_catalog::schemas(&session.ctx, query)))
     }
 
@@ -432,7 +450,7 @@ impl FlightSqlService for FlightSql {
         query: CommandGetTables,
         request: Request<Ticket>,
     ) -> Result<Response<DoGetStream>, Status> {
-        let session = self.session(&request)?;
+        let session = self.metadata_call(&request, "GetTables")?;
         Ok(listing(flight_catalog::tables(&session.ctx, query).await))
     }
 
@@ -449,7 +467,7 @@ impl FlightSqlService for FlightSql {
         query: CommandGetTableTypes,
         request: Request<Ticket>,
     ) -> Result<Response<DoGetStream>, Status> {
-        self.session(&request)?;
+        self.metadata_call(&request, "GetTableTypes")?;
         Ok(listing(flight_catalog::table_types(query)))
     }
 
@@ -466,7 +484,7 @@ impl FlightSqlService for FlightSql {
         _query: CommandGetPrimaryKeys,
         request: Request<Ticket>,
     ) -> Result<Response<DoGetStream>, Status> {
-        self.session(&request)?;
+        self.metadata_call(&request, "GetPrimaryKeys")?;
         Ok(listing(flight_catalog::primary_keys()))
     }
 
@@ -483,7 +501,7 @@ impl FlightSqlService for FlightSql {
         query: CommandGetXdbcTypeInfo,
         request: Request<Ticket>,
     ) -> Result<Response<DoGetStream>, Status> {
-        self.session(&request)?;
+        self.metadata_call(&request, "GetXdbcTypeInfo")?;
         let builder = query.into_builder(&self.types);
         Ok(one_batch(builder.schema(), builder.build()))
     }
@@ -505,7 +523,7 @@ impl FlightSqlService for FlightSql {
         query: CommandGetSqlInfo,
         request: Request<Ticket>,
     ) -> Result<Response<DoGetStream>, Status> {
-        self.session(&request)?;
+        self.metadata_call(&request, "GetSqlInfo")?;
         let builder = query.into_builder(&self.info);
         Ok(one_batch(builder.schema(), builder.build()))
     }

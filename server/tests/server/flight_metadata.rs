@@ -1,6 +1,6 @@
 //! Flight SQL's metadata calls, as ADBC and BI tools make them: GetSqlInfo, GetTableTypes,
 //! GetCatalogs/GetDbSchemas/GetTables, GetPrimaryKeys and GetXdbcTypeInfo
-//! (`clients/flight_metadata.py`).
+//! (`clients/flight_metadata.py`), each written to the audit trail.
 
 use std::process::Command;
 
@@ -10,7 +10,7 @@ use super::{psql, python, script, Site};
 
 #[test]
 fn flight_sql_answers_the_metadata_calls_of_bi_tools() {
-    let site = Site::new();
+    let site = Site::with_settings("audit = \"audit.jsonl\"");
     let server = site.start();
     let published = psql(
         server.postgres,
@@ -65,4 +65,24 @@ fn flight_sql_answers_the_metadata_calls_of_bi_tools() {
     );
     assert_eq!(answers["xdbc_type_info"]["rows"], json!(10));
     assert_eq!(answers["xdbc_type_info"]["columns"][0], json!("type_name"));
+    // Each call is a line of the audit trail, by the user who made it.
+    let trail = std::fs::read_to_string(site.dir.path().join("audit.jsonl")).expect("the trail");
+    let calls: Vec<String> = trail
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|line| line["protocol"] == "flight_sql" && line["user"] == "analyst2")
+        .filter_map(|line| line["text"].as_str().map(String::from))
+        .collect();
+    for call in [
+        "Flight SQL GetSqlInfo",
+        "Flight SQL GetTableTypes",
+        "Flight SQL GetTables",
+        "Flight SQL GetPrimaryKeys",
+        "Flight SQL GetXdbcTypeInfo",
+    ] {
+        assert!(
+            calls.iter().any(|c| c == call),
+            "{call} is not in {calls:?}"
+        );
+    }
 }
