@@ -16,6 +16,7 @@ mod flight_statements;
 mod limits;
 mod password;
 mod pg_catalog;
+mod pg_functions;
 mod postgres;
 mod sessions;
 mod studio;

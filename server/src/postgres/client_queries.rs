@@ -86,6 +86,34 @@ const KNOWN: &[Known] = &[
             CAST(NULL AS TEXT) AS \"pk-table-schema\", CAST(NULL AS TEXT) AS \"pk-table-name\", \
             CAST(NULL AS TEXT) AS \"pk-column-name\" WHERE false",
     },
+    // Metabase's fields (describe-fields) read `information_schema.columns` with
+    // PostgreSQL's type names (`udt_schema`, `udt_name`), `is_identity`, `is_generated` and
+    // 1-based positions; DataFusion's has Arrow type names and counts from 0.
+    Known {
+        sent_by: "Metabase describe-fields",
+        find: Find::Part,
+        pattern: "\"information_schema\".\"columns\" AS \"c\"",
+        answer: "(SELECT table_catalog, table_schema, table_name, column_name, \
+            ordinal_position + 1 AS ordinal_position, column_default, is_nullable, data_type, \
+            'pg_catalog' AS udt_schema, CASE WHEN data_type = 'Boolean' THEN 'bool' \
+            WHEN data_type IN ('Int8', 'Int16', 'UInt8') THEN 'int2' \
+            WHEN data_type IN ('Int32', 'UInt16') THEN 'int4' \
+            WHEN data_type IN ('Int64', 'UInt32', 'UInt64') THEN 'int8' \
+            WHEN data_type = 'Float32' THEN 'float4' WHEN data_type = 'Float64' THEN 'float8' \
+            WHEN data_type LIKE 'Decimal%' THEN 'numeric' WHEN data_type = 'Date32' THEN 'date' \
+            WHEN data_type LIKE 'Timestamp%' THEN 'timestamp' ELSE 'text' END AS udt_name, \
+            'NO' AS is_identity, 'NEVER' AS is_generated \
+            FROM information_schema.columns) AS \"c\"",
+    },
+    // Metabase's column comments: the table's name cast to `regclass` (which DataFusion
+    // holds as a number and cannot cast a name to); no column has a comment here.
+    Known {
+        sent_by: "Metabase describe-fields",
+        find: Find::Part,
+        pattern: "COL_DESCRIPTION(CAST(CAST(FORMAT('%I.%I', CAST(\"c\".\"table_schema\" AS TEXT), \
+            CAST(\"c\".\"table_name\" AS TEXT)) AS REGCLASS) AS OID), \"c\".\"ordinal_position\")",
+        answer: "CAST(NULL AS TEXT)",
+    },
     // Metabase's fields (describe-fields) read the primary keys from
     // information_schema.table_constraints and key_column_usage, which DataFusion does
     // not have; this server's tables have none.
@@ -102,10 +130,30 @@ const KNOWN: &[Known] = &[
     },
 ];
 
-/// `sql`, or the statement that answers it here when a known client sent it.
+/// `sql`, or the statement that answers it here when a known client sent it: the first
+/// whole-statement answer that fits, or every part answer that fits, each where it is.
 pub(super) fn answer(sql: &str) -> Cow<'_, str> {
+    let mut answered = Cow::Borrowed(sql);
+    // Each part answer leaves nothing its own pattern matches; the bound is a guard.
+    for _ in 0..KNOWN.len() {
+        match answer_once(&answered) {
+            None => break,
+            Some((text, whole)) => {
+                answered = Cow::Owned(text);
+                if whole {
+                    break;
+                }
+            }
+        }
+    }
+    answered
+}
+
+/// The first answer that fits `sql`: the statement it gives, and whether it replaced the
+/// whole statement.
+fn answer_once(sql: &str) -> Option<(String, bool)> {
     let Ok(all) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location() else {
-        return Cow::Borrowed(sql);
+        return None;
     };
     // The tokens that count, and where each is in `all`.
     let counted: Vec<usize> = (0..all.len())
@@ -131,7 +179,7 @@ pub(super) fn answer(sql: &str) -> Cow<'_, str> {
             continue;
         };
         if known.find != Find::Part {
-            return Cow::Borrowed(known.answer);
+            return Some((known.answer.to_string(), true));
         }
         let start = offset(sql, &all[counted[at]]);
         let end = all
@@ -143,9 +191,12 @@ pub(super) fn answer(sql: &str) -> Cow<'_, str> {
         } else {
             " "
         };
-        return Cow::Owned(format!("{}{}{gap}{rest}", &sql[..start], known.answer));
+        return Some((
+            format!("{}{}{gap}{rest}", &sql[..start], known.answer),
+            false,
+        ));
     }
-    Cow::Borrowed(sql)
+    None
 }
 
 /// The byte offset in `sql` where `token` starts.

@@ -79,6 +79,7 @@ pub(super) fn connection<C: ClientInfo + ?Sized>(
         hooks.push(Arc::new(SettingsHook));
     }
     setup_pg_catalog(&ctx, &catalog, EmptyContextProvider).map_err(|e| api_error(*e))?;
+    crate::pg_functions::register(&ctx);
     hooks.push(Arc::new(Cursors));
     hooks.push(Arc::new(SetShowHook));
     client.session_extensions().insert(Connection {

@@ -226,5 +226,19 @@ fn the_catalog_statements_of_dbeaver_metabase_and_pgjdbc_answer() {
         }
         // DBeaver's columns of the release: one row each.
         assert_eq!(rows("A10").len(), 6, "{user}");
+        // Metabase's fields: the release's first column at position 0 (PostgreSQL's 1
+        // less 1), its type in PostgreSQL's name; the source's only for the owner.
+        let fields = rows("M9");
+        assert!(
+            fields
+                .iter()
+                .any(|f| f[..5] == ["age", "text", "0", "public", "nps_kanon"]),
+            "{user}: {fields:?}"
+        );
+        assert_eq!(
+            fields.iter().any(|f| f[4] == "nps"),
+            user == "owner",
+            "{user}: {fields:?}"
+        );
     }
 }
