@@ -444,16 +444,7 @@ fn client_with(
         .output()
         .expect("python runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let outcomes: Vec<Result<Rows, String>> = stdout
-        .lines()
-        .map(|line| {
-            let value: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
-            match value.get("rows") {
-                Some(rows) => Ok(serde_json::from_value(rows.clone()).expect("rows")),
-                None => Err(value["error"].as_str().unwrap_or_default().to_string()),
-            }
-        })
-        .collect();
+    let outcomes: Vec<Result<Rows, String>> = stdout.lines().map(outcome).collect();
     assert_eq!(
         outcomes.len(),
         statements.len(),
@@ -461,6 +452,28 @@ fn client_with(
         String::from_utf8_lossy(&out.stderr)
     );
     outcomes
+}
+
+/// One JSON line a client script printed: `{"rows": …}` or `{"error": "…"}`.
+fn outcome(line: &str) -> Result<Rows, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
+    match value.get("rows") {
+        Some(rows) => Ok(serde_json::from_value(rows.clone()).expect("rows")),
+        None => Err(value["error"].as_str().unwrap_or_default().to_string()),
+    }
+}
+
+/// The owner publishes the k-anonymous release `nps_kanon` of the site's `nps`.
+fn publish_nps_kanon(server: &Running) {
+    let published = psql(
+        server.postgres,
+        "owner",
+        "owner-pw",
+        "SELECT name FROM anonymize_publish('nps_kanon', 'nps', method => 'kanon', \
+         qi => 'age, sex, los, surgery, location', sensitive => 'disease', k => 10)",
+    );
+    assert_eq!(published, Ok(vec![vec!["nps_kanon".to_string()]]));
 }
 
 fn one(kind: &str, port: u16, user: &str, sql: &str) -> Result<Rows, String> {

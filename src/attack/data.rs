@@ -8,8 +8,8 @@
 
 use datafusion::common::HashMap;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use datafusion::arrow::compute::cast;
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::compute::{cast, concat_batches};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::Result;
 
@@ -172,48 +172,25 @@ impl Encoder {
 
     /// Encodes `batches`, whose columns are the attacked columns in order.
     pub fn encode(&mut self, batches: &[RecordBatch]) -> Result<Table> {
-        let rows = batches.iter().map(RecordBatch::num_rows).sum();
-        let mut columns = Vec::with_capacity(self.columns.len());
-        for c in 0..self.columns.len() {
-            let arrays: Vec<&ArrayRef> = batches.iter().map(|b| b.column(c)).collect();
-            columns.push(if self.columns[c].1 {
-                let mut values = Vec::with_capacity(rows);
-                for array in arrays {
-                    let numbers = cast(array, &DataType::Float64)?;
-                    let numbers =
-                        numbers.as_primitive::<datafusion::arrow::datatypes::Float64Type>();
-                    for i in 0..numbers.len() {
-                        let x = if numbers.is_null(i) {
-                            f64::NAN
+        let Some(first) = batches.first() else {
+            return Ok(Table {
+                rows: 0,
+                columns: self
+                    .columns
+                    .iter()
+                    .map(|(_, numeric, _)| {
+                        if *numeric {
+                            Values::Numbers(Vec::new())
                         } else {
-                            numbers.value(i)
-                        };
-                        if x.is_finite() {
-                            let range = &mut self.ranges[c];
-                            range.0 = range.0.min(x);
-                            range.1 = range.1.max(x);
+                            Values::Codes(Vec::new())
                         }
-                        values.push(x);
-                    }
-                }
-                Values::Numbers(values)
-            } else {
-                let mut codes = Vec::with_capacity(rows);
-                for array in arrays {
-                    let text = cast(array, &DataType::Utf8)?;
-                    let text = text.as_string::<i32>();
-                    for i in 0..text.len() {
-                        codes.push(if text.is_null(i) {
-                            NULL_CODE
-                        } else {
-                            self.code(c, text.value(i))
-                        });
-                    }
-                }
-                Values::Codes(codes)
+                    })
+                    .collect(),
             });
-        }
-        Ok(Table { rows, columns })
+        };
+        let batch = concat_batches(&first.schema(), batches)?;
+        let order: Vec<u32> = (0..batch.num_rows() as u32).collect();
+        self.encode_ordered(&batch, &order)
     }
 
     /// Encodes the rows of `batch` (the attacked columns in order) in the order `order`

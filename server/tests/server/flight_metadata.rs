@@ -6,20 +6,13 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use super::{psql, python, script, Site};
+use super::{publish_nps_kanon, python, script, Site};
 
 #[test]
 fn flight_sql_answers_the_metadata_calls_of_bi_tools() {
     let site = Site::with_settings("audit = \"audit.jsonl\"");
     let server = site.start();
-    let published = psql(
-        server.postgres,
-        "owner",
-        "owner-pw",
-        "SELECT name FROM anonymize_publish('nps_kanon', 'nps', method => 'kanon', \
-         qi => 'age, sex, los, surgery, location', sensitive => 'disease', k => 10)",
-    );
-    assert_eq!(published, Ok(vec![vec!["nps_kanon".to_string()]]));
+    publish_nps_kanon(&server);
     let out = Command::new(python())
         .arg(script("flight_metadata.py"))
         .args(["127.0.0.1", &server.flight.to_string()])

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use super::{from_the_distribution, psql, script, Rows, Site, Q1};
+use super::{from_the_distribution, outcome, psql, publish_nps_kanon, script, Rows, Site, Q1};
 
 /// `java`, able to run a source file (the JDK's compiler module).
 fn java() -> &'static PathBuf {
@@ -68,11 +68,7 @@ fn parse(out: &std::process::Output) -> Vec<(String, Result<Rows, String>)> {
             let value: Value = serde_json::from_str(line)
                 .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
             let step = value["step"].as_str().unwrap_or_default().to_string();
-            let outcome = match value.get("rows") {
-                Some(rows) => Ok(serde_json::from_value(rows.clone()).expect("rows")),
-                None => Err(value["error"].as_str().unwrap_or_default().to_string()),
-            };
-            (step, outcome)
+            (step, outcome(line))
         })
         .collect()
 }
@@ -112,14 +108,7 @@ fn jdbc(
 fn pgjdbc_lists_the_published_release_and_binds_prepared_statements() {
     let site = Site::new();
     let server = site.start();
-    let published = psql(
-        server.postgres,
-        "owner",
-        "owner-pw",
-        "SELECT name FROM anonymize_publish('nps_kanon', 'nps', method => 'kanon', \
-         qi => 'age, sex, los, surgery, location', sensitive => 'disease', k => 10)",
-    );
-    assert_eq!(published, Ok(vec![vec!["nps_kanon".to_string()]]));
+    publish_nps_kanon(&server);
     let count = "SELECT COUNT(*) FROM nps_kanon WHERE sex = 'M'";
     let by_psql = psql(server.postgres, "analyst", "analyst-pw", count).expect("psql counts");
     let q1 = psql(server.postgres, "analyst", "analyst-pw", Q1).expect("psql runs Q1");
@@ -183,14 +172,7 @@ fn pgjdbc_lists_the_published_release_and_binds_prepared_statements() {
 fn the_catalog_statements_of_dbeaver_metabase_and_pgjdbc_answer() {
     let site = Site::new();
     let server = site.start();
-    let published = psql(
-        server.postgres,
-        "owner",
-        "owner-pw",
-        "SELECT name FROM anonymize_publish('nps_kanon', 'nps', method => 'kanon', \
-         qi => 'age, sex, los, surgery, location', sensitive => 'disease', k => 10)",
-    );
-    assert_eq!(published, Ok(vec![vec!["nps_kanon".to_string()]]));
+    publish_nps_kanon(&server);
     let file = script("catalog_statements.sql");
     let count = std::fs::read_to_string(&file)
         .expect("the statements")

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use super::{budget, psql, python, script, Rows, Site, Q1};
+use super::{budget, outcome, psql, python, script, Rows, Site, Q1};
 
 /// The outcomes of `statements` run by psycopg with server-side binding, the nth with the
 /// nth list of `params`; each a named prepared statement when `prepare`.
@@ -28,13 +28,7 @@ fn bound(
         .expect("python runs");
     let outcomes: Vec<Result<Rows, String>> = String::from_utf8_lossy(&out.stdout)
         .lines()
-        .map(|line| {
-            let value: Value = serde_json::from_str(line).expect("a JSON line");
-            match value.get("rows") {
-                Some(rows) => Ok(serde_json::from_value(rows.clone()).expect("rows")),
-                None => Err(value["error"].as_str().unwrap_or_default().to_string()),
-            }
-        })
+        .map(outcome)
         .collect();
     assert_eq!(
         outcomes.len(),
