@@ -28,7 +28,9 @@ pub mod events;
 mod kept_draws;
 pub(crate) mod publications;
 mod published_files;
+mod source_memo;
 pub use published_files::report_path as publication_report_path;
+pub use source_memo::SourceMemo;
 mod version;
 
 pub use charges::Principal;

@@ -87,10 +87,10 @@ pub async fn gather(
         plan.attacks = "singling_out".into();
     }
     let (attacks_before, attacks_after) = if options.attacks == 0 {
-        (Vec::new(), Vec::new())
+        (Default::default(), Vec::new())
     } else {
         (
-            attack_release(request, request.source.clone(), true, None, &plan, state).await?,
+            attacks_on_the_source(subject, &plan, state).await?,
             attack_release(request, subject.release.clone(), false, None, &plan, state).await?,
         )
     };
@@ -103,7 +103,39 @@ pub async fn gather(
         input,
         release,
         score,
-        attacks: attacks_before.into_iter().zip(attacks_after).collect(),
+        attacks: attacks_before.iter().cloned().zip(attacks_after).collect(),
         utility,
     })
+}
+
+/// The attacks on the source as if it were released: the same for every release of the
+/// source with the same columns and hierarchies, so kept while those tables are unchanged
+/// ([`crate::releases::SourceMemo`]). A source read with shifted dates is attacked anew.
+async fn attacks_on_the_source(
+    subject: &Subject<'_>,
+    plan: &AttackPlan,
+    state: &SessionState,
+) -> Result<std::sync::Arc<Vec<Outcome>>> {
+    let request = subject.request;
+    let attack =
+        || async { attack_release(request, request.source.clone(), true, None, plan, state).await };
+    if request.date_shift.is_some() {
+        return Ok(std::sync::Arc::new(attack().await?));
+    }
+    let mut tables = vec![&request.source];
+    tables.extend(request.qi.iter().filter_map(|q| q.hierarchy.as_ref()));
+    let qi: Vec<(&str, &str)> = request
+        .qi
+        .iter()
+        .map(|q| (q.column.as_str(), q.hierarchy_name.as_str()))
+        .collect();
+    let key = format!(
+        "{}|qi {qi:?}|released {:?}|{plan:?}",
+        request.source_table,
+        request.released_values()
+    );
+    subject
+        .source_attacks
+        .get_or_compute(&tables, &key, state, attack)
+        .await
 }

@@ -26,8 +26,10 @@ use datafusion::catalog::TableProvider;
 use datafusion::common::{exec_err, plan_err, DataFusionError, Result};
 use datafusion::execution::SessionState;
 
+use crate::attack::Outcome;
 use crate::budget::account::{Account, Limits};
 use crate::engine::{AnonymizeRequest, ReleaseOutput};
+use crate::releases::SourceMemo;
 
 /// One argument of the release as the summary lists it.
 #[derive(Debug, Clone)]
@@ -53,6 +55,8 @@ pub struct Subject<'a> {
     pub parameters: Vec<Parameter>,
     /// The source's account in the ledger and the limits in effect.
     pub budget: (Account, Limits),
+    /// Where the attacks on the source as itself are kept across reports.
+    pub source_attacks: &'a SourceMemo<Vec<Outcome>>,
 }
 
 /// The report's own arguments.

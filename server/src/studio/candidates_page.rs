@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use datafusion_anonymize::escape_html as escape;
 
+use super::evidence::Evidence;
 use super::login::StudioUser;
 use super::project::{Candidate, ColumnRole};
 use super::project_page::{form, sql_block};
@@ -237,6 +238,13 @@ pub fn candidates(body: &mut String, user: &StudioUser, bench: &Workbench) {
         body.push_str("</section>");
         return;
     }
+    if bench.evidence_pending() {
+        body.push_str(
+            "<p class=\"pending\" id=\"evidence-pending\">The candidates' own figures are in; \
+            their reports (utility, the attacks) are being written one after the other. \
+            <a href=\"/project#candidates\">Reload</a> to see them.</p>",
+        );
+    }
     body.push_str("<table class=\"side-by-side\"><thead><tr><th></th>");
     for (i, c) in project.candidates.iter().enumerate() {
         let _ = write!(body, "<th>Candidate {}<br><code>{}</code><br><span class=\"trial\">trial: not publishable</span></th>", i + 1, escape(&c.method));
@@ -259,10 +267,13 @@ pub fn candidates(body: &mut String, user: &StudioUser, bench: &Workbench) {
         let _ = write!(body, "<tr data-figure=\"{key}\"><th>{label}</th>");
         for trial in &bench.trials {
             let cell = match trial {
-                Ok(t) => t
-                    .figures
-                    .get(*key)
-                    .map_or("—".into(), |v| number(&v.to_string())),
+                Ok(t) => match t.figures.get(*key) {
+                    Some(v) => number(&v.to_string()),
+                    None if t.evidence.is_pending() => {
+                        "<span class=\"pending\">computing…</span>".into()
+                    }
+                    None => "—".into(),
+                },
                 Err(_) => "—".into(),
             };
             let _ = write!(body, "<td class=\"num\">{cell}</td>");
@@ -278,8 +289,15 @@ pub fn candidates(body: &mut String, user: &StudioUser, bench: &Workbench) {
         let _ = write!(body, "<td>{cell}</td>");
     }
     body.push_str("</tr><tr><th>report</th>");
-    for i in 0..project.candidates.len() {
-        let _ = write!(body, "<td><a href=\"/project/candidates/{}/report\">full report</a> (charts, lattice search)</td>", i + 1);
+    for (i, trial) in bench.trials.iter().enumerate() {
+        let link = format!("<a href=\"/project/candidates/{}/report\">", i + 1);
+        let cell = match trial.as_ref().map(|t| &t.evidence) {
+            Ok(Evidence::Ready(_)) => format!("{link}full report</a> (charts, lattice search)"),
+            Ok(Evidence::Pending) => format!("{link}being written</a>"),
+            Ok(Evidence::Failed(_)) => format!("{link}not written</a>"),
+            Err(_) => "—".into(),
+        };
+        let _ = write!(body, "<td>{cell}</td>");
     }
     body.push_str("</tr><tr><th>publish</th>");
     for i in 0..project.candidates.len() {

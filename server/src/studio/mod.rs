@@ -6,12 +6,15 @@
 
 mod activity;
 mod candidates_page;
+mod evidence;
 mod files;
 mod login;
 mod pages;
+mod preview;
 mod profile;
 mod project;
 mod project_page;
+mod reports;
 mod results;
 mod steps;
 mod upload;
@@ -73,6 +76,8 @@ struct Studio {
 struct Bench {
     work: Arc<tokio::sync::Mutex<Workbench>>,
     activity: Arc<activity::Activity>,
+    /// Held while the workbench's candidates' reports are written ([`evidence::compute`]).
+    evidence: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// The address a request came from.
@@ -125,8 +130,8 @@ pub async fn serve(
                 .layer(DefaultBodyLimit::max(upload::MAX_BYTES + FORM_SLACK)),
         )
         .route("/project/recipe", get(steps::recipe))
-        .route("/project/candidates/{number}/report", get(steps::report))
-        .route("/published/{name}/report", get(steps::published_report))
+        .route("/project/candidates/{number}/report", get(reports::report))
+        .route("/published/{name}/report", get(reports::published_report))
         .fallback(not_found)
         .with_state(studio);
     loop {

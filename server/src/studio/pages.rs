@@ -310,6 +310,34 @@ pub fn not_found() -> String {
     )
 }
 
+/// A candidate's report while it is being written: the page loads again every 2 seconds
+/// until the report is in.
+pub fn report_pending(candidate: usize) -> String {
+    refreshing_page(
+        "Report being written",
+        None,
+        &format!(
+            "<p id=\"evidence-pending\">The report of candidate {candidate} (risk and utility before and after, \
+             the attacks) is being written; this page shows it when it is done. \
+             <a href=\"/project#candidates\">Back to the candidates</a>.</p>"
+        ),
+        2,
+    )
+}
+
+/// A candidate's report that could not be written, and why (the owner's own error).
+pub fn report_failed(candidate: usize, error: &str) -> String {
+    page(
+        "No report",
+        None,
+        &format!(
+            "<p class=\"error\" role=\"alert\">The report of candidate {candidate} could not be written: {}</p>\
+             <p><a href=\"/project#candidates\">Back to the candidates</a>.</p>",
+            escape(error)
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -360,9 +360,9 @@ impl Project {
         ))
     }
 
-    /// The HIPAA Safe Harbor check of a candidate's trial release: a view of the trial, the
-    /// check, and the view dropped again.
-    pub fn trial_safe_harbor_sql(&self, candidate: &Candidate) -> Option<[String; 3]> {
+    /// A view of a candidate's trial release, its HIPAA Safe Harbor check, its risk by its
+    /// quasi-identifiers (`anonymize_assess`), and the view dropped again.
+    pub fn trial_view_sql(&self, candidate: &Candidate) -> Option<[String; 4]> {
         let args = self.trial_arguments(candidate);
         let view = ident(TRIAL_VIEW);
         Some([
@@ -373,6 +373,11 @@ impl Project {
             format!(
                 "SELECT column_name, rule, finding, rows FROM anonymize_safe_harbor({})",
                 literal(TRIAL_VIEW)
+            ),
+            format!(
+                "SELECT key, value FROM anonymize_assess({}, qi => {})",
+                literal(TRIAL_VIEW),
+                self.qi_argument()
             ),
             format!("DROP VIEW IF EXISTS {view}"),
         ])

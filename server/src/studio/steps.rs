@@ -6,12 +6,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Multipart, Path, State};
+use axum::extract::{Multipart, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use axum::Form;
 
 use super::activity::Activity;
+use super::evidence;
 use super::login::{same_token, StudioUser};
 use super::project::{literal, Candidate, ColumnRole, HierarchyRecipe, Project};
 use super::upload;
@@ -24,7 +25,7 @@ pub type Fields = HashMap<String, String>;
 
 /// Why a request is refused.
 #[derive(Debug, Clone, Copy)]
-enum Refusal {
+pub(super) enum Refusal {
     /// No session: log in first.
     Login,
     /// Not an owner's session, or no CSRF token of it.
@@ -32,7 +33,7 @@ enum Refusal {
 }
 
 impl Refusal {
-    fn response(self) -> Response {
+    pub(super) fn response(self) -> Response {
         match self {
             Refusal::Login => redirect("/login", &[]),
             Refusal::Forbidden => html(StatusCode::FORBIDDEN, super::pages::refused()),
@@ -41,7 +42,7 @@ impl Refusal {
 }
 
 /// The owner of the request's session, or the response refusing it.
-fn owner(studio: &Studio, headers: &HeaderMap) -> Result<StudioUser, Refusal> {
+pub(super) fn owner(studio: &Studio, headers: &HeaderMap) -> Result<StudioUser, Refusal> {
     match studio.sessions.user(headers) {
         Some(user) if user.role == Role::Owner => Ok(user),
         Some(_) => Err(Refusal::Forbidden),
@@ -80,13 +81,14 @@ fn bench(studio: &Studio, user: &StudioUser) -> Result<Bench, Refusal> {
     let made = Bench {
         work: Arc::new(tokio::sync::Mutex::new(Workbench::new(ctx))),
         activity,
+        evidence: Arc::default(),
     };
     benches.insert(user.name.clone(), made.clone());
     Ok(made)
 }
 
 /// The owner of the request and their workbench.
-fn owned(
+pub(super) fn owned(
     studio: &Studio,
     headers: &HeaderMap,
 ) -> Result<(StudioUser, Arc<tokio::sync::Mutex<Workbench>>), Refusal> {
@@ -135,7 +137,8 @@ const STEP_WAIT: Duration = Duration::from_millis(1500);
 
 /// Runs one step: checks the owner and token, then `step` on the workbench (`doing` says
 /// what it does while it runs), then sends the browser to `section` of the project page,
-/// or to the progress page when the step takes longer than [`STEP_WAIT`].
+/// or to the progress page when the step takes longer than [`STEP_WAIT`]. The reports the
+/// step queued are written after it, with the workbench free ([`evidence::compute`]).
 async fn step<F>(
     studio: &Studio,
     headers: &HeaderMap,
@@ -157,14 +160,21 @@ where
         Ok(bench) => bench,
         Err(refusal) => return refusal.response(),
     };
+    let shared = bench.work.clone();
     let mut work = bench.work.clone().lock_owned().await;
     let activity = bench.activity.clone();
     activity.start(doing);
-    let task = tokio::spawn(async move {
+    let (ended, step_ended) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
         step(&mut work).await;
+        let jobs = work.take_evidence_jobs();
+        let ctx = work.ctx.clone();
+        drop(work);
         activity.finish();
+        let _ = ended.send(());
+        evidence::compute(ctx, jobs, shared, bench.evidence).await;
     });
-    match tokio::time::timeout(STEP_WAIT, task).await {
+    match tokio::time::timeout(STEP_WAIT, step_ended).await {
         Ok(_) => redirect(section, &[]),
         Err(_) => redirect("/project", &[]),
     }
@@ -388,7 +398,7 @@ fn valid_name(name: &str) -> bool {
 /// Where the report of the publication `name` is written: beside the publication when the
 /// server keeps publications (a ledger file), else in the studio's scratch folder; `None`
 /// for a name no publication may have.
-fn report_path(studio: &Studio, name: &str) -> Option<std::path::PathBuf> {
+pub(super) fn report_path(studio: &Studio, name: &str) -> Option<std::path::PathBuf> {
     if !valid_name(name) {
         return None;
     }
@@ -398,34 +408,6 @@ fn report_path(studio: &Studio, name: &str) -> Option<std::path::PathBuf> {
             .path()
             .join(format!("published-{name}.report.html"))
     }))
-}
-
-/// The report of a published release, for owners.
-pub async fn published_report(
-    State(studio): State<Arc<Studio>>,
-    headers: HeaderMap,
-    Path(name): Path<String>,
-) -> Response {
-    if let Err(refusal) = owner(&studio, &headers) {
-        return refusal.response();
-    }
-    let found = report_path(&studio, &name).and_then(|path| std::fs::read_to_string(path).ok());
-    match found {
-        Some(report) => report_page(report),
-        None => html(StatusCode::NOT_FOUND, super::pages::not_found()),
-    }
-}
-
-/// A report as a page: its own stylesheet inline, no scripts.
-fn report_page(report: String) -> Response {
-    let mut response = html(StatusCode::OK, report);
-    response.headers_mut().insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'",
-        ),
-    );
-    response
 }
 
 pub async fn undo(
@@ -566,23 +548,6 @@ pub async fn recipe(State(studio): State<Arc<Studio>>, headers: HeaderMap) -> Re
             .insert(header::CONTENT_DISPOSITION, value);
     }
     response
-}
-
-/// A candidate's report (its own stylesheet inline, no scripts).
-pub async fn report(
-    State(studio): State<Arc<Studio>>,
-    headers: HeaderMap,
-    Path(number): Path<usize>,
-) -> Response {
-    let (_, bench) = match owned(&studio, &headers) {
-        Ok(found) => found,
-        Err(refusal) => return refusal.response(),
-    };
-    let bench = bench.lock().await;
-    let Some(Ok(trial)) = number.checked_sub(1).and_then(|i| bench.trials.get(i)) else {
-        return html(StatusCode::NOT_FOUND, super::pages::not_found());
-    };
-    report_page(trial.report.clone())
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use datafusion::prelude::SessionContext;
 
+use super::evidence::{self, Evidence, EvidenceJob};
 use super::files::Folder;
+use super::preview::{preview, LevelPreview};
 use super::profile::{self, ColumnProfile};
 use super::project::{
     ident, register_file, table_name, Candidate, ColumnRole, Hierarchy, HierarchyRecipe, Project,
@@ -22,26 +24,17 @@ const MAX_UNDO: usize = 50;
 /// The most candidates a project holds (each keeps its report in memory).
 pub const MAX_CANDIDATES: usize = 20;
 
-/// The labels shown per level in a hierarchy's preview.
-const PREVIEW_LABELS: usize = 12;
-
-/// One level of a hierarchy's preview.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LevelPreview {
-    /// The level's column in the hierarchy table.
-    pub level: String,
-    /// How many labels the source's rows fall into at this level.
-    pub labels: usize,
-    /// The most frequent labels with their rows.
-    pub top: Vec<(String, u64)>,
-}
-
-/// A candidate's trial: its report's figures, the report, its first rows.
+/// A candidate's trial: its figures, its report (the evidence, which follows the trial
+/// step), its first rows.
 #[derive(Debug, Clone, Default)]
 pub struct Trial {
-    /// The report's figures by name (`after:rows`, `k_marginal_score`, …).
+    /// Which trial of the workbench it is (a report that arrives after the trial was undone
+    /// finds no trial of its number).
+    pub id: u64,
+    /// The figures by name: the release's own (`after:rows`, `after:min_class_size`, …)
+    /// at once, then the report's (`k_marginal_score`, `after:attack:inference`, …).
     pub figures: HashMap<String, f64>,
-    pub report: String,
+    pub evidence: Evidence,
     pub rows: Rows,
     /// What in the trial release would break HIPAA Safe Harbor (`anonymize_safe_harbor`).
     pub safe_harbor: Rows,
@@ -67,6 +60,10 @@ pub struct Workbench {
     pub previews: HashMap<String, Vec<LevelPreview>>,
     pub risk: Option<(Rows, Rows)>,
     pub trials: Vec<Result<Trial, String>>,
+    /// The number of the next trial.
+    next_trial: u64,
+    /// Reports still to write, taken by the step that ran the trials ([`evidence::compute`]).
+    jobs: Vec<EvidenceJob>,
     pub published: Vec<Published>,
     /// The tables this workbench registered from files (which it may register again).
     registered: HashSet<String>,
@@ -85,6 +82,8 @@ impl Workbench {
             previews: HashMap::new(),
             risk: None,
             trials: Vec::new(),
+            next_trial: 0,
+            jobs: Vec::new(),
             published: Vec::new(),
             registered: HashSet::new(),
             last_sql: Vec::new(),
@@ -182,6 +181,43 @@ impl Workbench {
         self.previews.clear();
         self.risk = None;
         self.trials.clear();
+        self.jobs.clear();
+    }
+
+    /// The reports the last step left to write.
+    pub fn take_evidence_jobs(&mut self) -> Vec<EvidenceJob> {
+        std::mem::take(&mut self.jobs)
+    }
+
+    /// Whether trial `id` is still here, waiting for its report.
+    pub fn awaits_evidence(&self, id: u64) -> bool {
+        self.trials
+            .iter()
+            .flatten()
+            .any(|t| t.id == id && t.evidence.is_pending())
+    }
+
+    /// Whether some trial's report is still being written.
+    pub fn evidence_pending(&self) -> bool {
+        self.trials
+            .iter()
+            .flatten()
+            .any(|t| t.evidence.is_pending())
+    }
+
+    /// Stores trial `id`'s report (or why it failed) with its figures; nothing when the
+    /// trial is gone.
+    pub fn store_evidence(&mut self, id: u64, report: Result<String, String>) {
+        let Some(trial) = self.trials.iter_mut().flatten().find(|t| t.id == id) else {
+            return;
+        };
+        trial.evidence = match report {
+            Ok(report) => {
+                trial.figures.extend(evidence::figures(&report));
+                Evidence::Ready(report)
+            }
+            Err(e) => Evidence::Failed(e),
+        };
     }
 
     /// Profiles the source and proposes roles (kept when the columns are the same).
@@ -319,7 +355,7 @@ impl Workbench {
                 "a project compares at most {MAX_CANDIDATES} candidates: undo or re-open a recipe with fewer"
             ));
         }
-        let (sql, trial) = self.trial(&candidate, index, scratch).await;
+        let (sql, trial) = self.trial(&candidate, scratch).await;
         match trial {
             Ok(trial) => {
                 self.remember();
@@ -331,46 +367,65 @@ impl Workbench {
         }
     }
 
+    /// A candidate's trial: its seeded release's first rows, its Safe Harbor findings and
+    /// its own risk figures at once; its report queued for [`evidence::compute`].
     async fn trial(
-        &self,
+        &mut self,
         candidate: &Candidate,
-        index: usize,
         scratch: &Path,
     ) -> (Vec<String>, Result<Trial, String>) {
-        let path = scratch.join(format!("candidate-{}-{index}.html", std::process::id()));
+        let id = self.next_trial;
+        self.next_trial += 1;
+        let path = scratch.join(format!("candidate-{}-{id}.html", std::process::id()));
         let path_text = path.to_string_lossy().into_owned();
-        let (Some(report_sql), Some(rows_sql)) = (
+        let (Some(report_sql), Some(rows_sql), Some(check)) = (
             self.project.trial_sql(candidate, &path_text),
             self.project.trial_rows_sql(candidate, 10),
+            self.project.trial_view_sql(candidate),
         ) else {
             return (Vec::new(), Err("choose a source first".into()));
         };
-        let Some(check) = self.project.trial_safe_harbor_sql(candidate) else {
-            return (Vec::new(), Err("choose a source first".into()));
-        };
-        let mut sql = vec![report_sql.clone(), rows_sql.clone()];
+        let mut sql = vec![rows_sql.clone()];
         sql.extend(check.iter().cloned());
+        sql.push(report_sql.clone());
         let result = async {
-            run(&self.ctx, &report_sql).await?;
-            let report = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
-            let _ = std::fs::remove_file(&path);
             let rows = run(&self.ctx, &rows_sql).await?;
-            let safe_harbor = self.safe_harbor(&check).await?;
+            let (safe_harbor, risk) = self.read_view(&check).await?;
+            let figures = (0..risk.len())
+                .filter_map(|r| {
+                    let value = risk.cell(r, 1).parse::<f64>().ok()?;
+                    Some((format!("after:{}", risk.cell(r, 0)), value))
+                })
+                .collect();
             Ok(Trial {
-                figures: figures(&report),
-                report,
+                id,
+                figures,
+                evidence: Evidence::Pending,
                 rows,
                 safe_harbor,
             })
         }
         .await;
+        if result.is_ok() {
+            self.jobs.push(EvidenceJob {
+                trial: id,
+                sql: report_sql,
+                path,
+            });
+        }
         (sql, result)
     }
 
-    /// The Safe Harbor findings of a trial, through a view dropped whatever the outcome.
-    async fn safe_harbor(&self, [view, check, drop]: &[String; 3]) -> Result<Rows, String> {
+    /// The Safe Harbor findings and the risk figures of a trial, through a view dropped
+    /// whatever the outcome.
+    async fn read_view(
+        &self,
+        [view, check, risk, drop]: &[String; 4],
+    ) -> Result<(Rows, Rows), String> {
         run(&self.ctx, view).await?;
-        let found = run(&self.ctx, check).await;
+        // Two passes over the release, side by side (each reads one partition).
+        let (check, risk) = tokio::join!(run(&self.ctx, check), run(&self.ctx, risk));
+        let found = check.and_then(|check| Ok((check, risk?)));
         run(&self.ctx, drop).await?;
         found
     }
@@ -519,82 +574,6 @@ impl Workbench {
     }
 }
 
-/// The preview of a hierarchy over the source: per level, how many labels the rows fall
-/// into and the most frequent ones; rows whose value the hierarchy lacks are an error.
-async fn preview(
-    ctx: &SessionContext,
-    source: &str,
-    hierarchy: &Hierarchy,
-    sql: &mut Vec<String>,
-) -> Result<Vec<LevelPreview>, String> {
-    let frame = ctx
-        .table(hierarchy.table.as_str())
-        .await
-        .map_err(|e| e.to_string())?;
-    let columns: Vec<String> = frame
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.name().clone())
-        .collect();
-    let Some((value, levels)) = columns.split_first() else {
-        return Err("the hierarchy has no columns".into());
-    };
-    let join = format!(
-        "FROM {s} s LEFT JOIN {h} h ON CAST(s.{c} AS VARCHAR) = CAST(h.{v} AS VARCHAR) WHERE s.{c} IS NOT NULL",
-        s = ident(source),
-        h = ident(&hierarchy.table),
-        c = ident(&hierarchy.column),
-        v = ident(value)
-    );
-    let missing_sql = format!("SELECT COUNT(*) {join} AND h.{} IS NULL", ident(value));
-    sql.push(missing_sql.clone());
-    let missing = run(ctx, &missing_sql).await?.cell(0, 0);
-    if missing != "0" {
-        return Err(format!(
-            "{missing} rows of {source} have a value of {} that the hierarchy lacks",
-            hierarchy.column
-        ));
-    }
-    let mut out = Vec::new();
-    for level in levels {
-        let level_sql = format!(
-            "SELECT CAST(h.{l} AS VARCHAR) AS label, COUNT(*) AS n {join} GROUP BY 1 ORDER BY n DESC, label",
-            l = ident(level)
-        );
-        sql.push(level_sql.clone());
-        let rows = run(ctx, &level_sql).await?;
-        out.push(LevelPreview {
-            level: level.clone(),
-            labels: rows.len(),
-            top: (0..rows.len().min(PREVIEW_LABELS))
-                .map(|r| (rows.cell(r, 0), rows.cell(r, 1).parse().unwrap_or(0)))
-                .collect(),
-        });
-    }
-    Ok(out)
-}
-
-/// The figures a report marks (`data-figure="name" data-value="number"`).
-pub fn figures(report: &str) -> HashMap<String, f64> {
-    let mut out = HashMap::new();
-    for part in report.split("data-figure=\"").skip(1) {
-        let Some((name, rest)) = part.split_once('"') else {
-            continue;
-        };
-        let Some(value) = rest
-            .trim_start()
-            .strip_prefix("data-value=\"")
-            .and_then(|v| v.split_once('"'))
-            .and_then(|(v, _)| v.parse::<f64>().ok())
-        else {
-            continue;
-        };
-        out.insert(name.replace("&amp;", "&"), value);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -673,16 +652,92 @@ mod tests {
             assert_eq!(nps.cell(0, 0), "1");
         });
     }
+}
+
+#[cfg(test)]
+mod evidence_tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::studio::evidence;
+    use crate::studio::project::Candidate;
 
     #[test]
-    fn a_reports_figures_are_read_by_name() {
-        let found = figures(
-            "<span data-figure=\"after:rows\" data-value=\"30140\">30140</span>\
-             <span data-figure=\"k_marginal_score\" data-value=\"999.5\">x</span>\
-             <span data-figure=\"broken\" data-value=\"n/a\">",
-        );
-        assert_eq!(found.get("after:rows"), Some(&30140.0));
-        assert_eq!(found.get("k_marginal_score"), Some(&999.5));
-        assert_eq!(found.len(), 2);
+    fn a_trial_shows_its_own_figures_and_its_report_follows() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut csv = String::from("sex,age\n");
+        for i in 0..40 {
+            csv.push_str(&format!("{},{}\n", ["M", "F"][i % 2], 30 + i % 4));
+        }
+        std::fs::write(dir.path().join("people.csv"), csv).expect("written");
+        let folder = Folder::new(dir.path()).expect("folder");
+        let scratch = tempfile::tempdir().expect("scratch");
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .expect("runtime")
+            .block_on(async {
+                let ctx = SessionContext::new();
+                datafusion_anonymize::register_with(
+                    &ctx,
+                    datafusion_anonymize::RegisterOptions::owner(),
+                )
+                .expect("registered");
+                for made in [
+                    "CREATE TABLE people_hierarchy_sex AS VALUES ('M', '*'), ('F', '*')",
+                    "CREATE TABLE people_hierarchy_age AS VALUES (30, '30-31', '*'), \
+                     (31, '30-31', '*'), (32, '32-33', '*'), (33, '32-33', '*')",
+                ] {
+                    run(&ctx, made).await.expect("a hierarchy");
+                }
+                let mut bench = Workbench::new(ctx.clone());
+                bench
+                    .choose_source(None, Some("people.csv"), Some(&folder))
+                    .await;
+                for role in bench.project.roles.iter_mut() {
+                    role.1 = ColumnRole::Quasi;
+                }
+                let kanon = Candidate {
+                    method: "kanon".into(),
+                    arguments: vec![("k".into(), "5".into())],
+                };
+                bench.add_candidate(kanon.clone(), scratch.path()).await;
+                assert_eq!(bench.outcome, Some(Ok("ran candidate 1 as a trial".into())));
+                // The release's own figures at once, the report still to come.
+                let first = bench.trials[0].as_ref().expect("a trial").clone();
+                assert_eq!(first.figures.get("after:rows"), Some(&40.0));
+                assert_eq!(first.figures.get("after:min_class_size"), Some(&10.0));
+                assert!(!first.figures.contains_key("k_marginal_score"));
+                assert!(bench.evidence_pending() && bench.awaits_evidence(first.id));
+                // A second candidate, then undone: undo runs the project's trials again, so
+                // neither earlier report is waited for, only the new trial's.
+                bench.add_candidate(kanon, scratch.path()).await;
+                let mut jobs = bench.take_evidence_jobs();
+                assert_eq!(jobs.len(), 2);
+                bench.undo(scratch.path(), Some(&folder)).await;
+                assert_eq!(bench.trials.len(), 1);
+                assert!(!bench.awaits_evidence(first.id));
+                jobs.extend(bench.take_evidence_jobs());
+                assert_eq!(jobs.len(), 3);
+                let work = Arc::new(tokio::sync::Mutex::new(bench));
+                evidence::compute(ctx, jobs, work.clone(), Arc::default()).await;
+                let bench = work.lock().await;
+                assert!(!bench.evidence_pending());
+                let trial = bench.trials[0].as_ref().expect("a trial");
+                assert!(
+                    matches!(&trial.evidence, Evidence::Ready(page) if page.contains("<html")),
+                    "{:?}",
+                    trial.evidence
+                );
+                assert_eq!(trial.figures.get("after:rows"), Some(&40.0));
+                let score = trial.figures.get("k_marginal_score").copied();
+                assert!(
+                    score.is_some_and(|s| (0.0..=1000.0).contains(&s)),
+                    "{score:?}"
+                );
+                // No report is left behind in the scratch folder.
+                let left = std::fs::read_dir(scratch.path()).expect("scratch").count();
+                assert_eq!(left, 0);
+            });
     }
 }

@@ -114,6 +114,16 @@ class Browser:
         error = self.text("p.error")
         self.outcomes.append(("error: " + error) if error else self.text("p.ok"))
 
+    def wait_for_evidence(self):
+        """Loads the project page again until no candidate's report is still being written
+        (a candidate shows at once with its release's figures; its report follows)."""
+        deadline = time.time() + TIMEOUT
+        while self.js("document.querySelector('#evidence-pending') !== null"):
+            if time.time() > deadline:
+                raise RuntimeError("the candidates' reports were not written in time")
+            time.sleep(0.3)
+            self.goto("/project")
+
     def choose_file(self, selector, path):
         """Puts (a copy of) the file at `path` into the file input `selector`, as a person
         choosing it; the copy is in the browser's own folder, which it may read."""
@@ -284,6 +294,7 @@ def main():
             timed(f"candidate_{i + 1}", lambda: b.submit(fill("form[action='/project/candidate']", values)))
         seen["candidates_before_undo"] = b.js("document.querySelectorAll('table.side-by-side thead th').length - 1")
         b.submit("document.querySelector('#undo').click()")
+        b.wait_for_evidence()
         seen["candidates"] = b.js("document.querySelectorAll('table.side-by-side thead th').length - 1")
         seen["side_by_side"] = side_by_side(b)
         seen["trial_labels"] = b.js("Array.from(document.querySelectorAll('.trial')).map(e => e.innerText)")
@@ -335,6 +346,7 @@ def main():
         b.choose_file("form[action='/project/open'] input[type=file]", saved)
         b.submit("document.querySelector(\"form[action='/project/open'] button\").click()")
         seen["reopened"] = b.text("p.ok") or b.text("p.error")
+        b.wait_for_evidence()
         seen["reopened_candidates"] = b.js("document.querySelectorAll('table.side-by-side thead th').length - 1")
         seen["reopened_side_by_side"] = side_by_side(b)
 

@@ -24,7 +24,7 @@ use crate::pseudonym::PseudonymKey;
 use crate::public::PublicRules;
 use crate::release::{interval_means_schema, ReleaseRowLimit};
 use crate::releases::events::ReleaseEventFn;
-use crate::releases::{Asker, CacheEntry, SharedReleases};
+use crate::releases::{Asker, CacheEntry, SharedReleases, SourceMemo};
 use crate::sql::args::{bind, BoundArgs, CallArgs, ParamSpec};
 use crate::sql::planner::SqlTableFunction;
 use crate::sql::resolve::resolve_table;
@@ -83,6 +83,9 @@ pub struct ReleaseCache {
     principal: Option<Principal>,
     /// Told of every release a call is served.
     on_release: Option<ReleaseEventFn>,
+    /// The report's attacks on sources as if released, kept while the source is
+    /// unchanged.
+    source_attacks: SourceMemo<Vec<crate::attack::Outcome>>,
 }
 
 impl std::fmt::Debug for ReleaseCache {
@@ -111,6 +114,11 @@ impl ReleaseCache {
         if let Ok(mut slot) = self.progress.lock() {
             *slot = progress;
         }
+    }
+
+    /// The report's attacks on sources as if released, kept while a source is unchanged.
+    pub(crate) fn source_attacks(&self) -> &SourceMemo<Vec<crate::attack::Outcome>> {
+        &self.source_attacks
     }
 
     /// The privacy ledger every release of this cache is charged to.

@@ -204,6 +204,7 @@ impl Compute for ReportRows {
                     delta: settings.delta_budget,
                 },
             ),
+            source_attacks: self.cache.source_attacks(),
         };
         let written = write(&subject, &self.options, state).await?;
         let columns: Vec<ArrayRef> = vec![
