@@ -11,6 +11,7 @@ pub mod interval;
 pub mod models;
 pub mod population;
 pub mod risk;
+pub mod sample_counts;
 pub mod sampling_dp;
 pub mod suda;
 pub mod warnings;

@@ -131,6 +131,8 @@ const FIXED: &[&str] = &[
     "SELECT * FROM privacy_quota()",
     "SELECT * FROM dp_noise_interval(1.0, 10)",
     "SELECT * FROM dp_noise_interval(0, 10)",
+    "SELECT * FROM sample_count_interval(40, 1, 0.3, 8)",
+    "SELECT * FROM sample_count_interval(10, 2, 0.3, 8)",
     "SELECT * FROM anonymize_help() LIMIT 1",
     "SELECT COUNT(*) FROM nps_disease_hierarchy()",
     "SELECT * FROM published_metadata('none')",

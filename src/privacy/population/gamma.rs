@@ -107,7 +107,7 @@ pub(super) fn ln_gamma_lanczos(x: f64) -> f64 {
 }
 
 /// ln Γ(x) for x > 0; NaN for x ≤ 0 or NaN, like Apache Commons Math `Gamma.logGamma`.
-pub(super) fn ln_gamma(x: f64) -> f64 {
+pub(crate) fn ln_gamma(x: f64) -> f64 {
     if x.is_nan() || x <= 0.0 {
         return f64::NAN;
     }

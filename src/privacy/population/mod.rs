@@ -29,6 +29,7 @@ use std::time::Duration;
 
 mod dankar;
 mod gamma;
+pub(crate) use gamma::ln_gamma;
 mod pitman;
 mod snb;
 mod solver;

@@ -20,6 +20,7 @@ mod interval_hierarchy;
 mod mask_hierarchy;
 mod nps_demo;
 mod privacy_budget;
+mod sample_count_interval;
 mod top_bottom_hierarchy;
 mod upa_truthful;
 
@@ -49,6 +50,7 @@ use interval_hierarchy::IntervalHierarchyFunction;
 use mask_hierarchy::MaskHierarchyFunction;
 use nps_demo::{NpsDemoFunction, NpsDiseaseHierarchyFunction};
 use privacy_budget::{PrivacyBudgetFunction, PrivacyQuotaFunction};
+use sample_count_interval::SampleCountIntervalFunction;
 use top_bottom_hierarchy::TopBottomHierarchyFunction;
 use upa_truthful::UpaTruthfulFunction;
 
@@ -113,6 +115,7 @@ impl FunctionList {
             Arc::new(TopBottomHierarchyFunction),
             Arc::new(DateHierarchyFunction),
             Arc::new(NoiseIntervalFunction),
+            Arc::new(SampleCountIntervalFunction),
             Arc::new(match options.access {
                 Access::Owner => NpsDemoFunction::for_owner(),
                 Access::Public => NpsDemoFunction::for_public(),
