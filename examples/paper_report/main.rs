@@ -15,7 +15,7 @@
 //! Machine-readable lines on stdout:
 //!
 //! ```text
-//! QERR query=<Q1..Q4> method=<m> epsilon=<e> median_rel_l1=<x>
+//! QERR query=<Q1..Q4> method=<m> epsilon=<e> median_rel_l1=<x> p95_rel_l1=<y> runs=<n>
 //! IL method=<m> epsilon=<e> median=<x>
 //! UPA dataset=adult k=<k> h=<h> node=<n> lm=<x> counterfeits=<c> paper_counterfeits=<c>
 //! KANON_LM dataset=adult k=<k> lm=<x>

@@ -34,6 +34,18 @@ fn median(values: &[f64]) -> f64 {
     }
 }
 
+/// The `q` quantile of the finite values by the nearest-rank rule (the smallest value with
+/// at least a share `q` of the values at or below it; NaN when there are none).
+fn quantile(values: &[f64], q: f64) -> f64 {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
+    v[rank - 1]
+}
+
 /// Smallest and largest value.
 fn min_max(values: &[f64]) -> (f64, f64) {
     values
@@ -295,7 +307,7 @@ fn query_errors(ctx: &Ctx, md: &mut String, lines: &mut Vec<String>) {
     // Query errors.
     let _ = writeln!(
         md,
-        "## Relative L1 error of Q1–Q4 (Σ|orig − est| / Σ orig), median over runs\n"
+        "## Relative L1 error of Q1–Q4 (Σ|orig − est| / Σ orig), median / 95th percentile over runs\n"
     );
     let _ = writeln!(md, "| method | ε | Q1 | Q2 | Q3 | Q4 |");
     let _ = writeln!(md, "|---|---|---|---|---|---|");
@@ -317,10 +329,11 @@ fn query_errors(ctx: &Ctx, md: &mut String, lines: &mut Vec<String>) {
             let mut row = format!("| {} | {eps} |", method_title(m));
             for (q, _, _) in PAPER_QERR {
                 let v: Vec<f64> = os.iter().filter_map(|o| o.errors.get(q).copied()).collect();
-                let med = median(&v);
-                let _ = write!(row, " {med:.3} |");
+                let (med, p95) = (median(&v), quantile(&v, 0.95));
+                let _ = write!(row, " {med:.3} / {p95:.3} |");
                 lines.push(format!(
-                    "QERR query={q} method={m} epsilon={eps} median_rel_l1={med:.6}"
+                    "QERR query={q} method={m} epsilon={eps} median_rel_l1={med:.6} p95_rel_l1={p95:.6} runs={}",
+                    v.len()
                 ));
             }
             let _ = writeln!(md, "{row}");

@@ -360,6 +360,20 @@ def main():
         seen["working"] = b.working
     except Exception as e:
         seen["failed"] = repr(e)
+        # What the browser shows, and what the server answers now (a hung step or a hung
+        # browser).
+        try:
+            seen["page_at_failure"] = b.js(
+                "location.href + ' | ' + document.readyState + ' | ' + document.body.innerText.slice(0, 1500)"
+            )
+        except Exception as inner:
+            seen["page_at_failure"] = repr(inner)
+        try:
+            request = urllib.request.Request(BASE + "/project", headers={"Cookie": b.cookie_header()})
+            with urllib.request.urlopen(request, timeout=10) as response:
+                seen["server_at_failure"] = response.read().decode()[:3000]
+        except Exception as inner:
+            seen["server_at_failure"] = repr(inner)
         b.shot("failed")
     finally:
         seen["outcomes"] = b.outcomes
