@@ -44,6 +44,7 @@ fn params(
         qi_weights: Vec::new(),
         workload: None,
         counterfeit_values: CounterfeitValues::Class,
+        counterfeit_by: None,
     }
 }
 
@@ -142,6 +143,34 @@ fn audit_ipa_marginal_value_draw() {
     assert_violated(
         &audit(&d, &d2, 0.02, 0.0, ALPHA),
         "marginal value draw power check",
+    );
+}
+
+/// `counterfeit_by`: the noisy histogram of (label, value) and one counterfeit value drawn
+/// for a class of each label, on neighbouring tables (one extra record (x, value 1)):
+/// `ε_val`-DP for the pair of draws, with a power check. Two labels, two values.
+#[test]
+fn audit_ipa_labelled_value_draw() {
+    let (h, _) = singleton_setup();
+    let eps_val = 1.0;
+    let draw = |extra: u64, seed: u64| {
+        let rows: Vec<(Vec<u32>, u32, u64)> =
+            vec![(vec![0], 0, 2), (vec![0], 1, 1 + extra), (vec![1], 0, 3)];
+        let base = weighted_histogram(&[&h], &rows, 2);
+        histogram(4, TRIALS, seed, |rng| {
+            let labelled = LabelledValues::new(&base, 0, 2, 2, eps_val, rng).expect("histogram");
+            let codes = base.class_codes.clone();
+            let x = labelled.for_class(Some(&codes), 0).draw(rng).expect("draw") as usize;
+            let y = labelled.for_class(Some(&codes), 1).draw(rng).expect("draw") as usize;
+            2 * x + y
+        })
+    };
+    let d = draw(0, 41);
+    let d2 = draw(1, 42);
+    assert_private(&audit(&d, &d2, eps_val, 0.0, ALPHA), "labelled value draw");
+    assert_violated(
+        &audit(&d, &d2, 0.02, 0.0, ALPHA),
+        "labelled value draw power check",
     );
 }
 

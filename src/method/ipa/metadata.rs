@@ -88,7 +88,11 @@ pub fn ipa_metadata(
             "counterfeit_values".into(),
             match params.counterfeit_values {
                 CounterfeitValues::Marginal => format!(
-                    "marginal: drawn from one histogram of the informative values over the whole table with two-sided geometric (discrete Laplace) noise of scale 1/epsilon_val on each count, clamped at 0; value domain: {}",
+                    "marginal: drawn from one histogram of {} with two-sided geometric (discrete Laplace) noise of scale 1/epsilon_val on each count, clamped at 0; value domain: {}",
+                    match &params.counterfeit_by {
+                        Some(column) => format!("({column}'s label at the chosen node, informative value) over the whole table, a counterfeit drawing from its class's label's row (the suppressed class from their sum)"),
+                        None => "the informative values over the whole table".to_string(),
+                    },
                     match leaf_domain {
                         Some(h) => format!("the leaves of hierarchy '{h}', every leaf counted, zeros included"),
                         None => "the distinct informative values of the data".to_string(),
@@ -107,22 +111,28 @@ pub fn ipa_metadata(
 
 /// What the marginal value histogram guarantees: unconditional `ε_val`-DP when the value
 /// domain is a hierarchy's leaves, else only between tables with the same distinct values.
-fn marginal_values_claim(leaf_domain: Option<&str>) -> String {
+fn marginal_values_claim(leaf_domain: Option<&str>, by: Option<&str>) -> String {
+    let histogram = match by {
+        Some(column) => format!(
+            "a noisy histogram of ({column}'s label at the chosen node, informative value) over the whole table \
+             (one record is in one cell; the labels are the hierarchy's at the node chosen before)"
+        ),
+        None => "a noisy histogram of the informative values over the whole table".to_string(),
+    };
     match leaf_domain {
         Some(h) => format!(
-            "epsilon_val once, for a noisy histogram of the informative values over the whole table \
-             (epsilon_val-DP (value domain: the leaves of hierarchy '{h}'): every leaf gets a noisy count, zeros \
-             included, one record changes one count by 1, discrete Laplace of scale 1/epsilon_val) from which \
-             every counterfeit value is drawn without further cost"
+            "epsilon_val once, for {histogram} (epsilon_val-DP (value domain: the leaves of hierarchy '{h}'): every \
+             cell gets a noisy count, zeros included, one record changes one count by 1, discrete Laplace of scale \
+             1/epsilon_val) from which every counterfeit value is drawn without further cost"
         ),
-        None => "epsilon_val once, for a noisy histogram of the informative values over the whole table \
-             (discrete Laplace of scale 1/epsilon_val on each count), from which every counterfeit value is drawn \
-             without further cost; this is epsilon_val-DP only between neighbouring tables with the same set of \
-             distinct informative values, because the value domain is read from the data (a value that only the \
-             added record has can appear among the counterfeits only when that record is present); with one \
-             informative column, naming a hierarchy for it (informative => 'column:hierarchy') makes its leaves \
-             the domain and the step unconditionally epsilon_val-DP"
-            .to_string(),
+        None => format!(
+            "epsilon_val once, for {histogram} (discrete Laplace of scale 1/epsilon_val on each count), from which \
+             every counterfeit value is drawn without further cost; this is epsilon_val-DP only between neighbouring \
+             tables with the same set of distinct informative values, because the value domain is read from the data \
+             (a value that only the added record has can appear among the counterfeits only when that record is \
+             present); with one informative column, naming a hierarchy for it (informative => 'column:hierarchy') \
+             makes its leaves the domain and the step unconditionally epsilon_val-DP"
+        ),
     }
 }
 
@@ -157,7 +167,7 @@ fn guarantee(
     };
     let values = match params.counterfeit_values {
         CounterfeitValues::Class => "epsilon_val for each counterfeit's informative value (the paper's per-class exponential mechanism)".to_string(),
-        CounterfeitValues::Marginal => marginal_values_claim(leaf_domain),
+        CounterfeitValues::Marginal => marginal_values_claim(leaf_domain, params.counterfeit_by.as_deref()),
     };
     match params.node_score {
         NodeScore::Utility => format!(
@@ -295,7 +305,7 @@ mod tests {
     /// and names the hierarchy.
     #[test]
     fn the_marginal_value_claim_depends_on_a_public_domain() {
-        let claim = marginal_values_claim(None);
+        let claim = marginal_values_claim(None, None);
         assert!(!claim.to_lowercase().contains("proven"), "{claim}");
         let text = guarantee_of(None);
         assert!(

@@ -12,7 +12,7 @@
 //! the whole pipeline; that claim does not hold (truthful values, visible classes, one-sided
 //! insertion noise, no composition over the lattice).
 
-use datafusion::common::{exec_err, internal_err, Result};
+use datafusion::common::{exec_err, internal_err, plan_err, Result};
 
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
@@ -49,7 +49,7 @@ pub use params::{CounterfeitValues, IpaParams, IpaVariant, NodeScore};
 #[cfg(test)]
 use score::COUNTERFEIT_COST;
 pub use score::{attribute_weights, node_utility, NodeUtility, UtilityModel};
-pub use values::MarginalValues;
+pub use values::{CounterfeitDraw, LabelledValues, MarginalValues};
 pub use workload::Workload;
 
 /// Scores and counts of one candidate (owner-only diagnostics).
@@ -237,14 +237,26 @@ fn run_utility_score(
     let hist = base.roll_up(hierarchies, &nodes[pick], value_domain)?;
     let scales = Scales::new(params)?;
     let mut stream = derive_child(rng);
-    let marginal = marginal_values(base, value_domain, params, &mut stream)?;
+    let values = match &params.counterfeit_by {
+        Some(column) => Some(labelled_values(
+            &hist,
+            hierarchies,
+            column,
+            value_domain,
+            params,
+            &mut stream,
+        )?),
+        None => {
+            marginal_values(base, value_domain, params, &mut stream)?.map(CounterfeitDraw::Marginal)
+        }
+    };
     let (outcome, release) = perturb_node(
         &hist,
         hierarchies,
         value_domain,
         params,
         &scales,
-        marginal.as_ref(),
+        values.as_ref(),
         &mut stream,
         true,
     )?;
@@ -307,7 +319,7 @@ fn run_paper_score(
     let (base, hierarchies, value_domain) =
         (input.histogram, input.hierarchies, input.value_domain);
     let scales = Scales::new(params)?;
-    let marginal = marginal_values(base, value_domain, params, rng)?;
+    let marginal = marginal_values(base, value_domain, params, rng)?.map(CounterfeitDraw::Marginal);
     let nodes = input.lattice.nodes();
     let streams: Vec<AnonRng> = nodes.iter().map(|_| derive_child(rng)).collect();
     let outcomes = sweep(input, base, value_domain).run(
@@ -403,6 +415,37 @@ fn marginal_values(
             rng,
         )?)),
     }
+}
+
+/// The noisy histogram of (`column`'s label at the chosen node, value) counterfeits draw
+/// from with `counterfeit_by`.
+fn labelled_values(
+    hist: &GroupedHistogram,
+    hierarchies: &[&Hierarchy],
+    column: &str,
+    value_domain: usize,
+    params: &IpaParams,
+    rng: &mut AnonRng,
+) -> Result<CounterfeitDraw> {
+    let Some(attr) = hierarchies
+        .iter()
+        .position(|h| h.attribute().eq_ignore_ascii_case(column))
+    else {
+        let names: Vec<&str> = hierarchies.iter().map(|h| h.attribute()).collect();
+        return plan_err!(
+            "counterfeit_by: '{column}' is not a quasi-identifier; use one of {}",
+            names.join(", ")
+        );
+    };
+    let labels = hierarchies[attr].level(hist.levels[attr]).cardinality();
+    Ok(CounterfeitDraw::Labelled(LabelledValues::new(
+        hist,
+        attr,
+        labels,
+        value_domain,
+        params.eps_val,
+        rng,
+    )?))
 }
 
 /// The interval means of the released node at `ε_means`, drawn after the release; `None`

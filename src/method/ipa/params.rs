@@ -68,6 +68,12 @@ pub(super) const PARAMS: &[ParamSpec] = &[
         "whether the suppressed class '*' also receives counterfeits",
     ),
     ParamSpec::new(
+        "counterfeit_by",
+        ParamKind::Text,
+        ParamDefault::Optional("none: one histogram of the whole table"),
+        "with counterfeit_values 'marginal': a quasi-identifier whose released label a counterfeit's informative value is drawn by, from one noisy histogram of (that column's label at the chosen node, informative value) at the same epsilon_val (a counterfeit in a young age band then gets the young's diagnoses); node_score 'utility' only",
+    ),
+    ParamSpec::new(
         "counterfeit_values",
         ParamKind::Choice(&["marginal", "class"]),
         ParamDefault::Optional("'marginal' with node_score 'utility', 'class' with 'paper'"),
@@ -104,6 +110,16 @@ pub(super) fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
     params.insert_into_suppressed = values.bool("insert_into_suppressed")?;
     if let Some(text) = values.opt_text("counterfeit_values") {
         params.counterfeit_values = CounterfeitValues::parse(text)?;
+    }
+    if let Some(column) = values.opt_text("counterfeit_by") {
+        if params.counterfeit_values != CounterfeitValues::Marginal
+            || params.node_score == NodeScore::Paper
+        {
+            return plan_err!(
+                "counterfeit_by applies to counterfeit_values => 'marginal' with node_score => 'utility' only"
+            );
+        }
+        params.counterfeit_by = Some(column.trim().to_string());
     }
     check_noise_budgets(&params, epsilon, split)?;
     if let Some(text) = values.opt_text("qi_weights") {
@@ -350,6 +366,9 @@ pub struct IpaParams {
     pub workload: Option<WorkloadSpec>,
     /// How counterfeit values are drawn.
     pub counterfeit_values: CounterfeitValues,
+    /// The quasi-identifier whose released label counterfeit values are drawn by
+    /// (`counterfeit_by`), if any.
+    pub counterfeit_by: Option<String>,
 }
 
 impl IpaParams {
@@ -374,6 +393,7 @@ impl IpaParams {
             qi_weights: Vec::new(),
             workload: None,
             counterfeit_values: CounterfeitValues::Class,
+            counterfeit_by: None,
         }
     }
 

@@ -16,7 +16,7 @@ use crate::metric::information_loss::class_scores;
 use crate::release::{merge_counts, ReleasedHistogram, SUPPRESSED};
 
 use super::params::Scales;
-use super::{IpaParams, IpaVariant, MarginalValues, NodeOutcome};
+use super::{CounterfeitDraw, IpaParams, IpaVariant, MarginalValues, NodeOutcome};
 
 /// Per-class scratch state while perturbing one node.
 #[derive(Default)]
@@ -93,7 +93,7 @@ pub(super) fn perturb_node(
     value_domain: usize,
     params: &IpaParams,
     scales: &Scales,
-    marginal: Option<&MarginalValues>,
+    values: Option<&CounterfeitDraw>,
     rng: &mut AnonRng,
     collect: bool,
 ) -> Result<(NodeOutcome, Option<ReleasedHistogram>)> {
@@ -125,6 +125,7 @@ pub(super) fn perturb_node(
         work.real.clear();
         work.real
             .extend(range.map(|p| (hist.pair_values[p], hist.pair_counts[p])));
+        let marginal = values.map(|v| v.for_class(Some(&hist.class_codes), c));
         insert_counterfeits(&mut work, n, value_domain, params, scales, marginal, rng)?;
         let ncp_per_record: f64 = (0..attrs)
             .map(|a| ncp_tables[a][hist.class_codes[a][c] as usize])
@@ -147,6 +148,7 @@ pub(super) fn perturb_node(
         let n = acc.suppressed_records;
         work.fake.clear();
         if params.insert_into_suppressed {
+            let marginal = values.map(|v| v.for_class(None, 0));
             insert_counterfeits(&mut work, n, value_domain, params, scales, marginal, rng)?;
         }
         acc.add_class(&work, n, attrs as f64);

@@ -94,11 +94,149 @@ impl MarginalValues {
     }
 }
 
+/// `counterfeit_by => '<column>'`: one noisy histogram of (the column's label at the chosen
+/// node, informative value), each cell with discrete Laplace noise of scale `1/ε_val`
+/// clamped at 0. One record is in exactly one cell, so it is `ε_val`-DP like the marginal
+/// (docs/METHODS.md §1.14.1); the labels are the hierarchy's at the node already chosen,
+/// so the cells are public given the node. A counterfeit draws from its class's label's
+/// row; the suppressed class `*` from the sum of the rows (post-processing).
+#[derive(Debug, Clone)]
+pub struct LabelledValues {
+    /// The quasi-identifier whose label is read.
+    attr: usize,
+    /// Per label, its row of noisy counts.
+    rows: Vec<MarginalValues>,
+    /// The sum of the rows.
+    all: MarginalValues,
+}
+
+impl LabelledValues {
+    /// Counts `hist` (the chosen node's histogram) by `(label of attr, value)` over
+    /// `labels × value_domain` cells and adds the noise.
+    pub fn new(
+        hist: &GroupedHistogram,
+        attr: usize,
+        labels: usize,
+        value_domain: usize,
+        eps_val: f64,
+        rng: &mut AnonRng,
+    ) -> Result<Self> {
+        let Some(codes) = hist.class_codes.get(attr) else {
+            return internal_err!("no quasi-identifier {attr} to draw counterfeit values by");
+        };
+        let mut counts = vec![vec![0u64; value_domain]; labels];
+        for (c, &label) in codes.iter().enumerate() {
+            let Some(row) = counts.get_mut(label as usize) else {
+                return internal_err!("label code {label} outside the {labels} labels");
+            };
+            for p in hist.class_range(c) {
+                match row.get_mut(hist.pair_values[p] as usize) {
+                    Some(slot) => *slot += hist.pair_counts[p],
+                    None => return internal_err!("informative value code outside the domain"),
+                }
+            }
+        }
+        let scale = ExactScale::from_sensitivity_epsilon(1, eps_val)?;
+        let mut total = vec![0u64; value_domain];
+        let mut rows = Vec::with_capacity(labels);
+        for row in counts {
+            let noisy: Vec<u64> = row
+                .into_iter()
+                .map(|c| {
+                    let noisy = c as i128 + sample_discrete_laplace(rng, scale) as i128;
+                    noisy.clamp(0, u64::MAX as i128) as u64
+                })
+                .collect();
+            for (t, &n) in total.iter_mut().zip(&noisy) {
+                *t = t.saturating_add(n);
+            }
+            rows.push(MarginalValues::from_noisy(noisy.into_iter()));
+        }
+        Ok(Self {
+            attr,
+            rows,
+            all: MarginalValues::from_noisy(total.into_iter()),
+        })
+    }
+
+    /// The histogram a counterfeit of a class with `codes` draws from (`None`: the
+    /// suppressed class).
+    pub fn for_class(&self, codes: Option<&[Vec<u32>]>, class: usize) -> &MarginalValues {
+        codes
+            .and_then(|codes| codes.get(self.attr))
+            .and_then(|codes| codes.get(class))
+            .and_then(|&label| self.rows.get(label as usize))
+            .unwrap_or(&self.all)
+    }
+}
+
+/// Where counterfeit values come from with `counterfeit_values => 'marginal'`.
+#[derive(Debug, Clone)]
+pub enum CounterfeitDraw {
+    /// One histogram of the whole table.
+    Marginal(MarginalValues),
+    /// One row per label of a quasi-identifier (`counterfeit_by`).
+    Labelled(LabelledValues),
+}
+
+impl CounterfeitDraw {
+    /// The histogram class `class` of `codes` (per quasi-identifier, each class's label
+    /// code) draws from; `None` for the suppressed class.
+    pub fn for_class(&self, codes: Option<&[Vec<u32>]>, class: usize) -> &MarginalValues {
+        match self {
+            Self::Marginal(marginal) => marginal,
+            Self::Labelled(labelled) => labelled.for_class(codes, class),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::mechanism::rng::rng_from_seed;
     use crate::testing::stats::assert_wilson;
+
+    /// With `counterfeit_by`, a class draws from its label's row: at a large ε_val a class
+    /// labelled `x` (only value 0 among its records) draws value 0, one labelled `y` (only
+    /// value 1) draws 1, and the suppressed class draws both in proportion to the sum.
+    #[test]
+    fn a_class_draws_from_its_labels_row() {
+        use crate::hierarchy::Hierarchy;
+        use crate::testing::{rows, weighted_histogram};
+        let h = Hierarchy::from_rows("q", &rows(&[&["x", "*"], &["y", "*"]])).expect("valid");
+        let base = weighted_histogram(&[&h], &[(vec![0], 0, 300), (vec![1], 1, 100)], 2);
+        let mut rng = rng_from_seed(9);
+        let labelled = LabelledValues::new(&base, 0, 2, 2, 50.0, &mut rng).expect("histogram");
+        let codes = base.class_codes.clone();
+        let trials = 20_000u64;
+        let (mut x_zero, mut y_one, mut star_zero) = (0, 0, 0);
+        for _ in 0..trials {
+            x_zero += u64::from(
+                labelled
+                    .for_class(Some(&codes), 0)
+                    .draw(&mut rng)
+                    .expect("x")
+                    == 0,
+            );
+            y_one += u64::from(
+                labelled
+                    .for_class(Some(&codes), 1)
+                    .draw(&mut rng)
+                    .expect("y")
+                    == 1,
+            );
+            star_zero += u64::from(labelled.for_class(None, 0).draw(&mut rng).expect("*") == 0);
+        }
+        assert_eq!((x_zero, y_one), (trials, trials));
+        assert_wilson(
+            star_zero,
+            trials,
+            0.75,
+            "the suppressed class draws from the sum",
+        );
+        // A label outside the hierarchy's level is an internal error, not a panic.
+        assert!(LabelledValues::new(&base, 0, 1, 2, 1.0, &mut rng).is_err());
+    }
 
     #[test]
     fn draws_follow_the_noisy_counts_exactly() {
