@@ -24,6 +24,17 @@ use crate::histogram::GroupedHistogram;
 use crate::mechanism::noise::{sample_discrete_laplace, sample_uniform_below, ExactScale};
 use crate::mechanism::rng::AnonRng;
 
+/// Each count with discrete Laplace noise of `scale`, clamped at 0.
+fn noisy_counts(counts: Vec<u64>, scale: ExactScale, rng: &mut AnonRng) -> Vec<u64> {
+    counts
+        .into_iter()
+        .map(|c| {
+            let noisy = c as i128 + sample_discrete_laplace(rng, scale) as i128;
+            noisy.clamp(0, u64::MAX as i128) as u64
+        })
+        .collect()
+}
+
 /// The noisy histogram of informative values, as cumulative integer weights.
 #[derive(Debug, Clone)]
 pub struct MarginalValues {
@@ -55,10 +66,9 @@ impl MarginalValues {
             }
         }
         let scale = ExactScale::from_sensitivity_epsilon(1, eps_val)?;
-        Ok(Self::from_noisy(counts.into_iter().map(|c| {
-            let noisy = c as i128 + sample_discrete_laplace(rng, scale) as i128;
-            noisy.clamp(0, u64::MAX as i128) as u64
-        })))
+        Ok(Self::from_noisy(
+            noisy_counts(counts, scale, rng).into_iter(),
+        ))
     }
 
     /// From already noisy counts, one per value code.
@@ -140,13 +150,7 @@ impl LabelledValues {
         let mut total = vec![0u64; value_domain];
         let mut rows = Vec::with_capacity(labels);
         for row in counts {
-            let noisy: Vec<u64> = row
-                .into_iter()
-                .map(|c| {
-                    let noisy = c as i128 + sample_discrete_laplace(rng, scale) as i128;
-                    noisy.clamp(0, u64::MAX as i128) as u64
-                })
-                .collect();
+            let noisy = noisy_counts(row, scale, rng);
             for (t, &n) in total.iter_mut().zip(&noisy) {
                 *t = t.saturating_add(n);
             }
