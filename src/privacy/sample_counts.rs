@@ -27,6 +27,10 @@ use super::population::ln_gamma;
 /// The largest source count searched (a count above it is reported as this bound).
 const MAX_COUNT: u64 = 1 << 50;
 
+/// The largest released count taken: more rows than any table holds, and a bound on the
+/// work (each tail sum runs over a few standard deviations of a binomial this large).
+pub const MAX_RELEASED: u64 = 1 << 40;
+
 /// An interval for the source's records behind released counts.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CountInterval {
@@ -121,7 +125,7 @@ fn first(mut lo: u64, mut hi: u64, holds: impl Fn(u64) -> bool) -> u64 {
 /// The interval for the source's records behind `count` released rows in `cells` released
 /// cells, each released when at least `k` of its records were kept with probability `beta`,
 /// at `confidence` (in (0, 1)). `None` for arguments outside their domains (β in (0, 1],
-/// `cells ≥ 1`, `count ≥ cells · k`).
+/// `cells ≥ 1`, `cells · k ≤ count ≤` [`MAX_RELEASED`]).
 pub fn count_interval(
     count: u64,
     cells: u64,
@@ -134,7 +138,8 @@ pub fn count_interval(
         && cells >= 1
         && confidence > 0.0
         && confidence < 1.0
-        && count >= cells.saturating_mul(k);
+        && count >= cells.saturating_mul(k)
+        && count <= MAX_RELEASED;
     if !valid {
         return None;
     }
@@ -206,6 +211,7 @@ mod tests {
         assert_eq!(count_interval(10, 0, 0.5, 5, 0.95), None);
         assert_eq!(count_interval(9, 2, 0.5, 5, 0.95), None, "below m·k");
         assert_eq!(count_interval(10, 1, 0.5, 5, 1.0), None);
+        assert_eq!(count_interval(MAX_RELEASED + 1, 1, 0.5, 5, 0.95), None);
         let all = count_interval(10, 1, 1.0, 5, 0.95).expect("β = 1");
         assert_eq!((all.low, all.high), (10, 10));
     }

@@ -417,6 +417,9 @@ fn marginal_values(
     }
 }
 
+/// The most cells the histogram of `counterfeit_by` may have (labels × values).
+const MAX_LABELLED_CELLS: usize = 1 << 24;
+
 /// The noisy histogram of (`column`'s label at the chosen node, value) counterfeits draw
 /// from with `counterfeit_by`.
 fn labelled_values(
@@ -438,6 +441,12 @@ fn labelled_values(
         );
     };
     let labels = hierarchies[attr].level(hist.levels[attr]).cardinality();
+    let cells = labels.saturating_mul(value_domain);
+    if cells > MAX_LABELLED_CELLS {
+        return plan_err!(
+            "counterfeit_by: '{column}' has {labels} labels at the chosen level and the informative column {value_domain} values, {cells} cells in all (at most {MAX_LABELLED_CELLS}); name a coarser column"
+        );
+    }
     Ok(CounterfeitDraw::Labelled(LabelledValues::new(
         hist,
         attr,

@@ -12,7 +12,7 @@ use datafusion::datasource::MemTable;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
 use crate::params::{ParamDefault, ParamKind};
-use crate::privacy::sample_counts::count_interval;
+use crate::privacy::sample_counts::{count_interval, MAX_RELEASED};
 use crate::sql::args::{bind, CallArgs, ParamSpec};
 use crate::sql::planner::SqlTableFunction;
 
@@ -97,6 +97,9 @@ impl SqlTableFunction for SampleCountIntervalFunction {
         };
         let cells = bound.u64("cells")?.unwrap_or(1);
         let confidence = bound.f64("confidence")?.unwrap_or(0.95);
+        if count > MAX_RELEASED {
+            return plan_err!("{NAME}(): invalid parameter count: {count} is above {MAX_RELEASED}");
+        }
         if beta > 1.0 {
             return plan_err!("{NAME}(): invalid parameter beta: {beta} is above 1");
         }
