@@ -41,6 +41,16 @@ pub enum Rows {
     },
 }
 
+impl Rows {
+    /// Number of rows.
+    pub fn row_count(&self) -> usize {
+        match self {
+            Rows::AsGiven(batches) => batches.iter().map(RecordBatch::num_rows).sum(),
+            Rows::Ordered { order, .. } => order.len(),
+        }
+    }
+}
+
 impl From<Vec<RecordBatch>> for Rows {
     fn from(batches: Vec<RecordBatch>) -> Self {
         Rows::AsGiven(batches)

@@ -16,6 +16,7 @@ mod linkability;
 mod neighbours;
 mod order;
 mod rates;
+mod record_linkage;
 mod release;
 mod singling_out;
 
@@ -26,7 +27,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::hierarchy::Hierarchy;
 pub use data::Rows;
 pub use rates::Rate;
-pub use release::{attack_release, AttackPlan};
+pub use release::{attack_release, AttackPlan, Truth};
 pub use singling_out::Mode;
 
 /// An attack's raw counts.
@@ -90,6 +91,13 @@ pub enum Attack {
         /// The columns the attacker knows.
         known: Vec<String>,
     },
+    /// Linking each source record to its nearest released row on `columns` (scored against
+    /// the record's own row: [`Tables::own`]). Gives two outcomes: the right links, and
+    /// the exact ones.
+    RecordLinkage {
+        /// The columns the attacker holds.
+        columns: Vec<String>,
+    },
 }
 
 impl Attack {
@@ -106,6 +114,7 @@ impl Attack {
             } => "singling_out_univariate",
             Attack::Linkability { .. } => "linkability",
             Attack::Inference { .. } => "inference",
+            Attack::RecordLinkage { .. } => "record_linkage",
         }
     }
 
@@ -136,9 +145,15 @@ impl Attack {
             Attack::Inference { secret, known } => {
                 format!("{secret} from {}", known.join(", "))
             }
+            Attack::RecordLinkage { columns } => {
+                format!("{} (nearest released row)", columns.join(", "))
+            }
         }
     }
 }
+
+/// The name of record linkage's second outcome: the links that are exact.
+pub const EXACT_LINKS: &str = "record_linkage_exact";
 
 /// A column the attacks read.
 #[derive(Debug, Clone)]
@@ -160,6 +175,20 @@ pub struct Tables {
     pub source: Rows,
     /// Records of the same population the release did not use.
     pub control: Option<Rows>,
+    /// The released row each source record became, when it is known.
+    pub own: Option<OwnTables>,
+}
+
+/// The source's tuples and the released tuple each became (the attacked columns in
+/// order; those not linked may be NULL), with the records of each.
+#[derive(Debug)]
+pub struct OwnTables {
+    /// The source's tuples.
+    pub source: Rows,
+    /// The released tuple of each.
+    pub released: Rows,
+    /// Records of each.
+    pub records: Vec<u64>,
 }
 
 /// How the attacks run.
@@ -212,6 +241,13 @@ pub fn run(
         Some(rows) => Some(encoder.encode_rows(rows)?),
         None => None,
     };
+    let own = match &tables.own {
+        Some(own) => Some((
+            encoder.encode_rows(&own.source)?,
+            encoder.encode_rows(&own.released)?,
+        )),
+        None => None,
+    };
     let columns = encoder.finish();
     let index = |name: &str, parameter: &str| -> Result<usize> {
         match attacked.iter().position(|c| c.name.eq_ignore_ascii_case(name)) {
@@ -228,6 +264,33 @@ pub fn run(
         // Each attack has its own generator: adding one does not change the others.
         let mut rng = ChaCha8Rng::seed_from_u64(settings.seed.wrapping_add(a as u64 * 0x5851_F42D));
         let counts = match attack {
+            Attack::RecordLinkage { columns: linked } => {
+                let chosen = linked
+                    .iter()
+                    .map(|n| index(n, "link_columns"))
+                    .collect::<Result<Vec<_>>>()?;
+                let (Some((targets, own)), Some(known)) = (&own, &tables.own) else {
+                    return plan_err!("anonymize_attack(): record_linkage needs the released row of each source record, which only kanon and microaggregation keep (the other methods draw, add or merge rows), and not for a table named by release");
+                };
+                let links = record_linkage::Links {
+                    targets,
+                    own,
+                    records: &known.records,
+                };
+                let (right, exact) = record_linkage::run(
+                    &release,
+                    &columns,
+                    &chosen,
+                    links,
+                    settings.attacks,
+                    &mut rng,
+                );
+                let mut linked = outcome(attack, attacked, exact, settings.confidence);
+                linked.attack = EXACT_LINKS;
+                outcomes.push(outcome(attack, attacked, right, settings.confidence));
+                outcomes.push(linked);
+                continue;
+            }
             Attack::SinglingOut { mode, columns: per } => singling_out::run(
                 &release,
                 &source,
@@ -370,6 +433,7 @@ pub(crate) mod tests {
             release: vec![table_batch(&refs)].into(),
             source: vec![table_batch(&refs)].into(),
             control: Some(vec![table_batch(&refs)].into()),
+            own: None,
         };
         let attacks = [
             Attack::SinglingOut {
@@ -416,6 +480,7 @@ pub(crate) mod tests {
             release: vec![table_batch(&[("a", 1)])].into(),
             source: vec![table_batch(&[("a", 1)])].into(),
             control: None,
+            own: None,
         };
         let attack = Attack::Inference {
             secret: "zip".into(),

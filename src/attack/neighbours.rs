@@ -22,6 +22,8 @@ pub struct Neighbours<'a> {
     chosen: Vec<usize>,
     /// One released row per group, and the rows of the group.
     groups: Vec<(usize, Vec<u32>)>,
+    /// The group of each key (a row's values on the chosen columns).
+    index: HashMap<Vec<u64>, usize>,
 }
 
 impl<'a> Neighbours<'a> {
@@ -30,13 +32,7 @@ impl<'a> Neighbours<'a> {
         let mut index: HashMap<Vec<u64>, usize> = HashMap::new();
         let mut groups: Vec<(usize, Vec<u32>)> = Vec::new();
         for row in 0..release.rows {
-            let key: Vec<u64> = chosen
-                .iter()
-                .map(|&c| match &release.columns[c] {
-                    Values::Numbers(x) => x[row].to_bits(),
-                    Values::Codes(x) => x[row] as u64,
-                })
-                .collect();
+            let key = key(release, chosen, row);
             let g = *index.entry(key).or_insert_with(|| {
                 groups.push((row, Vec::new()));
                 groups.len() - 1
@@ -48,7 +44,32 @@ impl<'a> Neighbours<'a> {
             columns,
             chosen: chosen.to_vec(),
             groups,
+            index,
         }
+    }
+
+    /// Number of groups of equal released rows.
+    pub fn group_count(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Released rows of group `g`.
+    pub fn group_rows(&self, g: usize) -> usize {
+        self.groups[g].1.len()
+    }
+
+    /// The group of released rows equal to row `row` of `table` on the chosen columns (the
+    /// tables encoded on the same dictionaries), if any.
+    pub fn group_of(&self, table: &Table, row: usize) -> Option<usize> {
+        self.index.get(&key(table, &self.chosen, row)).copied()
+    }
+
+    /// The distance from row `row` of `table` to every group, in group order.
+    pub fn distances(&self, table: &Table, row: usize) -> Vec<f64> {
+        self.groups
+            .iter()
+            .map(|(first, _)| self.distance(table, row, *first))
+            .collect()
     }
 
     /// The distance from row `row` of `table` (a source or control record) to released
@@ -85,11 +106,7 @@ impl<'a> Neighbours<'a> {
 
     /// The `k` released rows nearest to row `row` of `table`, ties drawn at random.
     pub fn nearest(&self, table: &Table, row: usize, k: usize, rng: &mut ChaCha8Rng) -> Vec<u32> {
-        let distances: Vec<f64> = self
-            .groups
-            .iter()
-            .map(|(first, _)| self.distance(table, row, *first))
-            .collect();
+        let distances = self.distances(table, row);
         let mut order: Vec<usize> = (0..self.groups.len()).collect();
         if k == 1 {
             let best = distances.iter().copied().fold(f64::INFINITY, f64::min);
@@ -121,6 +138,17 @@ impl<'a> Neighbours<'a> {
         }
         chosen
     }
+}
+
+/// Row `row` of `table` on the columns `chosen`, as one hashable key.
+fn key(table: &Table, chosen: &[usize], row: usize) -> Vec<u64> {
+    chosen
+        .iter()
+        .map(|&c| match &table.columns[c] {
+            Values::Numbers(x) => x[row].to_bits(),
+            Values::Codes(x) => x[row] as u64,
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -6,16 +6,17 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::common::{exec_datafusion_err, plan_err, Result};
 use datafusion::execution::SessionState;
 use datafusion::prelude::SessionContext;
 
 use super::order::in_value_order;
-use super::{run, Attack, AttackedColumn, Mode, Outcome, Rows, Settings, Tables};
-use crate::engine::{load_hierarchy, AnonymizeRequest};
+use super::{run, Attack, AttackedColumn, Mode, Outcome, OwnTables, Rows, Settings, Tables};
+use crate::engine::{load_hierarchy, AnonymizeRequest, ReleaseOutput};
 use crate::names::parse_list;
+use crate::release::OwnRows;
 use crate::session::local_state;
 
 const NAME: &str = "anonymize_attack";
@@ -26,10 +27,38 @@ pub const ATTACK_NAMES: &[&str] = &[
     "singling_out_univariate",
     "linkability",
     "inference",
+    "record_linkage",
 ];
 
-/// The attacks `attack => 'all'` runs.
+/// The attacks `attack => 'all'` runs (and record linkage, where the release's own rows
+/// are known).
 const ALL: &[&str] = &["singling_out", "linkability", "inference"];
+
+/// What is known of which released row each source record became.
+#[derive(Debug, Clone)]
+pub enum Truth {
+    /// Nothing: the method draws, adds or merges rows, or the table was named.
+    Unknown,
+    /// The release's own rows.
+    Release(Arc<OwnRows>),
+    /// The table attacked is the source itself: each record is its own row.
+    Itself,
+}
+
+impl Truth {
+    /// The own rows of `output`'s release.
+    pub fn of(output: &ReleaseOutput) -> Self {
+        match &output.own_rows {
+            Some(own) => Truth::Release(own.clone()),
+            None => Truth::Unknown,
+        }
+    }
+
+    /// Whether the own rows are known.
+    pub fn is_known(&self) -> bool {
+        !matches!(self, Truth::Unknown)
+    }
+}
 
 /// The attacks asked for, before the columns are known.
 #[derive(Debug, Clone)]
@@ -69,13 +98,16 @@ impl AttackPlan {
         }
     }
 
-    /// The attack names asked for, checked.
-    pub fn kinds(&self) -> Result<Vec<String>> {
+    /// The attack names asked for, checked; `all` takes in record linkage when `linkage`.
+    pub fn kinds(&self, linkage: bool) -> Result<Vec<String>> {
         let mut kinds = Vec::new();
         for name in names("attack", &self.attacks)? {
             let name = name.to_ascii_lowercase();
             if name == "all" {
                 kinds.extend(ALL.iter().map(|s| s.to_string()));
+                if linkage {
+                    kinds.push("record_linkage".into());
+                }
             } else if ATTACK_NAMES.contains(&name.as_str()) {
                 kinds.push(name);
             } else {
@@ -94,12 +126,20 @@ impl AttackPlan {
     }
 
     /// The attacks on the released columns `attacked`, of which the first `qi` are the
-    /// quasi-identifiers.
-    fn attacks(&self, attacked: &[AttackedColumn], qi: usize) -> Result<Vec<Attack>> {
+    /// quasi-identifiers; `all` takes in record linkage when `linkage`.
+    fn attacks(
+        &self,
+        attacked: &[AttackedColumn],
+        qi: usize,
+        linkage: bool,
+    ) -> Result<Vec<Attack>> {
         let all: Vec<String> = attacked.iter().map(|c| c.name.clone()).collect();
-        self.kinds()?
+        self.kinds(linkage)?
             .into_iter()
             .map(|kind| match kind.as_str() {
+                "record_linkage" => Ok(Attack::RecordLinkage {
+                    columns: all[..qi.max(1).min(all.len())].to_vec(),
+                }),
                 "singling_out" | "singling_out_univariate" => Ok(Attack::SinglingOut {
                     mode: if kind == "singling_out" {
                         Mode::Multivariate
@@ -225,32 +265,76 @@ async fn attacked_columns(
     Ok(attacked)
 }
 
+/// The release's own rows as tables of the attacked columns: the first `qi` (the
+/// quasi-identifiers) linked, the others NULL.
+fn own_tables(own: &OwnRows, attacked: &[AttackedColumn], qi: usize) -> Result<OwnTables> {
+    let names: Vec<String> = attacked[..qi].iter().map(|c| c.name.clone()).collect();
+    let hierarchies: Vec<Option<&crate::hierarchy::Hierarchy>> = attacked[..qi]
+        .iter()
+        .map(|c| c.hierarchy.as_ref())
+        .collect();
+    let extra: Vec<(String, DataType)> = attacked[qi..]
+        .iter()
+        .map(|c| {
+            let data_type = if c.numeric {
+                DataType::Float64
+            } else {
+                DataType::Utf8
+            };
+            (c.name.clone(), data_type)
+        })
+        .collect();
+    let (source, released) = own.batches(&names, &hierarchies, &extra)?;
+    Ok(OwnTables {
+        source: vec![source].into(),
+        released: vec![released].into(),
+        records: own.records.clone(),
+    })
+}
+
 /// Runs `plan` on `release` (the request's release, or with `named` a table given in its
-/// place) against the request's source, with `control` if given.
+/// place) against the request's source, with `control` if given; record linkage scores
+/// its links against `truth`.
 pub async fn attack_release(
     request: &AnonymizeRequest,
     release: Arc<dyn TableProvider>,
     named: bool,
     control: Option<Arc<dyn TableProvider>>,
+    truth: &Truth,
     plan: &AttackPlan,
     state: &SessionState,
 ) -> Result<Vec<Outcome>> {
     let local = SessionContext::new_with_state(local_state(state));
     let attacked = attacked_columns(&local, request, &release.schema()).await?;
-    let attacks = plan.attacks(&attacked, request.qi.len())?;
+    let attacks = plan.attacks(&attacked, request.qi.len(), truth.is_known())?;
     let names: Vec<String> = attacked.iter().map(|c| c.name.clone()).collect();
     let what = if named {
         "the table named by release"
     } else {
         "the release"
     };
+    let source = read(&local, &request.source, &names, "the source").await?;
+    let linking = attacks
+        .iter()
+        .any(|a| matches!(a, Attack::RecordLinkage { .. }));
+    let own = match truth {
+        _ if !linking => None,
+        Truth::Unknown => None,
+        Truth::Itself => Some(OwnTables {
+            records: vec![1; source.row_count()],
+            source: source.clone(),
+            released: source.clone(),
+        }),
+        Truth::Release(own) => Some(own_tables(own, &attacked, request.qi.len())?),
+    };
     let tables = Tables {
         release: read(&local, &release, &names, what).await?,
-        source: read(&local, &request.source, &names, "the source").await?,
+        source,
         control: match &control {
             Some(table) => Some(read(&local, table, &names, "the control table").await?),
             None => None,
         },
+        own,
     };
     let settings = plan.settings;
     tokio::task::spawn_blocking(move || run(&attacked, &tables, &attacks, settings))

@@ -25,7 +25,7 @@ use crate::progress::{Cancel, Progress, ProgressFn};
 use crate::pseudonym::{Identifiers, PseudonymKey};
 use crate::release::catalog::{CatalogRows, CounterfeitCatalog};
 use crate::release::IntervalMeans;
-use crate::release::{check_release_size, ReleaseRowLimit, ReleaseSize, ReleasedRows};
+use crate::release::{check_release_size, OwnRows, ReleaseRowLimit, ReleaseSize, ReleasedRows};
 use crate::sensitive::SensitiveSpec;
 
 mod base;
@@ -191,6 +191,9 @@ pub struct ReleaseOutput {
     pub information_loss: InformationLoss,
     /// Owner-only warnings `(topic, message)`: they may depend on exact counts.
     pub warnings: Vec<(String, String)>,
+    /// Owner-only: the released row of every source record, for the methods that keep it
+    /// (record linkage reads it); never published.
+    pub own_rows: Option<Arc<OwnRows>>,
 }
 
 /// Runs the whole pipeline for a request. Its random draws come from the request's seed if
@@ -326,6 +329,7 @@ fn run_method(
         diagnostics: Arc::new(vec![output.diagnostics]),
         information_loss,
         warnings,
+        own_rows: output.own_rows.map(Arc::new),
     })
 }
 

@@ -178,6 +178,7 @@ pub(super) async fn release(
         diagnostics: result.diagnostics,
         catalog: None,
         interval_means: None,
+        own_rows: None,
     };
     if rows.row_count() != total {
         return internal_err!(
@@ -195,5 +196,6 @@ pub(super) async fn release(
         diagnostics: Arc::new(vec![output.diagnostics]),
         information_loss: result.information_loss,
         warnings: Vec::new(),
+        own_rows: result.own_rows.map(Arc::new),
     })
 }

@@ -38,7 +38,7 @@ use crate::privacy_unit::{per_person_cost, per_row_budget, PersonClasses, Privac
 use crate::progress::Progress;
 use crate::release::catalog::CounterfeitCatalog;
 use crate::release::IntervalMeans;
-use crate::release::{ReleaseSize, ReleasedHistogram};
+use crate::release::{OwnRows, ReleaseSize, ReleasedHistogram};
 use crate::sensitive::SensitiveDomain;
 use crate::sensitive::SensitiveSpec;
 use numeric::{NumericOutput, NumericPoints};
@@ -144,6 +144,9 @@ pub struct MethodOutput {
     /// The interval means published with the release by the methods that have them
     /// ([`Method::publishes_interval_means`]).
     pub interval_means: Option<IntervalMeans>,
+    /// Owner-only: the released row of every source record, from the methods that
+    /// release each record they keep once and invent none (see [`OwnRows`]).
+    pub own_rows: Option<OwnRows>,
 }
 
 /// A method with validated parameters, ready to run.

@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use datafusion::arrow::array::RecordBatch;
 
 use crate::metric::information_loss::InformationLoss;
-use crate::release::ReleasedHistogram;
+use crate::release::{OwnRows, ReleasedHistogram};
 
 /// The records as distinct points: each point's quasi-identifier values, and the
 /// `(value code, records)` entries of the records there (value codes of the released
@@ -110,4 +110,6 @@ pub struct NumericOutput {
     pub metadata: Vec<(String, String)>,
     /// Owner-only diagnostics, in the method's diagnostics schema.
     pub diagnostics: RecordBatch,
+    /// Owner-only: the released row of every source point (see [`OwnRows`]).
+    pub own_rows: Option<OwnRows>,
 }

@@ -12,10 +12,12 @@ use crate::hierarchy::Hierarchy;
 
 pub mod catalog;
 pub mod interval_means;
+mod own_rows;
 mod rows;
 mod size;
 
 pub use interval_means::{interval_means_schema, IntervalMeans};
+pub use own_rows::{OwnRows, OwnValues};
 pub use rows::{ReleaseBatches, ReleasedRows, ReleasedRowsParts};
 pub use size::{check_release_size, ReleaseRowLimit, ReleaseSize, TooManyRows, SIZE_FAILURE};
 

@@ -9,7 +9,7 @@ use datafusion::execution::SessionState;
 use super::bins::{k_marginal_score, Binner, Marginals};
 use super::{ReportOptions, Subject};
 use crate::assess::{Entry, Population};
-use crate::attack::{attack_release, AttackPlan, Outcome};
+use crate::attack::{attack_release, AttackPlan, Outcome, Truth};
 use crate::utility::reading::{read_columns, Reading};
 use crate::utility::{figures_of, Figure, UtilityPlan};
 
@@ -91,7 +91,16 @@ pub async fn gather(
     } else {
         (
             attacks_on_the_source(subject, &plan, state).await?,
-            attack_release(request, subject.release.clone(), false, None, &plan, state).await?,
+            attack_release(
+                request,
+                subject.release.clone(),
+                false,
+                None,
+                &Truth::of(subject.output),
+                &plan,
+                state,
+            )
+            .await?,
         )
     };
     Ok(Figures {
@@ -117,8 +126,24 @@ async fn attacks_on_the_source(
     state: &SessionState,
 ) -> Result<std::sync::Arc<Vec<Outcome>>> {
     let request = subject.request;
-    let attack =
-        || async { attack_release(request, request.source.clone(), true, None, plan, state).await };
+    // Record linkage where the release has it: the source's own rows are its records.
+    let truth = if Truth::of(subject.output).is_known() {
+        Truth::Itself
+    } else {
+        Truth::Unknown
+    };
+    let attack = || async {
+        attack_release(
+            request,
+            request.source.clone(),
+            true,
+            None,
+            &truth,
+            plan,
+            state,
+        )
+        .await
+    };
     if request.date_shift.is_some() {
         return Ok(std::sync::Arc::new(attack().await?));
     }
@@ -130,9 +155,10 @@ async fn attacks_on_the_source(
         .map(|q| (q.column.as_str(), q.hierarchy_name.as_str()))
         .collect();
     let key = format!(
-        "{}|qi {qi:?}|released {:?}|{plan:?}",
+        "{}|qi {qi:?}|released {:?}|{plan:?}|linkage {}",
         request.source_table,
-        request.released_values()
+        request.released_values(),
+        truth.is_known()
     );
     subject
         .source_attacks

@@ -315,7 +315,7 @@ fn attacks(out: &mut String, options: &ReportOptions, figures: &Figures) {
         out,
         "attacks",
         "Attacks",
-        "anonymeter's three attacks (the risks the EU's Article 29 Working Party names), run on the source as if it were released (input) and on the release, against the source: singling out (queries that match one released row, asked of the source), linkability (two tables of an attacker linked through the nearest released rows) and inference (a secret column guessed from the nearest released row). The risk is what the attack achieves beyond a naive attacker who ignores the rows (the baseline), with its 95 % interval. A low risk says these attacks failed, not that every attack will: the guarantee above is the one that holds whatever an attacker does.",
+        "anonymeter's three attacks (the risks the EU's Article 29 Working Party names), run on the source as if it were released (input) and on the release, against the source: singling out (queries that match one released row, asked of the source), linkability (two tables of an attacker linked through the nearest released rows) and inference (a secret column guessed from the nearest released row); and, for the methods that release each record once (kanon, microaggregation), record linkage (each source record linked to its nearest released row: the chance that the link is its own row, and the share of records linked exactly). The risk is what the attack achieves beyond a naive attacker who ignores the rows (the baseline), with its 95 % interval. A low risk says these attacks failed, not that every attack will: the guarantee above is the one that holds whatever an attacker does.",
     );
     if figures.attacks.is_empty() {
         out.push_str("<p>Not run (attacks => 0).</p></section>");
@@ -337,7 +337,7 @@ fn attacks(out: &mut String, options: &ReportOptions, figures: &Figures) {
             after.counts.attacks_run,
         );
     }
-    let _ = write!(out, "</table><p class=\"explain\">Each attack ran {} times (attack_seed 0; anonymize_attack with the release's arguments gives the same figures, and takes a control table of held-out records, which turns the risk into what the attack achieves beyond records the release never saw). A singling-out attacker who found fewer queries than that (at most 200 tries per query) scores lower: its rate counts every query asked for, as anonymeter's does.</p></section>", options.attacks);
+    let _ = write!(out, "</table><p class=\"explain\">Each attack ran {} times (attack_seed 0; anonymize_attack with the release's arguments gives the same figures, and takes a control table of held-out records, which turns the risk into what the attack achieves beyond records the release never saw). A singling-out attacker who found fewer queries than that (at most 200 tries per query) scores lower: its rate counts every query asked for, as anonymeter's does. Record linkage links every record when that is at most 50 million distances, else as many records drawn at random.</p></section>", options.attacks);
 }
 
 fn utility(out: &mut String, subject: &Subject<'_>, figures: &Figures) -> Result<()> {

@@ -43,6 +43,19 @@ async fn k_anonymity_leaves_a_tenth_of_the_raw_tables_singling_out() -> Result<(
     let raw = attacks(&ctx, &format!("{KANON}, release => 'adult'")).await?;
     eprintln!("kanon {released:?}\nraw {raw:?}");
     let names: Vec<&str> = released.iter().map(|(a, _)| a.as_str()).collect();
+    // kanon keeps each record's own row, so `all` takes in record linkage; a table named
+    // by release has no such map.
+    assert_eq!(
+        names,
+        [
+            "singling_out",
+            "linkability",
+            "inference",
+            "record_linkage",
+            "record_linkage_exact"
+        ]
+    );
+    let names: Vec<&str> = raw.iter().map(|(a, _)| a.as_str()).collect();
     assert_eq!(names, ["singling_out", "linkability", "inference"]);
     // Figures: attacks_run, successes, success_rate, baseline_rate, risk, low, high.
     let (_, kanon) = &released[0];
@@ -111,6 +124,10 @@ async fn errors_name_the_argument() -> Result<()> {
         ),
         ("control => 'nowhere'", "control names the table 'nowhere'"),
         ("confidence => 1", "confidence must be in (0, 1)"),
+        (
+            "attack => 'record_linkage', release => 'adult'",
+            "record_linkage needs the released row of each source record",
+        ),
     ] {
         let err = attacks(&ctx, &format!("{KANON}, {extra}"))
             .await
@@ -118,6 +135,80 @@ async fn errors_name_the_argument() -> Result<()> {
             .to_string();
         assert!(err.contains(expected), "{extra}: {err}");
     }
+    Ok(())
+}
+
+/// Record linkage on kanon (record suppression) is arithmetic on the released classes
+/// (METHODS §7.5.6): a record of class `c` ties with its `|c|` rows and the `S` rows of `*`,
+/// so the right links number `Σ |c| / (|c| + S)`, plus 1 for the suppressed records. Every
+/// record is linked (attacks_run is the table's size), and none exactly (k = 5).
+#[tokio::test]
+async fn record_linkage_on_kanon_is_the_class_arithmetic() -> Result<()> {
+    let ctx = owner().await?;
+    for (k, limit) in [(5, "0.02"), (20, "0.1")] {
+        let args = format!(
+            "'adult', method => 'kanon', qi => 'sex, age, race, marital-status', sensitive => 'salary-class', k => {k}, suppression_limit => {limit}"
+        );
+        let rows = attacks(&ctx, &format!("{args}, attack => 'record_linkage'")).await?;
+        let classes = text_rows(
+            &ctx,
+            &format!(
+                "SELECT sex = '*' AND age = '*' AND race = '*' AND \"marital-status\" = '*', count(*) \
+                 FROM anonymize({args}) GROUP BY sex, age, race, \"marital-status\""
+            ),
+        )
+        .await?;
+        let sizes: Vec<(bool, f64)> = classes
+            .iter()
+            .map(|r| (r[0] == "true", r[1].parse().expect("count")))
+            .collect();
+        let starred: f64 = sizes.iter().filter(|c| c.0).map(|c| c.1).sum();
+        let expected: f64 = sizes
+            .iter()
+            .filter(|c| !c.0)
+            .map(|c| c.1 / (c.1 + starred))
+            .sum::<f64>()
+            + if starred > 0.0 { 1.0 } else { 0.0 };
+        eprintln!(
+            "k = {k}: {rows:?}, {} classes, {starred} suppressed",
+            sizes.len()
+        );
+        let names: Vec<&str> = rows.iter().map(|(a, _)| a.as_str()).collect();
+        assert_eq!(names, ["record_linkage", "record_linkage_exact"]);
+        // Figures: attacks_run, successes, success_rate, baseline_rate, risk, low, high.
+        let (linked, exact) = (&rows[0].1, &rows[1].1);
+        assert_eq!(linked[0], 30_162.0);
+        assert!(
+            (linked[1] - expected).abs() < 1e-6 * expected,
+            "k = {k}: {} right links, the arithmetic gives {expected}",
+            linked[1]
+        );
+        assert!(linked[1] <= sizes.len() as f64 + 1e-9);
+        assert_eq!(exact[1], if starred == 1.0 { 1.0 } else { 0.0 });
+    }
+    Ok(())
+}
+
+/// Microaggregation (k = 3) of two well-separated groups of three: each record's nearest
+/// released row is its group's mean, shared by three rows, so it is linked right with
+/// chance 1/3, and none exactly.
+#[tokio::test]
+async fn record_linkage_on_microaggregation_counts_ties() -> Result<()> {
+    let ctx = owner().await?;
+    ctx.sql(
+        "CREATE TABLE points (x DOUBLE, y DOUBLE) AS VALUES \
+         (1.0, 1.0), (2.0, 1.0), (3.0, 2.0), (100.0, 50.0), (101.0, 51.0), (103.0, 50.0)",
+    )
+    .await?
+    .collect()
+    .await?;
+    let args = "'points', method => 'microaggregation', qi => 'x, y', k => 3";
+    let rows = attacks(&ctx, &format!("{args}, attack => 'record_linkage'")).await?;
+    eprintln!("{rows:?}");
+    let (linked, exact) = (&rows[0].1, &rows[1].1);
+    assert_eq!(linked[0], 6.0);
+    assert!((linked[1] - 2.0).abs() < 1e-12, "{linked:?}");
+    assert_eq!(exact[1], 0.0);
     Ok(())
 }
 

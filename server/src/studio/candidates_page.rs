@@ -84,6 +84,10 @@ const CANDIDATE_FIGURES: &[(&str, &str)] = &[
         "after:attack:inference",
         "inference attack: risk beyond a naive attacker (0 best)",
     ),
+    (
+        "after:attack:record_linkage",
+        "record linkage: records linked to their own row, beyond a random row (0 best; kanon and microaggregation)",
+    ),
 ];
 
 fn number(value: &str) -> String {

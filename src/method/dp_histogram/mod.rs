@@ -244,6 +244,7 @@ impl Method for DpHistogram {
             release: result.release,
             catalog: None,
             interval_means: None,
+            own_rows: None,
         })
     }
 }

@@ -194,6 +194,7 @@ impl Method for Ipa {
             release: result.release,
             catalog: None,
             interval_means: result.interval_means,
+            own_rows: None,
         })
     }
 }

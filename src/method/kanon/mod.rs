@@ -15,7 +15,7 @@
 //! node: classes, the per-class privacy test, feasibility, score), `cells` (record and cell
 //! suppression), `search` (pruned and exhaustive search).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use datafusion::common::{exec_err, internal_err, Result};
 
@@ -24,7 +24,7 @@ use crate::histogram::GroupedHistogram;
 use crate::method::{Guarantee, Input, Persons, PERSONS_PER_CLASS};
 use crate::privacy::models::ClassModels;
 use crate::privacy_unit::PersonCodes;
-use crate::release::{ReleasedHistogram, SUPPRESSED};
+use crate::release::{OwnRows, OwnValues, ReleasedHistogram, SUPPRESSED};
 use std::sync::Arc;
 
 mod cells;
@@ -79,6 +79,8 @@ pub struct KanonResult {
     /// Per person: the distinct persons of every released class (the suppressed class
     /// of `*` only left out), in release order.
     pub class_persons: Option<Vec<u64>>,
+    /// Owner-only: the released row of every source tuple.
+    pub own_rows: OwnRows,
 }
 
 /// Optimal k-anonymity in the method registry.
@@ -138,6 +140,7 @@ impl Method for Kanon {
             release: result.release,
             catalog: None,
             interval_means: None,
+            own_rows: Some(result.own_rows),
         })
     }
 
@@ -229,7 +232,7 @@ pub fn run(input: &MethodInput<'_>, params: &KanonParams) -> Result<KanonResult>
         weights,
         max_suppressed,
     );
-    let (release, plan, class_persons) = release_at(
+    let (release, plan, class_persons, own_rows) = release_at(
         &full,
         base,
         hierarchies,
@@ -251,6 +254,7 @@ pub fn run(input: &MethodInput<'_>, params: &KanonParams) -> Result<KanonResult>
         score,
         metric,
         class_persons,
+        own_rows,
     })
 }
 
@@ -266,7 +270,12 @@ fn release_at(
     node: &[usize],
     value_domain: usize,
     persons: Option<&PersonCodes>,
-) -> Result<(ReleasedHistogram, SuppressionPlan, Option<Vec<u64>>)> {
+) -> Result<(
+    ReleasedHistogram,
+    SuppressionPlan,
+    Option<Vec<u64>>,
+    OwnRows,
+)> {
     let hist = base.roll_up(hierarchies, node, value_domain)?;
     let (failing, _, feasible) = evaluator.failing(&hist);
     if !feasible {
@@ -319,7 +328,54 @@ fn release_at(
             _ => release.push_class(codes, pairs, &[]),
         }
     }
-    Ok((release, plan, class_persons))
+    let own = own_rows(base, &hist, hierarchies, node, &plan);
+    Ok((release, plan, class_persons, own))
+}
+
+/// The released row of every source tuple (`base`'s classes): its codes at `node`, with
+/// `*` where the plan suppressed its class at the node (`hist`).
+fn own_rows(
+    base: &GroupedHistogram,
+    hist: &GroupedHistogram,
+    hierarchies: &[&Hierarchy],
+    node: &[usize],
+    plan: &SuppressionPlan,
+) -> OwnRows {
+    let attrs = hierarchies.len();
+    let suppressed: HashMap<Vec<u32>, u64> = (0..hist.class_count())
+        .filter(|&c| plan.masks[c] != 0)
+        .map(|c| {
+            let codes = (0..attrs).map(|a| hist.class_codes[a][c]).collect();
+            (codes, plan.masks[c])
+        })
+        .collect();
+    let maps: Vec<Vec<u32>> = (0..attrs)
+        .map(|a| hierarchies[a].level_map(base.levels[a], node[a]))
+        .collect();
+    let classes = base.class_count();
+    let mut released: Vec<Vec<u32>> = vec![Vec::with_capacity(classes); attrs];
+    let mut codes = vec![0u32; attrs];
+    for b in 0..classes {
+        for a in 0..attrs {
+            codes[a] = maps[a][base.class_codes[a][b] as usize];
+        }
+        let mask = suppressed.get(&codes).copied().unwrap_or(0);
+        for a in 0..attrs {
+            released[a].push(if mask >> a & 1 == 1 {
+                SUPPRESSED
+            } else {
+                codes[a]
+            });
+        }
+    }
+    OwnRows {
+        values: OwnValues::Codes {
+            levels: node.to_vec(),
+            source: base.class_codes.clone(),
+            released,
+        },
+        records: base.sizes().into_owned(),
+    }
 }
 
 /// Reads `qi_weights => 'age=2, sex=0.5'` against the quasi-identifiers `qi` (in order):

@@ -503,7 +503,7 @@ fn adult_cell_suppression_keeps_more_records() {
         vec![1.0; 9],
         cell.max_suppressed(30_162),
     );
-    let (release, plan, _) = release_at(&evaluator, &base, &hs, &node, 1, None).unwrap();
+    let (release, plan, _, own_rows) = release_at(&evaluator, &base, &hs, &node, 1, None).unwrap();
     let failing_records = record.plan.suppressed_records;
     assert!(plan.suppressed_cells <= 9 * failing_records);
     assert!(
@@ -522,6 +522,7 @@ fn adult_cell_suppression_keeps_more_records() {
         score: 0.0,
         metric: record.metric.clone(),
         class_persons: None,
+        own_rows,
     };
     check_cells(&fake, 5, 30_162);
 

@@ -9,7 +9,7 @@ use super::mdav::{mdav, Group, WeightedPoints};
 use crate::method::numeric::{compare, NumericPoints};
 use crate::metric::information_loss::InformationLoss;
 use crate::progress::Progress;
-use crate::release::ReleasedHistogram;
+use crate::release::{OwnRows, OwnValues, ReleasedHistogram};
 
 /// What replaces a group's values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +46,8 @@ pub struct Microaggregated {
     pub sst: f64,
     /// Information loss of the release against the source (METHODS.md §10.4).
     pub information_loss: InformationLoss,
+    /// Owner-only: the released values of every source point's records, group by group.
+    pub own_rows: OwnRows,
 }
 
 impl Microaggregated {
@@ -170,7 +172,9 @@ pub fn microaggregate(
         release.push_class_pairs(&vec![class; dims], &merged, &[]);
         i = j;
     }
+    let own_rows = own_rows(points, &groups, &vectors);
     Ok(Microaggregated {
+        own_rows,
         release,
         class_values,
         groups,
@@ -187,6 +191,29 @@ pub fn microaggregate(
 }
 
 /// Quasi-identifier `a`'s mean or median over the records of `group`.
+/// One link per (point, group): the point's values, its group's released values, and the
+/// records of the point in the group.
+fn own_rows(points: &NumericPoints, groups: &[Group], vectors: &[Vec<f64>]) -> OwnRows {
+    let dims = points.dims;
+    let links: usize = groups.iter().map(Vec::len).sum();
+    let mut source: Vec<Vec<f64>> = vec![Vec::with_capacity(links); dims];
+    let mut released: Vec<Vec<f64>> = vec![Vec::with_capacity(links); dims];
+    let mut records = Vec::with_capacity(links);
+    for (group, vector) in groups.iter().zip(vectors) {
+        for &(p, r) in group {
+            for (a, &x) in points.point(p as usize).iter().enumerate() {
+                source[a].push(x);
+                released[a].push(vector[a]);
+            }
+            records.push(r);
+        }
+    }
+    OwnRows {
+        values: OwnValues::Numbers { source, released },
+        records,
+    }
+}
+
 fn aggregate_of(points: &NumericPoints, group: &Group, a: usize, aggregate: Aggregate) -> f64 {
     let value = |p: u32| points.point(p as usize)[a];
     let size: u64 = group.iter().map(|g| g.1).sum();

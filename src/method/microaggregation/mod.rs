@@ -190,6 +190,7 @@ impl Method for Microaggregation {
             release: result.release,
             class_values: result.class_values,
             information_loss: result.information_loss,
+            own_rows: Some(result.own_rows),
         })
     }
 

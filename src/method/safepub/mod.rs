@@ -228,6 +228,7 @@ impl Method for SafePub {
             release: result.release,
             catalog: None,
             interval_means: None,
+            own_rows: None,
         })
     }
 }

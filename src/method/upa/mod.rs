@@ -253,6 +253,7 @@ impl Method for Upa {
             release: result.release,
             catalog: Some(result.catalog),
             interval_means: None,
+            own_rows: None,
         })
     }
 }

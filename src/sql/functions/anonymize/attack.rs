@@ -30,7 +30,7 @@ const OWN_PARAMS: &[ParamSpec] = &[
         "attack",
         ParamKind::Text,
         ParamDefault::Text("all"),
-        "the attacks, comma-separated: singling_out, singling_out_univariate, linkability, inference; 'all' is the first, linkability and inference",
+        "the attacks, comma-separated: singling_out, singling_out_univariate, linkability, inference, record_linkage; 'all' is the first, linkability, inference and (where the release keeps each record's own row: kanon, microaggregation) record_linkage",
     ),
     ParamSpec::new(
         "attacks",
@@ -148,7 +148,7 @@ impl SqlTableFunction for AttackFunction {
     }
 
     fn about(&self) -> &'static str {
-        "Owner-only: anonymeter's attacks on the release anonymize() with the same arguments returns (or on the table release => names), against the source: singling out (queries that single out one released row, asked of the source), linkability (two tables of the attacker linked through the nearest released rows) and inference (a secret column guessed from the nearest released row). A source value matches a released label that covers it. One row per attack: the attacks asked for and run, the successes, the success rate with its Wilson error, the baseline (naive attacker) rate, the control rate (with control => a table of records the release did not use), and the risk with its interval: (main - control) / (1 - control), or over the baseline rate without a control. The release is the cached one: nothing is drawn or charged again. Seeded (attack_seed): the same figures every time."
+        "Owner-only: anonymeter's attacks on the release anonymize() with the same arguments returns (or on the table release => names), against the source: singling out (queries that single out one released row, asked of the source), linkability (two tables of the attacker linked through the nearest released rows) inference (a secret column guessed from the nearest released row), and for kanon and microaggregation record linkage (each source record linked to its nearest released row; the right links, ties shared, and the exact ones). A source value matches a released label that covers it. One row per attack: the attacks asked for and run, the successes, the success rate with its Wilson error, the baseline (naive attacker) rate, the control rate (with control => a table of records the release did not use), and the risk with its interval: (main - control) / (1 - control), or over the baseline rate without a control. The release is the cached one: nothing is drawn or charged again. Seeded (attack_seed): the same figures every time."
     }
 
     fn create(
@@ -181,7 +181,7 @@ impl SqlTableFunction for AttackFunction {
             },
         };
         // Parse what can be parsed before anything runs.
-        plan.kinds()?;
+        plan.kinds(true)?;
         Ok(Arc::new(LazyTable::new(
             attack_schema(),
             Arc::new(Cached::new(AttackRows {
@@ -210,7 +210,7 @@ struct AttackRows {
 impl Compute for AttackRows {
     async fn compute(&self, state: &SessionState) -> Result<Vec<RecordBatch>> {
         let request = &self.entry.request;
-        let release = self
+        let (release, truth) = self
             .cache
             .examined_release(&self.entry, self.limit, self.release.as_ref(), state)
             .await?;
@@ -219,6 +219,7 @@ impl Compute for AttackRows {
             release,
             self.release.is_some(),
             self.control.clone(),
+            &truth,
             &self.plan,
             state,
         )

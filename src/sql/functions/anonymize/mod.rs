@@ -16,6 +16,7 @@ use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
 use crate::access::{Principal, RegisterOptions};
+use crate::attack::Truth;
 use crate::budget::ledger::Ledger;
 use crate::engine::ReleaseOutput;
 use crate::metric::information_loss::{information_loss_batch, information_loss_schema};
@@ -163,22 +164,26 @@ impl ReleaseCache {
 
     /// The table an examining function (`anonymize_attack`, `anonymize_utility`) reads as
     /// the release: the one `release =>` named, else the cached release of `entry` (drawn
-    /// and charged only if no call drew it yet).
+    /// and charged only if no call drew it yet); with what is known of the released row of
+    /// each source record (nothing for a named table).
     async fn examined_release(
         &self,
         entry: &CacheEntry,
         limit: ReleaseRowLimit,
         named: Option<&Arc<dyn TableProvider>>,
         state: &SessionState,
-    ) -> Result<Arc<dyn TableProvider>> {
+    ) -> Result<(Arc<dyn TableProvider>, Truth)> {
         if let Some(table) = named {
-            return Ok(table.clone());
+            return Ok((table.clone(), Truth::Unknown));
         }
         let output = self.release(entry, limit, state).await?;
-        Ok(Arc::new(LazyTable::new(
-            entry.request.release_schema(),
-            Arc::new(Ready(Arc::new(output.rows.clone()))),
-        )))
+        Ok((
+            Arc::new(LazyTable::new(
+                entry.request.release_schema(),
+                Arc::new(Ready(Arc::new(output.rows.clone()))),
+            )),
+            Truth::of(&output),
+        ))
     }
 
     /// The cache entry of a bound call of `function` (the request validated, its cache

@@ -135,7 +135,7 @@ struct UtilityRows {
 impl Compute for UtilityRows {
     async fn compute(&self, state: &SessionState) -> Result<Vec<RecordBatch>> {
         let request = &self.entry.request;
-        let release = self
+        let (release, _) = self
             .cache
             .examined_release(&self.entry, self.limit, self.release.as_ref(), state)
             .await?;
