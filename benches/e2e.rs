@@ -5,8 +5,10 @@
 //! release per row as `row_median_s`).
 //!
 //! `attacks_nps_ipa` and `attacks_adult_kanon` time anonymeter's three attacks (500 of
-//! each) on a seeded IPA release of the NPS demo data and a k = 5 release of Adult, beside
-//! the release's own time (`release_s`, `ratio`), and print the three risks.
+//! each) on a seeded IPA release of the NPS demo data and a k = 5 release of Adult (and, for
+//! kanon, record linkage of every record), beside the release's own time (`release_s`,
+//! `ratio`), and print the risks. `record_linkage_nps_kanon` times record linkage alone on
+//! a k = 5 release of the NPS demo data (500 records drawn when every record is too much).
 //!
 //! `cargo bench --bench e2e` runs every case; `cargo bench --bench e2e -- <filter>` only the
 //! cases whose name contains the filter; `--runs N` sets the repetitions (default 5).
@@ -803,11 +805,13 @@ const SCALE_METHODS: &[(&str, &str, &str)] = &[
 /// anonymeter's three attacks (500 of each, its default) on a seeded release: the release
 /// drawn once (and its time), then the attack call timed `runs` times in the same session
 /// (the store serves the release; each call reads and codes the source and the release
-/// anew). Returns the attacks' median, the release's time and the three risks.
+/// anew). Returns the attacks' median, the release's time and the risks. `attack` names
+/// the attacks (`all` for every one that applies).
 async fn attacks_case(
     ctx: &SessionContext,
     table: &str,
     release_args: &str,
+    attack: &str,
     runs: usize,
 ) -> Result<(f64, f64, Vec<String>)> {
     let start = Instant::now();
@@ -824,7 +828,7 @@ async fn attacks_case(
         let start = Instant::now();
         let batches = ctx
             .sql(&format!(
-                "SELECT attack, CAST(risk AS VARCHAR) FROM anonymize_attack('{table}', {release_args}, attacks => 500)"
+                "SELECT attack, CAST(risk AS VARCHAR) FROM anonymize_attack('{table}', {release_args}, attack => '{attack}', attacks => 500)"
             ))
             .await?
             .collect()
@@ -1600,11 +1604,31 @@ async fn main() -> Result<()> {
             &ctx,
             "nps",
             "method => 'ipa', qi => 'age, sex, los, surgery, location', informative => 'disease', epsilon => 1.0, seed => 1",
+            "all",
             runs,
         )
         .await?;
         println!(
             "CASE name=attacks_nps_ipa rows=1361000 median_s={median:.3} release_s={release_s:.3} ratio={:.2} peak_rss_mb={:.0} {}",
+            median / release_s,
+            peak_rss_mb(),
+            risks.join(" ")
+        );
+    }
+    if wanted("record_linkage_nps_kanon") {
+        let parquet = demo_parquet(dir.path(), "nps_linkage.parquet").await?;
+        let ctx = nps_session(&parquet).await?;
+        reset_peak_rss();
+        let (median, release_s, risks) = attacks_case(
+            &ctx,
+            "nps",
+            "method => 'kanon', qi => 'age, sex, los, surgery, location', sensitive => 'disease', k => 5",
+            "record_linkage",
+            runs,
+        )
+        .await?;
+        println!(
+            "CASE name=record_linkage_nps_kanon rows=1361000 median_s={median:.3} release_s={release_s:.3} ratio={:.2} peak_rss_mb={:.0} {}",
             median / release_s,
             peak_rss_mb(),
             risks.join(" ")
@@ -1623,6 +1647,7 @@ async fn main() -> Result<()> {
             &ctx,
             "adult",
             &format!("method => 'kanon', qi => '{}', k => 5", qi.join(", ")),
+            "all",
             runs,
         )
         .await?;

@@ -270,7 +270,7 @@ pub fn run(
                     .map(|n| index(n, "link_columns"))
                     .collect::<Result<Vec<_>>>()?;
                 let (Some((targets, own)), Some(known)) = (&own, &tables.own) else {
-                    return plan_err!("anonymize_attack(): record_linkage needs the released row of each source record, which only kanon and microaggregation keep (the other methods draw, add or merge rows), and not for a table named by release");
+                    return plan_err!("anonymize_attack(): record_linkage needs the released row of each source record, which only kanon and microaggregation keep (the other methods draw, add or merge rows), and not for a table named by release other than the source");
                 };
                 let links = record_linkage::Links {
                     targets,

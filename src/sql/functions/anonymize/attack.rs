@@ -14,7 +14,7 @@ use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::RelationPlannerContext;
 
 use super::{named_table, ReleaseCache, ANONYMIZE_PARAMS};
-use crate::attack::{attack_release, AttackPlan, Settings};
+use crate::attack::{attack_release, AttackPlan, Settings, Truth};
 use crate::params::{ParamDefault, ParamKind, ParamValues};
 use crate::release::ReleaseRowLimit;
 use crate::releases::CacheEntry;
@@ -210,10 +210,15 @@ struct AttackRows {
 impl Compute for AttackRows {
     async fn compute(&self, state: &SessionState) -> Result<Vec<RecordBatch>> {
         let request = &self.entry.request;
-        let (release, truth) = self
+        let (release, mut truth) = self
             .cache
             .examined_release(&self.entry, self.limit, self.release.as_ref(), state)
             .await?;
+        // The source named as the release: each record is its own row (the report's
+        // "before" figures).
+        if std::ptr::addr_eq(Arc::as_ptr(&release), Arc::as_ptr(&request.source)) {
+            truth = Truth::Itself;
+        }
         let outcomes = attack_release(
             request,
             release,
