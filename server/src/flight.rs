@@ -1,5 +1,6 @@
 //! Arrow Flight SQL: a Basic-auth handshake that returns a bearer token, statements and
-//! prepared statements (without parameters) run by [`crate::flight_statements`], and the
+//! prepared statements run by [`crate::flight_statements`] (their parameters bound by
+//! [`crate::flight_parameters`]), and the
 //! metadata calls ([`crate::flight_catalog`]). Each token has its own session, chosen by the user's
 //! role.
 
@@ -8,19 +9,20 @@ use std::path::Path;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
+use arrow_flight::decode::FlightRecordBatchStream;
 use arrow_flight::encode::FlightDataEncoderBuilder;
 use arrow_flight::error::FlightError;
 use arrow_flight::flight_service_server::{FlightService, FlightServiceServer};
 use arrow_flight::sql::metadata::{
     SqlInfoData, SqlInfoDataBuilder, XdbcTypeInfoData, XdbcTypeInfoDataBuilder,
 };
-use arrow_flight::sql::server::FlightSqlService;
+use arrow_flight::sql::server::{FlightSqlService, PeekableFlightDataStream};
 use arrow_flight::sql::{
     ActionClosePreparedStatementRequest, ActionCreatePreparedStatementRequest,
     ActionCreatePreparedStatementResult, CommandGetCatalogs, CommandGetDbSchemas,
     CommandGetPrimaryKeys, CommandGetSqlInfo, CommandGetTableTypes, CommandGetTables,
-    CommandGetXdbcTypeInfo, CommandPreparedStatementQuery, CommandStatementQuery, ProstMessageExt,
-    SqlInfo, TicketStatementQuery,
+    CommandGetXdbcTypeInfo, CommandPreparedStatementQuery, CommandStatementQuery,
+    DoPutPreparedStatementResult, ProstMessageExt, SqlInfo, TicketStatementQuery,
 };
 use arrow_flight::{
     Action, FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse,
@@ -43,6 +45,7 @@ use tonic::{Request, Response, Status, Streaming};
 use crate::audit::{Auditing, Protocol};
 use crate::config::Role;
 use crate::flight_catalog;
+use crate::flight_parameters;
 use crate::sessions::Server;
 
 /// Most sessions (tokens) kept at once; the oldest is forgotten first.
@@ -356,8 +359,21 @@ impl FlightSqlService for FlightSql {
         request: Request<Action>,
     ) -> Result<ActionCreatePreparedStatementResult, Status> {
         let session = self.session(&request)?;
-        let plan = self.plan(&session, &query.query).await?;
-        let schema: Schema = plan.schema().as_arrow().clone();
+        // With parameters the statement is planned once they are bound (DoPut): its rows'
+        // shape is known then.
+        let parameters = match self.parse(&session, &query.query)? {
+            Some(statement) => flight_parameters::parameter_count(&statement)?,
+            None => 0,
+        };
+        let schema: Schema = if parameters > 0 {
+            Schema::empty()
+        } else {
+            self.plan(&session, &query.query)
+                .await?
+                .schema()
+                .as_arrow()
+                .clone()
+        };
         let IpcMessage(dataset_schema) = SchemaAsIpc::new(&schema, &IpcWriteOptions::default())
             .try_into()
             .map_err(|e| Status::internal(format!("cannot encode the schema: {e}")))?;
@@ -365,6 +381,44 @@ impl FlightSqlService for FlightSql {
             prepared_statement_handle: query.query.into_bytes().into(),
             dataset_schema,
             parameter_schema: Default::default(),
+        })
+    }
+
+    async fn do_put_prepared_statement_query(
+        &self,
+        query: CommandPreparedStatementQuery,
+        request: Request<PeekableFlightDataStream>,
+    ) -> Result<DoPutPreparedStatementResult, Status> {
+        let session = self.session(&request)?;
+        let sql = handle_text(&query.prepared_statement_handle)?;
+        let Some(statement) = self.parse(&session, sql)? else {
+            return Err(Status::invalid_argument(
+                "this statement takes no parameters",
+            ));
+        };
+        // One row of values is all a statement takes: stop reading past it.
+        let mut values = FlightRecordBatchStream::new_from_flight_data(
+            request
+                .into_inner()
+                .map_err(|e| FlightError::Tonic(Box::new(e))),
+        );
+        let mut batches = Vec::new();
+        let mut rows = 0;
+        while let Some(batch) = values.try_next().await.map_err(Status::from)? {
+            rows += batch.num_rows();
+            if rows > 1 {
+                return Err(Status::invalid_argument(
+                    "parameters come as one row of values, and more were sent",
+                ));
+            }
+            batches.push(batch);
+        }
+        let Some(first) = batches.iter().find(|b| b.num_rows() == 1) else {
+            return Err(Status::invalid_argument("no parameter values were sent"));
+        };
+        let bound = flight_parameters::with_literals(&statement, first)?;
+        Ok(DoPutPreparedStatementResult {
+            prepared_statement_handle: Some(bound.to_string().into_bytes().into()),
         })
     }
 

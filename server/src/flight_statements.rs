@@ -7,6 +7,8 @@ use std::sync::Arc;
 use arrow_flight::encode::FlightDataEncoderBuilder;
 use arrow_flight::error::FlightError;
 use datafusion::logical_expr::LogicalPlan;
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast::Statement;
 use futures::{StreamExt, TryStreamExt};
 use tonic::{Response, Status};
 
@@ -16,6 +18,24 @@ use crate::flight::{DoGetStream, FlightSession, FlightSql};
 use crate::limits::Stop;
 
 impl FlightSql {
+    /// Parses `sql` as `session`'s dialect reads it: the statement, if it is an SQL
+    /// statement (rather than one of DataFusion's own, such as `CREATE EXTERNAL TABLE`).
+    pub(crate) fn parse(
+        &self,
+        session: &FlightSession,
+        sql: &str,
+    ) -> Result<Option<Statement>, Status> {
+        datafusion_anonymize::check_expression_depth(sql)
+            .map_err(|e| Status::invalid_argument(e.strip_backtrace()))?;
+        let state = session.ctx.state();
+        let dialect = state.config().options().sql_parser.dialect;
+        match state.sql_to_statement(sql, &dialect) {
+            Ok(DfStatement::Statement(statement)) => Ok(Some(*statement)),
+            Ok(_) => Ok(None),
+            Err(e) => Err(Status::invalid_argument(e.strip_backtrace())),
+        }
+    }
+
     /// Plans `sql` in `session`: for a public user only the statements they may run.
     pub(crate) async fn plan(
         &self,

@@ -12,6 +12,7 @@ mod cursors;
 mod flight;
 mod flight_audited;
 mod flight_catalog;
+mod flight_parameters;
 mod flight_statements;
 mod limits;
 mod password;

@@ -1,7 +1,7 @@
 """Runs statements against dfanon-server with a real client library and prints the
 outcome of each as one JSON line: {"rows": [[...], ...]} or {"error": "..."}.
 
-Usage: python clients.py <psycopg|psycopg-bound|adbc> <host> <port> <user> <password> <statement>...
+Usage: python clients.py <psycopg|psycopg-bound|adbc|adbc-bound> <host> <port> <user> <password> <statement>...
 
 psycopg 3 speaks the PostgreSQL wire protocol (a ClientCursor inlines parameters, so
 statements reach the server as text); adbc-driver-flightsql speaks Arrow Flight SQL and
@@ -13,6 +13,9 @@ psycopg-bound is psycopg with its default cursor, which binds parameters on the 
 the environment variable DFANON_PARAMS holds a JSON list of lists, the nth list for the
 nth statement. DFANON_PREPARE=1 makes each a named prepared statement (prepare=True), so
 that a statement sent twice is parsed once and bound twice.
+
+adbc-bound is adbc-driver-flightsql with the same parameters bound through a Flight SQL
+prepared statement (the values put as one Arrow row): each %s becomes $1, $2, … in order.
 
 The environment variable DFANON_TLS_ROOT (a PEM file) makes both clients connect with
 TLS and check the server's certificate against it.
@@ -66,7 +69,21 @@ def connect_psycopg_bound(host, port, user, password):
     )
 
 
-CONNECT = {"psycopg": connect_psycopg, "psycopg-bound": connect_psycopg_bound, "adbc": connect_adbc}
+CONNECT = {
+    "psycopg": connect_psycopg,
+    "psycopg-bound": connect_psycopg_bound,
+    "adbc": connect_adbc,
+    "adbc-bound": connect_adbc,
+}
+
+
+def numbered(sql):
+    """%s placeholders as $1, $2, ... in order."""
+    parts = sql.split("%s")
+    out = parts[0]
+    for i, part in enumerate(parts[1:], start=1):
+        out += f"${i}" + part
+    return out
 
 
 def execute(conn, sql, params=None, prepare=None):
@@ -92,13 +109,15 @@ def main():
             print(json.dumps({"error": str(e)}))
         return
     with conn:
-        bound = kind == "psycopg-bound"
+        bound = kind in ("psycopg-bound", "adbc-bound")
         given = json.loads(os.environ.get("DFANON_PARAMS", "null"))
         prepare = bound and os.environ.get("DFANON_PREPARE") == "1"
         for i, sql in enumerate(statements):
             params = None
             if bound:
                 params = tuple(given[i]) if given is not None else ("M",)
+            if kind == "adbc-bound":
+                sql = numbered(sql)
             print(json.dumps(execute(conn, sql, params, prepare)))
     sys.stdout.flush()
 

@@ -1,6 +1,7 @@
 //! Statements with parameters (`$1`, …) that the client library binds on the server:
-//! psycopg's default cursor (a prepared statement), inside `anonymize(...)`'s arguments
-//! too, with the public door checking the bound statement.
+//! psycopg's default cursor (a prepared statement) and ADBC's Flight SQL prepared statement,
+//! inside `anonymize(...)`'s arguments too, with the public door checking the bound
+//! statement.
 
 use std::process::Command;
 
@@ -17,11 +18,24 @@ fn bound(
     params: &[Value],
     prepare: bool,
 ) -> Vec<Result<Rows, String>> {
+    bound_by("psycopg-bound", port, user, statements, params, prepare)
+}
+
+/// [`bound`] with the client `kind` (`psycopg-bound`, or `adbc-bound` on the Flight SQL
+/// port).
+fn bound_by(
+    kind: &str,
+    port: u16,
+    user: &str,
+    statements: &[&str],
+    params: &[Value],
+    prepare: bool,
+) -> Vec<Result<Rows, String>> {
     let out = Command::new(python())
         .env("DFANON_PARAMS", Value::Array(params.to_vec()).to_string())
         .env("DFANON_PREPARE", if prepare { "1" } else { "0" })
         .arg(script("clients.py"))
-        .args(["psycopg-bound", "127.0.0.1", &port.to_string(), user])
+        .args([kind, "127.0.0.1", &port.to_string(), user])
         .arg(format!("{user}-pw"))
         .args(statements)
         .output()
@@ -126,6 +140,64 @@ fn parameters_bound_on_the_server_reach_anonymize_and_pass_the_public_door() {
     assert_eq!(owner[0], Ok(literal.clone()));
     assert_eq!(owner[1], Ok(literal));
     let wrong = owner[2].as_ref().expect_err("k = 5.5 is refused");
+    assert!(wrong.contains("k"), "{wrong}");
+
+    // The same over Flight SQL: ADBC prepares each statement and puts its values as one
+    // Arrow row; the server makes them literals and hands the bound statement back as the
+    // handle to run.
+    let by_flight = bound_by(
+        "adbc-bound",
+        server.flight,
+        "analyst2",
+        &[&q1_bound, &q1_bound],
+        &params,
+        false,
+    );
+    assert_eq!(
+        by_flight,
+        vec![
+            psql(server.postgres, "analyst", "analyst-pw", Q1),
+            psql(server.postgres, "analyst", "analyst-pw", &women),
+        ]
+    );
+    let refused_by_flight = bound_by(
+        "adbc-bound",
+        server.flight,
+        "analyst2",
+        &[
+            &Q1.replace("'dp_histogram'", "%s"),
+            &raw.replace("'M'", "%s"),
+        ],
+        &[json!(["kanon"]), json!(["M"])],
+        false,
+    );
+    for (literal, bound) in refused_literal.iter().zip(&refused_by_flight) {
+        let literal = literal.as_ref().expect_err("refused when written");
+        let core = literal
+            .trim()
+            .trim_start_matches("ERROR:")
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim();
+        let bound = bound
+            .as_ref()
+            .expect_err("refused when bound over Flight SQL");
+        assert!(
+            !core.is_empty() && bound.contains(core),
+            "the same refusal: psql said {literal:?}, ADBC {bound:?}"
+        );
+    }
+    let owner_by_flight = bound_by(
+        "adbc-bound",
+        server.flight,
+        "owner",
+        &[count, count],
+        &[json!([5, "M"]), json!([5.5, "M"])],
+        false,
+    );
+    assert_eq!(owner_by_flight[0], owner[0]);
+    let wrong = owner_by_flight[1].as_ref().expect_err("k = 5.5 is refused");
     assert!(wrong.contains("k"), "{wrong}");
 
     // Two releases in the ledger, ε 1 in all: the bound Q1s read the release psql drew,
