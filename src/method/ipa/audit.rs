@@ -154,8 +154,10 @@ fn audit_ipa_labelled_value_draw() {
     let (h, _) = singleton_setup();
     let eps_val = 1.0;
     let draw = |extra: u64, seed: u64| {
+        // Counts above the noise floor (4 at ε_val = 1 over two values), so that the draws
+        // depend on the one record (the power check).
         let rows: Vec<(Vec<u32>, u32, u64)> =
-            vec![(vec![0], 0, 2), (vec![0], 1, 1 + extra), (vec![1], 0, 3)];
+            vec![(vec![0], 0, 10), (vec![0], 1, 5 + extra), (vec![1], 0, 12)];
         let base = weighted_histogram(&[&h], &rows, 2);
         histogram(4, TRIALS, seed, |rng| {
             let labelled = LabelledValues::new(&base, 0, 2, 2, eps_val, rng).expect("histogram");

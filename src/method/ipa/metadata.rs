@@ -88,10 +88,15 @@ pub fn ipa_metadata(
             "counterfeit_values".into(),
             match params.counterfeit_values {
                 CounterfeitValues::Marginal => format!(
-                    "marginal: drawn from one histogram of {} with two-sided geometric (discrete Laplace) noise of scale 1/epsilon_val on each count, clamped at 0; value domain: {}",
+                    "marginal: drawn from one histogram of {} with two-sided geometric (discrete Laplace) noise of scale 1/epsilon_val on each count, clamped at 0{}; value domain: {}",
                     match &params.counterfeit_by {
                         Some(column) => format!("({column}'s label at the chosen node, informative value) over the whole table, a counterfeit drawing from its class's label's row (the suppressed class from their sum)"),
                         None => "the informative values over the whole table".to_string(),
+                    },
+                    if params.counterfeit_by.is_some() {
+                        ", then less the noise floor ceil(ln(informative values / 0.05) / epsilon_val) (a class whose row is left empty draws from the sum)"
+                    } else {
+                        ""
                     },
                     match leaf_domain {
                         Some(h) => format!("the leaves of hierarchy '{h}', every leaf counted, zeros included"),
