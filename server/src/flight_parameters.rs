@@ -17,8 +17,7 @@ use datafusion::sql::sqlparser::ast::{
 };
 use tonic::Status;
 
-/// The most parameters one statement may have.
-pub(crate) const MAX_PARAMETERS: usize = 1_000;
+use crate::placeholders::{dollar_number, placeholder, MAX_PARAMETERS};
 
 /// The parameter of a placeholder: `$n` is `n`; each `?` is the next number.
 fn number(name: &str, next: &mut usize) -> Option<usize> {
@@ -26,18 +25,7 @@ fn number(name: &str, next: &mut usize) -> Option<usize> {
         *next += 1;
         return Some(*next);
     }
-    let n: usize = name.strip_prefix('$')?.parse().ok()?;
-    (1..=MAX_PARAMETERS).contains(&n).then_some(n)
-}
-
-fn placeholder(expr: &Expr) -> Option<&str> {
-    match expr {
-        Expr::Value(v) => match &v.value {
-            Value::Placeholder(name) => Some(name),
-            _ => None,
-        },
-        _ => None,
-    }
+    dollar_number(name)
 }
 
 /// How many parameters `statement` takes (the highest number; 0 without any); an error

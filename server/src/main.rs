@@ -18,6 +18,7 @@ mod limits;
 mod password;
 mod pg_catalog;
 mod pg_functions;
+mod placeholders;
 mod postgres;
 mod sessions;
 mod studio;

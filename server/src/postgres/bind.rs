@@ -25,9 +25,7 @@ use pgwire::api::Type;
 use pgwire::error::{PgWireError, PgWireResult};
 
 use super::{user_error, DfStatement};
-
-/// The most parameters one statement may have (PostgreSQL's own limit is 65,535).
-pub(super) const MAX_PARAMETERS: usize = 1_000;
+use crate::placeholders::{dollar_number, placeholder, MAX_PARAMETERS};
 
 /// A statement whose parameters are bound before it is planned: the plan it has between
 /// Parse and Bind, which only tells the parameters' types (a Describe of the statement
@@ -147,7 +145,7 @@ fn parameter_count(statement: &Statement) -> PgWireResult<usize> {
     let mut highest = 0;
     let flow = visit_expressions(statement, |expr| {
         if let Some(name) = placeholder(expr) {
-            match parameter_number(name) {
+            match dollar_number(name) {
                 Some(n) => highest = highest.max(n),
                 None => return ControlFlow::Break(name.to_string()),
             }
@@ -161,21 +159,6 @@ fn parameter_count(statement: &Statement) -> PgWireResult<usize> {
         )),
         ControlFlow::Continue(()) => Ok(highest),
     }
-}
-
-fn placeholder(expr: &Expr) -> Option<&str> {
-    match expr {
-        Expr::Value(v) => match &v.value {
-            Value::Placeholder(name) => Some(name),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-fn parameter_number(name: &str) -> Option<usize> {
-    let n: usize = name.strip_prefix('$')?.parse().ok()?;
-    (1..=MAX_PARAMETERS).contains(&n).then_some(n)
 }
 
 /// `statement` with each `$n` replaced by the typed literal of the `n`th bound value.
@@ -206,7 +189,7 @@ pub(super) fn with_literals(
     let mut bound = statement.clone();
     let _ = visit_expressions_mut(&mut bound, |expr| {
         let value = placeholder(expr)
-            .and_then(parameter_number)
+            .and_then(dollar_number)
             .and_then(|n| literals.get(n - 1));
         if let Some(value) = value {
             *expr = Expr::value(value.clone());
