@@ -396,27 +396,37 @@ impl FlightSqlService for FlightSql {
                 "this statement takes no parameters",
             ));
         };
-        // One row of values is all a statement takes: stop reading past it.
+        // One row of values is all a statement takes: keep that row only, and stop reading
+        // past a second row or too many (empty) batches.
         let mut values = FlightRecordBatchStream::new_from_flight_data(
             request
                 .into_inner()
                 .map_err(|e| FlightError::Tonic(Box::new(e))),
         );
-        let mut batches = Vec::new();
-        let mut rows = 0;
+        let mut row = None;
+        let mut batches = 0;
         while let Some(batch) = values.try_next().await.map_err(Status::from)? {
-            rows += batch.num_rows();
-            if rows > 1 {
-                return Err(Status::invalid_argument(
-                    "parameters come as one row of values, and more were sent",
-                ));
+            batches += 1;
+            if batches > flight_parameters::MAX_PARAMETER_BATCHES {
+                return Err(Status::invalid_argument(format!(
+                    "parameters come as one row of values, in at most {} batches",
+                    flight_parameters::MAX_PARAMETER_BATCHES
+                )));
             }
-            batches.push(batch);
+            match (batch.num_rows(), &row) {
+                (0, _) => {}
+                (1, None) => row = Some(batch),
+                _ => {
+                    return Err(Status::invalid_argument(
+                        "parameters come as one row of values, and more were sent",
+                    ))
+                }
+            }
         }
-        let Some(first) = batches.iter().find(|b| b.num_rows() == 1) else {
+        let Some(row) = row else {
             return Err(Status::invalid_argument("no parameter values were sent"));
         };
-        let bound = flight_parameters::with_literals(&statement, first)?;
+        let bound = flight_parameters::with_literals(&statement, &row)?;
         Ok(DoPutPreparedStatementResult {
             prepared_statement_handle: Some(bound.to_string().into_bytes().into()),
         })

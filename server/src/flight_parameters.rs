@@ -19,6 +19,9 @@ use tonic::Status;
 
 use crate::placeholders::{dollar_number, placeholder, MAX_PARAMETERS};
 
+/// How many batches of values a `DoPut` may send (empty ones included) before it is refused.
+pub(crate) const MAX_PARAMETER_BATCHES: usize = 16;
+
 /// The parameter of a placeholder: `$n` is `n`; each `?` is the next number.
 fn number(name: &str, next: &mut usize) -> Option<usize> {
     if name == "?" {
