@@ -28,7 +28,12 @@ SELECT * FROM anonymize_interval_means('nps', method => 'ipa',
       qi => 'age, sex, los, surgery, location', informative => 'disease',
       epsilon => 1.0, suppression_threshold => 2)
   WHERE column_name = 'los';
-COPY released TO 'out/released.parquet' STORED AS PARQUET;
+-- The release written to Parquet, from the same call (the same cached draw, charged once):
+-- a COPY of a release writes its guarantee card beside it, out/released.parquet.manifest.json
+-- (method, epsilon and the ledger entry, hierarchy fingerprints, what is proven and what not).
+COPY (SELECT * FROM anonymize('nps', method => 'ipa',
+      qi => 'age, sex, los, surgery, location', informative => 'disease',
+      epsilon => 1.0, suppression_threshold => 2)) TO 'out/released.parquet' STORED AS PARQUET;
 
 -- 4. Q1 (male, no surgery, stroke; per 5-year age group) on the original data.
 --    Row label L covers ages [L-5, L-1], as in the paper's Table 9.

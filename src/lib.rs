@@ -79,11 +79,13 @@ pub use public::statements::{
     check_plan as check_public_plan, check_sql_statement as check_public_sql_statement,
     check_statement as check_public_statement, PublicRefusal, PUBLIC_SETTINGS,
 };
+pub use releases::card::GuaranteeCard;
 pub use releases::events::{ReleaseEvent, ReleaseEventFn};
 pub use releases::publications::PublishedRelease;
 pub use releases::{publication_report_path, SharedReleases};
 pub use report::html::escape as escape_html;
 pub use sql::call::FunctionCall;
+pub use sql::copy_manifest::{manifest_path, CopyManifest};
 pub use sql::copy_output::{CopyGuard, CopyOutput};
 pub use sql::depth::{check_expression_depth, MAX_EXPRESSION_DEPTH, STATEMENT_STACK_BYTES};
 pub use sql::docs::{FunctionDoc, FunctionKind, ParamDoc};

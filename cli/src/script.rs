@@ -129,8 +129,17 @@ impl Script {
         if is_query(&piece.statement) && streams(self.print.format) {
             return self.export(piece.statement).await;
         }
+        // Planned here too, to know which releases it reads (planning draws nothing): their
+        // guarantee cards go beside the output.
         let copy = match &piece.statement {
-            Statement::CopyTo(copy) => CopyOutput::before(&copy.target),
+            Statement::CopyTo(_) => {
+                let plan = self
+                    .ctx
+                    .state()
+                    .statement_to_plan(piece.statement.clone())
+                    .await?;
+                CopyOutput::of_plan(&plan)
+            }
             _ => None,
         };
         let watched = copy.is_some();
@@ -149,8 +158,15 @@ impl Script {
         let result = exec::exec_from_commands(&self.ctx, vec![piece.text], &print).await;
         if watched {
             let copy = self.copy.lock().ok().and_then(|mut slot| slot.take());
-            if let (Err(_), Some(copy)) = (&result, copy) {
-                copy.remove_partial();
+            if let Some(copy) = copy {
+                let result = match result {
+                    Ok(()) => copy.write_manifest(&self.ctx.state()).await,
+                    Err(e) => Err(e),
+                };
+                if result.is_err() {
+                    copy.remove_partial();
+                }
+                return result;
             }
         }
         result

@@ -796,3 +796,45 @@ fn the_reviewed_attacks_fail_through_dfanon_public() {
     });
     doors::check("dfanon --public", &outcomes);
 }
+
+/// A `COPY` of a release from dfanon writes its guarantee card beside the output, keyed by
+/// the key file; a `COPY` of other rows over the same target removes it again.
+#[test]
+fn a_copy_of_a_release_writes_its_card() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let key = dir.path().join("k.key");
+    std::fs::write(&key, [9u8; 32]).expect("write key");
+    let setup = "CREATE TABLE v(pid INT, age INT) AS VALUES (7, 31), (8, 32), (9, 33), (10, 36); \
+                 CREATE TABLE v_hierarchy_age AS SELECT * FROM interval_hierarchy('30..39', '5', '10')";
+    let copy = "COPY (SELECT * FROM anonymize('v', method => 'kanon', qi => 'age', k => 2)) TO 'r.csv' STORED AS CSV";
+    let output = dfanon()
+        .current_dir(dir.path())
+        .args([
+            "--pseudonym-key-file",
+            &key.to_string_lossy(),
+            "-c",
+            setup,
+            copy,
+        ])
+        .output()
+        .expect("run dfanon");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = std::fs::read_to_string(dir.path().join("r.csv.manifest.json")).expect("the card");
+    let manifest: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let card = &manifest["releases"][0];
+    assert_eq!(card["method"], "kanon");
+    assert_eq!(card["released_rows"], 4);
+    let fingerprint = card["source"]["fingerprint"].as_str().expect("keyed");
+    assert!(fingerprint.starts_with("hmac-sha256:"), "{fingerprint}");
+    let output = dfanon()
+        .current_dir(dir.path())
+        .args(["-c", "COPY (SELECT 1 AS x) TO 'r.csv' STORED AS CSV"])
+        .output()
+        .expect("run dfanon");
+    assert!(output.status.success());
+    assert!(!dir.path().join("r.csv.manifest.json").exists());
+}

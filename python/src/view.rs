@@ -124,18 +124,23 @@ impl Producer for EngineRun {
         let (schema, no_columns) = (self.schema.clone(), self.no_columns);
         // As it is before the statement runs. A COPY's one batch (its row count) comes
         // after everything is written.
-        let mut copy = Some(CopyGuard::new(
-            self.copy_target.as_deref().and_then(CopyOutput::before),
-        ));
+        let mut copy = match self.copy_target.is_some() {
+            true => Some(CopyGuard::new(CopyOutput::of_plan(df.logical_plan()))),
+            false => None,
+        };
+        let state = df.clone().into_parts().0;
         // Ends when the rows end or the host drops the stream (the send then fails).
         runtime().spawn(async move {
             match df.execute_stream().await {
                 Ok(mut stream) => {
                     while let Some(batch) = stream.next().await {
                         // The first batch: finished if it is rows, removed if an error.
-                        if let (Ok(_), Some(copy)) = (&batch, copy.take()) {
-                            copy.finished();
-                        }
+                        // The guarantee cards of the releases it read go beside the
+                        // output first; if they cannot, the output is removed.
+                        let batch = match (batch, copy.take()) {
+                            (Ok(rows), Some(copy)) => copy.finish(&state).await.map(|()| rows),
+                            (other, _) => other,
+                        };
                         let batch = match batch {
                             Ok(b) if no_columns => RecordBatch::try_new_with_options(
                                 schema.clone(),

@@ -278,6 +278,9 @@ pub struct MethodSpec {
     /// What the release's guarantee is: differential privacy for everything it shows, for
     /// some of its steps only, or a syntactic property of the released classes.
     pub guarantee: Guarantee,
+    /// The section of docs/METHODS.md that proves (or, for a claim that does not hold,
+    /// refutes) the guarantee, as `§3.5`: what a release's guarantee card cites.
+    pub methods_section: &'static str,
     /// What the method reads of the source: a histogram over hierarchies, or numbers.
     pub input: Input,
     /// How the method treats a person unit (`person => 'patient_id'`).

@@ -18,17 +18,15 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::ipc::writer::StreamWriter;
-use datafusion::catalog::TableProvider;
 use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::SessionState;
-use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::fingerprint::{fingerprint, hash_batches, hex};
 use crate::budget;
 use crate::distributed::wire;
 use crate::engine::{self, AnonymizeRequest, ReleaseOutput};
@@ -214,52 +212,6 @@ pub(super) fn record(file: &Path, key: &str, draw: Draw) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
         io_error("write", file, e)
     })
-}
-
-/// Writes `batch` as Arrow IPC into `hasher`.
-fn hash_batches(hasher: &mut Sha256, batches: &[RecordBatch]) -> Result<()> {
-    let Some(first) = batches.first() else {
-        hasher.update(b"no batches");
-        return Ok(());
-    };
-    let mut bytes = Vec::new();
-    {
-        let mut writer = StreamWriter::try_new(&mut bytes, &first.schema())?;
-        for batch in batches {
-            writer.write(batch)?;
-        }
-        writer.finish()?;
-    }
-    hasher.update((bytes.len() as u64).to_le_bytes());
-    hasher.update(&bytes);
-    Ok(())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The fingerprint of the contents of `tables`, in order: every partition of each table
-/// read in order, its batches hashed as Arrow IPC. Equal fingerprints mean equal contents
-/// in equal order (another order or batching gives another fingerprint, hence a fresh
-/// draw: never a wrong match).
-pub(super) async fn fingerprint(
-    tables: &[&Arc<dyn TableProvider>],
-    state: &SessionState,
-) -> Result<String> {
-    let mut hasher = Sha256::new();
-    for table in tables {
-        hasher.update(b"table");
-        let plan = table.scan(state, None, &[], None).await?;
-        let partitions = plan.properties().output_partitioning().partition_count();
-        for partition in 0..partitions {
-            hasher.update((partition as u64).to_le_bytes());
-            let stream = plan.execute(partition, state.task_ctx())?;
-            let batches: Vec<RecordBatch> = stream.try_collect().await?;
-            hash_batches(&mut hasher, &batches)?;
-        }
-    }
-    Ok(hex(&hasher.finalize()))
 }
 
 /// The digest of what `output` publishes: its rows (as the compact parts they expand

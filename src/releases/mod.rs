@@ -22,9 +22,11 @@ use crate::budget::ledger::Ledger;
 use crate::engine::{AnonymizeRequest, ReleaseOutput};
 use crate::public::published::PublishedNames;
 
+pub mod card;
 mod charges;
 mod draw;
 pub mod events;
+mod fingerprint;
 mod kept_draws;
 pub(crate) mod publications;
 mod published_files;
@@ -135,5 +137,13 @@ impl CacheEntry {
                 cell
             }
         }
+    }
+
+    /// The release drawn last for this request, if one was (whatever the tables' version
+    /// now): what a statement that just read it was served.
+    pub(crate) fn drawn(&self) -> Option<Arc<ReleaseOutput>> {
+        lock(&self.current)
+            .as_ref()
+            .and_then(|(_, cell)| cell.get().cloned())
     }
 }

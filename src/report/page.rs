@@ -37,6 +37,7 @@ h3{margin-top:1.4rem}table{border-collapse:collapse;margin:.6rem 0;font-size:.92
 th,td{border:1px solid #ccc;padding:.25rem .55rem;text-align:left;vertical-align:top}
 td.num{text-align:right;font-variant-numeric:tabular-nums}th{background:#f1f5f9}
 .owner{background:#fff4e5;border-left:5px solid #D55E00;padding:.6rem .9rem}
+.headline{font-size:1.15rem;font-weight:600}
 .public{background:#eaf6ee;border-left:5px solid #009E73;padding:.6rem .9rem}
 .explain{color:#333;font-size:.95rem}.default{color:#777;font-size:.85rem}
 blockquote{margin:.6rem 0;padding:.5rem .9rem;background:#f6f6f6;border-left:4px solid #0072B2}
@@ -101,6 +102,15 @@ pub fn render(
                 .collect::<Vec<_>>()
                 .join(", ")
         )
+    );
+    // The guarantee card's one sentence opens the page; the full text follows in Summary.
+    let _ = write!(
+        out,
+        "<p class=\"headline\">{}</p>",
+        escape(&crate::releases::card::headline(
+            request,
+            &subject.output.metadata
+        ))
     );
     out.push_str("<p class=\"owner\"><b>Owner-only.</b> This report carries exact figures of the source data. Never publish it: publish only the release and its public metadata (see <a href=\"#summary\">Summary</a>).</p><nav>");
     for title in SECTIONS {

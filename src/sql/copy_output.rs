@@ -1,10 +1,15 @@
 //! The output of a `COPY … TO` a local path, and removing what a statement that did not
-//! finish wrote there: nothing half-written is left behind.
+//! finish wrote there: nothing half-written is left behind. A `COPY` of a release gets its
+//! guarantee card beside the output when it finishes ([`super::copy_manifest`]).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use datafusion::common::Result;
+use datafusion::execution::SessionState;
 use datafusion::logical_expr::LogicalPlan;
+
+use super::copy_manifest::{manifest_path, temporary_path, write_manifest, CopyInputs};
 
 /// Most files listed under a `COPY` target directory when looking for what it wrote.
 const MAX_LISTED: usize = 100_000;
@@ -13,9 +18,12 @@ const MAX_LISTED: usize = 100_000;
 /// failed statement left: the target itself if it did not exist, new files in a target
 /// directory, and the object store's staging files (`<name>#<n>`) beside a target file.
 pub struct CopyOutput {
+    target: String,
     path: PathBuf,
     existed: bool,
     before: HashSet<PathBuf>,
+    /// What the statement reads (releases get a guarantee card).
+    inputs: CopyInputs,
 }
 
 impl CopyOutput {
@@ -33,14 +41,24 @@ impl CopyOutput {
             false => HashSet::new(),
         };
         Some(Self {
+            target: target.to_string(),
             path,
             existed,
             before,
+            inputs: CopyInputs::default(),
         })
+    }
+
+    /// After the statement wrote its output: the guarantee card of every release it read
+    /// beside the output (or a stale card there removed, when it read none). On an error
+    /// the caller removes the output ([`CopyGuard::finish`] does).
+    pub async fn write_manifest(&self, state: &SessionState) -> Result<()> {
+        write_manifest(&self.target, &self.path, &self.inputs, state).await
     }
 
     /// Removes what the statement wrote; best effort (what cannot be removed stays).
     pub fn remove_partial(&self) {
+        let _ = std::fs::remove_file(temporary_path(&manifest_path(&self.path)));
         if let (Some(name), Some(parent)) = (self.path.file_name(), self.path.parent()) {
             let parent = match parent.as_os_str().is_empty() {
                 true => Path::new("."),
@@ -99,7 +117,11 @@ impl CopyOutput {
     /// the plan runs).
     pub fn of_plan(plan: &LogicalPlan) -> Option<Self> {
         match plan {
-            LogicalPlan::Copy(copy) => Self::before(&copy.output_url),
+            LogicalPlan::Copy(copy) => {
+                let mut output = Self::before(&copy.output_url)?;
+                output.inputs = CopyInputs::of_plan(&copy.input);
+                Some(output)
+            }
             _ => None,
         }
     }
@@ -115,9 +137,15 @@ impl CopyGuard {
         Self(output)
     }
 
-    /// The statement finished: what it wrote stays.
-    pub fn finished(mut self) {
+    /// The statement finished: the guarantee cards of the releases it read are written
+    /// beside its output ([`CopyOutput::write_manifest`]) and what it wrote stays; if the
+    /// cards cannot be written, the output is removed and the error returned.
+    pub async fn finish(mut self, state: &SessionState) -> Result<()> {
+        if let Some(output) = &self.0 {
+            output.write_manifest(state).await?;
+        }
         self.0 = None;
+        Ok(())
     }
 }
 
@@ -167,8 +195,9 @@ mod tests {
         assert!(CopyOutput::before("s3://bucket/x.csv").is_none());
     }
 
-    #[test]
-    fn a_guard_removes_the_output_unless_finished() {
+    #[tokio::test]
+    async fn a_guard_removes_the_output_unless_finished() {
+        let state = datafusion::prelude::SessionContext::new().state();
         let dir = tempfile::tempdir().expect("temporary directory");
         let target = dir.path().join("x.csv");
         let guard = CopyGuard::new(CopyOutput::before(&target.to_string_lossy()));
@@ -177,7 +206,10 @@ mod tests {
         assert!(!target.exists());
         let guard = CopyGuard::new(CopyOutput::before(&target.to_string_lossy()));
         std::fs::write(&target, "whole").expect("write");
-        guard.finished();
+        std::fs::write(manifest_path(&target), "stale").expect("write");
+        guard.finish(&state).await.expect("finish");
         assert_eq!(std::fs::read_to_string(&target).expect("read"), "whole");
+        // A COPY that read no release leaves no card beside its output.
+        assert!(!manifest_path(&target).exists());
     }
 }

@@ -4,6 +4,7 @@
 pub mod args;
 pub mod call;
 pub(crate) mod columns;
+pub mod copy_manifest;
 pub mod copy_output;
 pub mod depth;
 pub mod docs;

@@ -19,7 +19,13 @@ use crate::public::statements::check_statement;
 /// ([`crate::budget_reset_error`]).
 pub async fn run_script(ctx: &SessionContext, script: &str) -> Result<Vec<RecordBatch>> {
     match script_dataframe(ctx, script).await? {
-        Some(last) => last.collect().await,
+        Some(last) => {
+            let guard = CopyGuard::new(CopyOutput::of_plan(last.logical_plan()));
+            let state = last.clone().into_parts().0;
+            let rows = last.collect().await?;
+            guard.finish(&state).await?;
+            Ok(rows)
+        }
         None => Ok(Vec::new()),
     }
 }
@@ -44,8 +50,9 @@ pub async fn script_dataframe(ctx: &SessionContext, script: &str) -> Result<Opti
     for statement in statements {
         if let Some(previous) = last.take() {
             let guard = CopyGuard::new(CopyOutput::of_plan(previous.logical_plan()));
+            let state = previous.clone().into_parts().0;
             let _: Vec<RecordBatch> = DataFrame::collect(previous).await?;
-            guard.finished();
+            guard.finish(&state).await?;
         }
         // DataFusion cannot reset an extension's settings ("Could not find config
         // namespace"): say what to do instead.

@@ -30,6 +30,13 @@ use super::shipped::Shipped;
 pub trait BatchProducer: Debug + Send + Sync {
     /// The rows (computed on the first call, cached afterwards).
     async fn batches(&self, state: &SessionState) -> Result<Arc<dyn BatchSource>>;
+
+    /// The cache entry of the release whose rows these are, when they are a release's
+    /// (`anonymize(...)`; the entry is a `crate::releases::CacheEntry`): what a `COPY` of
+    /// them writes a guarantee card for.
+    fn release_entry(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
+        None
+    }
 }
 
 /// How a table's rows are computed, for [`Cached`].
@@ -190,6 +197,11 @@ impl LazyTable {
     /// A provider serving `producer`'s rows under `schema`.
     pub fn new(schema: SchemaRef, producer: Arc<dyn BatchProducer>) -> Self {
         Self { schema, producer }
+    }
+
+    /// What computes the rows.
+    pub fn producer(&self) -> &Arc<dyn BatchProducer> {
+        &self.producer
     }
 
     /// The rows (computed now if they were not yet) in the form they travel to a cluster.

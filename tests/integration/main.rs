@@ -13,6 +13,7 @@ mod fuzz_grammar;
 mod hostile_input;
 mod layers;
 mod linked;
+mod manifest;
 mod one_build;
 mod paper_evaluator;
 mod profile;

@@ -105,6 +105,22 @@ async fn every_figure_equals_the_sql_function_that_computes_it() -> Result<()> {
             "no section {section}"
         );
     }
+    // The page opens with the guarantee card's headline, before any section.
+    let card = crate::common::text_rows(
+        &ctx,
+        &format!("SELECT manifest FROM anonymize_manifest({KANON})"),
+    )
+    .await?;
+    let card: serde_json::Value = serde_json::from_str(&card[0][0]).expect("JSON");
+    let headline = card["headline"].as_str().expect("a headline");
+    assert!(headline.contains("k-anonymity (k = 5)"), "{headline}");
+    let at = html
+        .find(&format!(
+            "<p class=\"headline\">{}</p>",
+            headline.replace('\'', "&#39;")
+        ))
+        .expect("the headline on the page");
+    assert!(at < html.find("<h2>Summary</h2>").expect("Summary"));
     let figures = page_figures(&html);
     // The Attacks section: anonymize_attack's risks with its defaults, on the release and
     // on the source attacked as itself.

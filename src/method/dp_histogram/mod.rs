@@ -148,6 +148,7 @@ pub const METHOD: MethodSpec = MethodSpec {
     params: params::PARAMS,
     refuses: params::REFUSES,
     guarantee: Guarantee::WholeReleaseDp,
+    methods_section: "§4.3",
     input: Input::Lattice,
     persons: Persons::BoundRows,
     pseudonyms: false,

@@ -102,6 +102,7 @@ pub const METHOD: MethodSpec = MethodSpec {
     params: params::PARAMS,
     refuses: params::REFUSES,
     guarantee: Guarantee::PartlyDp,
+    methods_section: "§1.11",
     input: Input::Lattice,
     persons: Persons::BoundRows,
     pseudonyms: false,

@@ -90,6 +90,7 @@ pub const METHOD: MethodSpec = MethodSpec {
     params: params::PARAMS,
     refuses: params::REFUSES,
     guarantee: Guarantee::Syntactic,
+    methods_section: "§3.5",
     input: Input::Lattice,
     persons: Persons::Counted(PERSONS_PER_CLASS),
     pseudonyms: true,

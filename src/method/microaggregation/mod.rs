@@ -71,6 +71,7 @@ pub const METHOD: MethodSpec = MethodSpec {
     params: PARAMS,
     refuses: REFUSES,
     guarantee: Guarantee::Syntactic,
+    methods_section: "§10.3",
     input: Input::Numeric,
     persons: Persons::Refused("its groups hold k records, not k persons; use 'kanon' (which counts persons) or a differentially private method"),
     pseudonyms: false,

@@ -170,6 +170,7 @@ pub const METHOD: MethodSpec = MethodSpec {
     params: params::PARAMS,
     refuses: params::REFUSES,
     guarantee: Guarantee::WholeReleaseDp,
+    methods_section: "§2.12",
     input: Input::Lattice,
     persons: Persons::BoundRows,
     pseudonyms: false,

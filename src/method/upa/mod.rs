@@ -164,6 +164,7 @@ pub const METHOD: MethodSpec = MethodSpec {
     params: params::PARAMS,
     refuses: params::REFUSES,
     guarantee: Guarantee::Syntactic,
+    methods_section: "§5.7",
     input: Input::Lattice,
     persons: Persons::Counted(PERSONS_WITH_COUNTERFEITS),
     pseudonyms: false,

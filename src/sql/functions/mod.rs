@@ -55,7 +55,7 @@ use top_bottom_hierarchy::TopBottomHierarchyFunction;
 use upa_truthful::UpaTruthfulFunction;
 
 /// Every view of a release, one `anonymize*` table function each.
-const RELEASE_VIEWS: [ReleaseView; 7] = [
+const RELEASE_VIEWS: [ReleaseView; 8] = [
     ReleaseView::Rows,
     ReleaseView::Metadata,
     ReleaseView::Catalog,
@@ -63,6 +63,7 @@ const RELEASE_VIEWS: [ReleaseView; 7] = [
     ReleaseView::Diagnostics,
     ReleaseView::InformationLoss,
     ReleaseView::Warnings,
+    ReleaseView::Manifest,
 ];
 
 /// The functions of this crate for one registration: every function for the data owner,

@@ -1,6 +1,6 @@
 //! `anonymize(...)` and its views: `anonymize_metadata`, `anonymize_catalog`,
-//! `anonymize_interval_means`, `anonymize_diagnostics`, `anonymize_information_loss` and
-//! `anonymize_warnings`.
+//! `anonymize_interval_means`, `anonymize_diagnostics`, `anonymize_information_loss`,
+//! `anonymize_warnings` and `anonymize_manifest`.
 //!
 //! Each call is bound and checked here and becomes a request (the `request` module); the
 //! release itself comes from the registration's store ([`crate::releases`]): the first
@@ -24,6 +24,7 @@ use crate::progress::ProgressFn;
 use crate::pseudonym::PseudonymKey;
 use crate::public::PublicRules;
 use crate::release::{interval_means_schema, ReleaseRowLimit};
+use crate::releases::card::guarantee_card;
 use crate::releases::events::ReleaseEventFn;
 use crate::releases::{Asker, CacheEntry, SharedReleases, SourceMemo};
 use crate::sql::args::{bind, BoundArgs, CallArgs, ParamSpec};
@@ -36,7 +37,7 @@ pub use publish::{PublishFunction, PublishedMetadataFunction, UnpublishFunction}
 pub use report::ReportFunction;
 use request::build_request;
 pub use utility::UtilityFunction;
-use views::{metadata_batch, metadata_schema};
+use views::{manifest_batch, manifest_schema, metadata_batch, metadata_schema};
 
 mod attack;
 mod call_columns;
@@ -67,6 +68,8 @@ pub enum ReleaseView {
     InformationLoss,
     /// Owner-only warnings `(topic, message)`; never publish.
     Warnings,
+    /// The release's guarantee card as JSON (`crate::releases::card`).
+    Manifest,
 }
 
 /// State shared by the `anonymize` functions of one registration.
@@ -238,6 +241,7 @@ impl SqlTableFunction for AnonymizeFunction {
             ReleaseView::Diagnostics => "anonymize_diagnostics",
             ReleaseView::InformationLoss => "anonymize_information_loss",
             ReleaseView::Warnings => "anonymize_warnings",
+            ReleaseView::Manifest => "anonymize_manifest",
         }
     }
 
@@ -248,7 +252,10 @@ impl SqlTableFunction for AnonymizeFunction {
     fn owner_only(&self) -> bool {
         matches!(
             self.view,
-            ReleaseView::Diagnostics | ReleaseView::InformationLoss | ReleaseView::Warnings
+            ReleaseView::Diagnostics
+                | ReleaseView::InformationLoss
+                | ReleaseView::Warnings
+                | ReleaseView::Manifest
         )
     }
 
@@ -270,6 +277,9 @@ impl SqlTableFunction for AnonymizeFunction {
             }
             ReleaseView::Warnings => {
                 "Owner-only warnings (topic, message) about the same release, e.g. delta not below 1/n. Never publish this: a warning may name exact counts."
+            }
+            ReleaseView::Manifest => {
+                "The guarantee card of the same release, one row with one JSON text (column manifest): method and version, the source's fingerprint keyed by the owner's secret key (none without one), privacy unit and neighbour relation, epsilon and delta with the ledger entry, the hierarchies' fingerprints, what is proven (with its docs/METHODS.md section) and what is not, seeded or not, and the public metadata. Every COPY ... TO of the release writes the same card beside its output as <target>.manifest.json. Owner-only to call (it reads the tables); the card itself is public."
             }
         }
     }
@@ -305,6 +315,7 @@ impl SqlTableFunction for AnonymizeFunction {
             ReleaseView::Diagnostics => entry.request.method.diagnostics_schema(),
             ReleaseView::InformationLoss => information_loss_schema(),
             ReleaseView::Warnings => metadata_schema(),
+            ReleaseView::Manifest => manifest_schema(),
         };
         let producer = ReleaseProducer {
             view: self.view,
@@ -347,7 +358,18 @@ impl BatchProducer for ReleaseProducer {
                 &output.information_loss,
             )?]),
             ReleaseView::Warnings => Arc::new(vec![metadata_batch(&output.warnings)?]),
+            ReleaseView::Manifest => {
+                let card = guarantee_card(&self.entry.request, &output, state).await?;
+                Arc::new(vec![manifest_batch(&card.to_json()?)?])
+            }
         })
+    }
+
+    fn release_entry(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
+        match self.view {
+            ReleaseView::Rows => Some(self.entry.clone()),
+            _ => None,
+        }
     }
 }
 

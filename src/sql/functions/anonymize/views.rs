@@ -1,5 +1,5 @@
 //! The tables behind `anonymize_metadata`, `anonymize_warnings` and
-//! `anonymize_information_loss`.
+//! `anonymize_manifest`.
 
 use std::sync::Arc;
 
@@ -24,4 +24,19 @@ pub fn metadata_batch(pairs: &[(String, String)]) -> Result<RecordBatch> {
         pairs.iter().map(|(_, v)| v.as_str()),
     ));
     Ok(RecordBatch::try_new(metadata_schema(), vec![keys, values])?)
+}
+
+/// Schema of `anonymize_manifest`: one JSON text.
+pub fn manifest_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new(
+        "manifest",
+        DataType::Utf8,
+        false,
+    )]))
+}
+
+/// The one row of `anonymize_manifest`.
+pub fn manifest_batch(json: &str) -> Result<RecordBatch> {
+    let column: ArrayRef = Arc::new(StringArray::from(vec![json]));
+    Ok(RecordBatch::try_new(manifest_schema(), vec![column])?)
 }
