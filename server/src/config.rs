@@ -9,6 +9,7 @@ use datafusion_anonymize::{parse_budget_limit, PublicPolicy};
 use serde::Deserialize;
 
 use crate::audit::AuditSettings;
+use crate::ldap::settings::{LdapSection, LdapSettings};
 use crate::password::PasswordHash;
 
 /// How long a public statement may take unless `public_statement_timeout_seconds` says.
@@ -64,6 +65,8 @@ struct File {
     delta_budget: Option<toml::Value>,
     #[serde(default, rename = "user")]
     users: Vec<UserEntry>,
+    /// Logins from a directory (`[ldap]`).
+    ldap: Option<LdapSection>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -126,6 +129,8 @@ pub struct Config {
     pub epsilon_budget: f64,
     pub delta_budget: f64,
     pub users: Vec<User>,
+    /// The directory users who are not configured here log in from, if any.
+    pub ldap: Option<LdapSettings>,
 }
 
 /// Reads and checks the configuration file at `path`.
@@ -280,8 +285,17 @@ pub fn parse(text: &str, folder: &Path) -> Result<Config, String> {
             epsilon_quota: entry.epsilon_quota,
         });
     }
-    if users.is_empty() {
-        return Err("no [[user]] is configured, so nobody could log in".into());
+    let ldap = match file.ldap {
+        Some(section) => {
+            if tls.is_none() {
+                return Err("[ldap] needs tls_cert and tls_key: directory users send their password to this server, which only TLS keeps from the network".into());
+            }
+            Some(section.check(folder)?)
+        }
+        None => None,
+    };
+    if users.is_empty() && ldap.is_none() {
+        return Err("no [[user]] and no [ldap] is configured, so nobody could log in".into());
     }
     let audit = match file.audit.map(resolve) {
         None => {
@@ -353,6 +367,7 @@ pub fn parse(text: &str, folder: &Path) -> Result<Config, String> {
         epsilon_budget,
         delta_budget,
         users,
+        ldap,
     })
 }
 

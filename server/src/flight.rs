@@ -275,10 +275,15 @@ impl FlightSqlService for FlightSql {
                 wait.as_secs() + 1
             )));
         }
-        let Some(found) = self.server.login(user, password) else {
-            failed_logins.failed(&keys);
-            let _ = audit_login(Err("authentication failed"));
-            return Err(refused());
+        let found = match self.server.login(user, password).await {
+            Ok(found) => found,
+            Err(refusal) => {
+                if refusal.counts {
+                    failed_logins.failed(&keys);
+                }
+                let _ = audit_login(Err(refusal.reason.as_str()));
+                return Err(refused());
+            }
         };
         audit_login(Ok(found.role))?;
         let user = found.name.clone();

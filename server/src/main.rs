@@ -14,6 +14,7 @@ mod flight_audited;
 mod flight_catalog;
 mod flight_parameters;
 mod flight_statements;
+mod ldap;
 mod limits;
 mod password;
 mod pg_catalog;

@@ -2,7 +2,7 @@
 //! releases and one ledger for every session, and a session per connection by role.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::{SessionConfig, SessionContext};
@@ -15,6 +15,7 @@ use crate::audit::{Audit, Auditing, Protocol, ReleasesHeard, SessionAudit};
 use crate::audit_table::AuditTable;
 use crate::config::{Config, Role, User};
 use crate::connections::ConnectionLimits;
+use crate::ldap::Directory;
 use crate::limits::Admission;
 use crate::password::PasswordHash;
 
@@ -26,6 +27,10 @@ pub struct Server {
     budget: AnonymizeOptions,
     public: datafusion_anonymize::PublicPolicy,
     users: HashMap<String, User>,
+    /// The directory users log in from when they are not configured here (`[ldap]`).
+    directory: Option<Directory>,
+    /// The directory users who logged in, with the role of their last login.
+    directory_users: Mutex<HashMap<String, User>>,
     admission: Admission,
     connections: Arc<ConnectionLimits>,
     /// What the salts of unknown users are derived from ([`PasswordHash::unmatchable`]).
@@ -38,6 +43,15 @@ impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Server").finish_non_exhaustive()
     }
+}
+
+/// Why a login failed: the reason for the audit trail (the client hears only that the
+/// login failed), and whether it counts towards the failed-login limit (a directory that
+/// cannot be reached is not the user's failure).
+#[derive(Debug)]
+pub struct Refusal {
+    pub reason: String,
+    pub counts: bool,
 }
 
 /// A logged-in user's session.
@@ -93,6 +107,13 @@ impl Server {
                 .iter()
                 .map(|u| (u.name.clone(), u.clone()))
                 .collect(),
+            directory: match &config.ldap {
+                Some(settings) => {
+                    Some(Directory::new(settings.clone()).map_err(DataFusionError::Configuration)?)
+                }
+                None => None,
+            },
+            directory_users: Mutex::new(HashMap::new()),
             admission: Admission::new(
                 config.public_concurrent_statements,
                 config.public_statement_timeout,
@@ -119,9 +140,28 @@ impl Server {
             .unwrap_or_else(|| PasswordHash::unmatchable(user, &self.mock_secret))
     }
 
+    /// The user `name`: configured here, or logged in from the directory.
+    fn user(&self, name: &str) -> Option<User> {
+        match self.users.get(name) {
+            Some(user) => Some(user.clone()),
+            None => self
+                .directory_users
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .get(name)
+                .cloned(),
+        }
+    }
+
+    /// Whether `name` logs in from the directory: there is one, and `name` is not a user
+    /// configured here.
+    pub fn is_directory_user(&self, name: &str) -> bool {
+        self.directory.is_some() && !self.users.contains_key(name)
+    }
+
     /// The role of `user`, if there is such a user.
     pub fn role(&self, user: &str) -> Option<Role> {
-        self.users.get(user).map(|u| u.role)
+        self.user(user).map(|u| u.role)
     }
 
     /// The audit trail, if the configuration names one.
@@ -169,26 +209,68 @@ impl Server {
 
     /// The ε quota of public user `user`, if the configuration gives them one.
     pub fn epsilon_quota(&self, user: &str) -> Option<f64> {
-        self.users.get(user).and_then(|u| u.epsilon_quota)
+        self.user(user).and_then(|u| u.epsilon_quota)
     }
 
-    /// Checks `password` for `user`; the user when it matches.
-    pub fn login(&self, user: &str, password: &str) -> Option<&User> {
-        let matches = self.password(user).matches(password);
-        self.users.get(user).filter(|_| matches)
+    /// Checks `password` for `user`: against the stored hash of a user configured here,
+    /// else by a bind to the directory (`[ldap]`); the user when it matches.
+    pub async fn login(&self, user: &str, password: &str) -> Result<User, Refusal> {
+        let failed = |reason: String| Refusal {
+            reason,
+            counts: true,
+        };
+        let directory = match (&self.directory, self.users.get(user)) {
+            (Some(directory), None) => directory,
+            (_, found) => {
+                let matches = self.password(user).matches(password);
+                return match found {
+                    Some(found) if matches => Ok(found.clone()),
+                    _ => Err(failed("authentication failed".into())),
+                };
+            }
+        };
+        match directory.login(user, password).await {
+            Ok(entry) => {
+                let found = User {
+                    name: user.to_string(),
+                    role: entry.role,
+                    password: PasswordHash::unmatchable(user, &self.mock_secret),
+                    epsilon_quota: match entry.role {
+                        Role::Public => directory.public_epsilon_quota(),
+                        Role::Owner => None,
+                    },
+                };
+                self.directory_users
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .insert(user.to_string(), found.clone());
+                Ok(found)
+            }
+            Err(failure) => {
+                if failure.unavailable {
+                    eprintln!(
+                        "dfanon-server: directory login of '{user}': {}",
+                        failure.reason
+                    );
+                }
+                Err(Refusal {
+                    reason: format!("authentication failed (directory: {})", failure.reason),
+                    counts: !failure.unavailable,
+                })
+            }
+        }
     }
 
     /// A new session for the authenticated `user`: an owner session over the owner's
     /// catalog, or a public session; both share the server's releases and ledger.
     pub fn session(&self, user: &str) -> Result<Session> {
         let found = self
-            .users
-            .get(user)
+            .user(user)
             .ok_or_else(|| DataFusionError::Plan(format!("no user '{user}'")))?;
         let heard = ReleasesHeard::default();
         let ctx = match found.role {
             Role::Owner => self.owner_session(&heard)?,
-            Role::Public => self.public_session(Some(found), &heard)?,
+            Role::Public => self.public_session(Some(&found), &heard)?,
         };
         Ok(Session {
             role: found.role,

@@ -35,6 +35,8 @@ const NOTHING_UNDONE: &str = "ROLLBACK ended the transaction block but undid not
 /// The studio over HTTP.
 #[path = "server/audit.rs"]
 mod audit;
+#[path = "server/directory.rs"]
+mod directory;
 #[path = "server/flight_metadata.rs"]
 mod flight_metadata;
 #[path = "server/jdbc.rs"]

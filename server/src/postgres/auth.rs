@@ -23,7 +23,7 @@ use pgwire::messages::ProtocolVersion;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::tokio::tokio_rustls::rustls::pki_types::CertificateDer;
 
-use super::audited;
+use super::{audited, directory_login};
 
 use crate::config::Role;
 use crate::connections::{ConnectionLimits, ConnectionState};
@@ -42,6 +42,8 @@ pub(super) struct CancelHandle(pub(super) Arc<ConnectionHandle>);
 /// a logged-in connection is registered for cancel requests.
 pub(super) struct Login<P> {
     pub(super) scram: SASLAuthStartupHandler<P>,
+    /// What a login tells the client of the server (directory logins finish it here).
+    pub(super) parameters: Arc<P>,
     pub(super) tls_required: bool,
     pub(super) connections: Arc<ConnectionManager>,
     /// The server's connection limits (per user, checked at login).
@@ -114,15 +116,36 @@ impl<P: ServerParameterProvider> StartupHandler for Login<P> {
         // is held back until the per-user limit below has admitted the connection, so a
         // refused client is never told it logged in (PostgreSQL's order: AuthenticationOk,
         // then the refusal).
+        // A user not configured here logs in from the directory, if there is one.
+        let user = match &message {
+            PgWireFrontendMessage::Startup(startup) => {
+                startup.parameters.get("user").cloned().unwrap_or_default()
+            }
+            _ => user_of(client),
+        };
         let mut held = HeldBack {
             client: &mut *client,
             ready: None,
         };
-        let started = self.scram.on_startup(&mut held, message).await;
+        let mut refusal = None;
+        let started = match self.server.is_directory_user(&user) {
+            true => {
+                let parameters = &*self.parameters;
+                directory_login::step(&mut held, message, &self.server, parameters, &mut refusal)
+                    .await
+            }
+            false => self.scram.on_startup(&mut held, message).await,
+        };
         let ready = held.ready.take();
         if let Err(PgWireError::InvalidPassword(_)) = &started {
-            self.limits.failed_logins.failed(&keys(client));
-            refused(client, "authentication failed");
+            let (reason, counts) = match refusal {
+                Some(refusal) => (refusal.reason, refusal.counts),
+                None => ("authentication failed".to_string(), true),
+            };
+            if counts {
+                self.limits.failed_logins.failed(&keys(client));
+            }
+            refused(client, &reason);
         }
         started?;
         if matches!(client.state(), PgWireConnectionState::ReadyForQuery) {

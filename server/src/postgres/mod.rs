@@ -8,6 +8,7 @@ mod auth;
 mod bind;
 mod client_queries;
 mod connection;
+mod directory_login;
 mod handlers;
 mod hooks;
 
@@ -159,6 +160,7 @@ impl Handlers {
         scram.set_iterations(ITERATIONS);
         Arc::new(Login {
             scram: SASLAuthStartupHandler::new(self.parameters.clone()).with_scram(scram),
+            parameters: self.parameters.clone(),
             tls_required: self.tls_required,
             connections: self.connections.clone(),
             limits: self.service.server.connections().clone(),

@@ -310,14 +310,19 @@ async fn log_in(
         Some(audit) => audit.login(Protocol::Studio, &form.user, &address, outcome),
         None => Ok(()),
     };
-    let Some(user) = studio.server.login(&form.user, &form.password) else {
-        limits.failed_logins.failed(&keys);
-        let _ = audit_login(Err("authentication failed"));
-        return login_form(
-            &studio,
-            StatusCode::UNAUTHORIZED,
-            Some("authentication failed"),
-        );
+    let user = match studio.server.login(&form.user, &form.password).await {
+        Ok(user) => user,
+        Err(refusal) => {
+            if refusal.counts {
+                limits.failed_logins.failed(&keys);
+            }
+            let _ = audit_login(Err(refusal.reason.as_str()));
+            return login_form(
+                &studio,
+                StatusCode::UNAUTHORIZED,
+                Some("authentication failed"),
+            );
+        }
     };
     if let Err(e) = audit_login(Ok(user.role)) {
         return login_form(&studio, StatusCode::SERVICE_UNAVAILABLE, Some(&e));
