@@ -278,9 +278,7 @@ impl FlightSqlService for FlightSql {
         let found = match self.server.login(user, password).await {
             Ok(found) => found,
             Err(refusal) => {
-                if refusal.counts {
-                    failed_logins.failed(&keys);
-                }
+                refusal.count_in(failed_logins, &keys);
                 let _ = audit_login(Err(refusal.reason.as_str()));
                 return Err(refused());
             }

@@ -14,7 +14,7 @@ use datafusion_anonymize::{
 use crate::audit::{Audit, Auditing, Protocol, ReleasesHeard, SessionAudit};
 use crate::audit_table::AuditTable;
 use crate::config::{Config, Role, User};
-use crate::connections::ConnectionLimits;
+use crate::connections::{ConnectionLimits, FailedLogins};
 use crate::ldap::Directory;
 use crate::limits::Admission;
 use crate::password::PasswordHash;
@@ -52,6 +52,15 @@ impl std::fmt::Debug for Server {
 pub struct Refusal {
     pub reason: String,
     pub counts: bool,
+}
+
+impl Refusal {
+    /// Counts the refusal towards the failed-login limit of `keys`, if it counts.
+    pub fn count_in(&self, failed_logins: &FailedLogins, keys: &[String]) {
+        if self.counts {
+            failed_logins.failed(keys);
+        }
+    }
 }
 
 /// A logged-in user's session.

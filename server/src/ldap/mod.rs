@@ -385,13 +385,15 @@ impl Connection {
                 }
                 // Referrals to other servers are not followed.
                 Some(19) => {}
-                Some(5) => return match protocol::result_of(op)? {
-                    (SUCCESS | SIZE_LIMIT_EXCEEDED, _) => Ok(found),
-                    (NO_SUCH_OBJECT, _) => Ok(Vec::new()),
-                    (code, message) => Err(ProtocolError(format!(
+                Some(5) => {
+                    return match protocol::result_of(op)? {
+                        (SUCCESS | SIZE_LIMIT_EXCEEDED, _) => Ok(found),
+                        (NO_SUCH_OBJECT, _) => Ok(Vec::new()),
+                        (code, message) => Err(ProtocolError(format!(
                         "the directory refused a search under {base}: result code {code} {message}"
                     ))),
-                },
+                    }
+                }
                 _ => {
                     return Err(ProtocolError(format!(
                         "the directory answered search {id} with an unexpected message"

@@ -27,7 +27,7 @@ use super::{audited, directory_login};
 
 use crate::config::Role;
 use crate::connections::{ConnectionLimits, ConnectionState};
-use crate::sessions::Server;
+use crate::sessions::{Refusal, Server};
 
 /// A connection's user, recorded when their login succeeded. Every statement asks for it:
 /// after a failed login the protocol loop may still read what the client sends next.
@@ -138,14 +138,12 @@ impl<P: ServerParameterProvider> StartupHandler for Login<P> {
         };
         let ready = held.ready.take();
         if let Err(PgWireError::InvalidPassword(_)) = &started {
-            let (reason, counts) = match refusal {
-                Some(refusal) => (refusal.reason, refusal.counts),
-                None => ("authentication failed".to_string(), true),
-            };
-            if counts {
-                self.limits.failed_logins.failed(&keys(client));
-            }
-            refused(client, &reason);
+            let refusal = refusal.unwrap_or(Refusal {
+                reason: "authentication failed".into(),
+                counts: true,
+            });
+            refusal.count_in(&self.limits.failed_logins, &keys(client));
+            refused(client, &refusal.reason);
         }
         started?;
         if matches!(client.state(), PgWireConnectionState::ReadyForQuery) {

@@ -313,9 +313,7 @@ async fn log_in(
     let user = match studio.server.login(&form.user, &form.password).await {
         Ok(user) => user,
         Err(refusal) => {
-            if refusal.counts {
-                limits.failed_logins.failed(&keys);
-            }
+            refusal.count_in(&limits.failed_logins, &keys);
             let _ = audit_login(Err(refusal.reason.as_str()));
             return login_form(
                 &studio,
