@@ -30,22 +30,22 @@ use crate::runtime::runtime;
 pub struct EngineView {
     df: DataFrame,
     schema: SchemaRef,
-    /// The target of `df` if it is a `COPY … TO`.
-    copy_target: Option<String>,
+    /// The plan of `df` if it is a `COPY … TO` (its target, and the releases it reads).
+    copy_plan: Option<LogicalPlan>,
 }
 
 impl EngineView {
     /// The rows `df` gives.
     pub fn new(df: DataFrame) -> Self {
         let schema = Arc::new(df.schema().as_arrow().clone());
-        let copy_target = match df.logical_plan() {
-            LogicalPlan::Copy(copy) => Some(copy.output_url.clone()),
+        let copy_plan = match df.logical_plan() {
+            plan @ LogicalPlan::Copy(_) => Some(plan.clone()),
             _ => None,
         };
         Self {
             df,
             schema,
-            copy_target,
+            copy_plan,
         }
     }
 }
@@ -96,7 +96,7 @@ impl TableProvider for EngineView {
                 df,
                 schema,
                 no_columns,
-                copy_target: self.copy_target.clone(),
+                copy_plan: self.copy_plan.clone(),
             }),
         )))
     }
@@ -110,8 +110,9 @@ struct EngineRun {
     schema: SchemaRef,
     /// Hand over only the number of rows of each batch.
     no_columns: bool,
-    /// The local output of a `COPY`, removed unless the statement runs to its end.
-    copy_target: Option<String>,
+    /// The plan of a `COPY`: its local output is removed unless the statement runs to its
+    /// end, and gets the guarantee cards of the releases it reads.
+    copy_plan: Option<LogicalPlan>,
 }
 
 impl Producer for EngineRun {
@@ -124,10 +125,10 @@ impl Producer for EngineRun {
         let (schema, no_columns) = (self.schema.clone(), self.no_columns);
         // As it is before the statement runs. A COPY's one batch (its row count) comes
         // after everything is written.
-        let mut copy = match self.copy_target.is_some() {
-            true => Some(CopyGuard::new(CopyOutput::of_plan(df.logical_plan()))),
-            false => None,
-        };
+        let mut copy = self
+            .copy_plan
+            .as_ref()
+            .map(|plan| CopyGuard::new(CopyOutput::of_plan(plan)));
         let state = df.clone().into_parts().0;
         // Ends when the rows end or the host drops the stream (the send then fails).
         runtime().spawn(async move {
