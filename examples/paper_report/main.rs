@@ -67,7 +67,16 @@ pub(crate) struct Args {
     /// Base seed of the releases (reproduction only).
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
+    /// Only these lines of the report (e.g. `ipa,ipa_workload` for the tails over many
+    /// runs); every line by default.
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) methods: Vec<String>,
 }
+
+/// The workload the demo states for its IPA release (sql/demo.sql): Q1–Q4 group by 5-year
+/// age bands, sex, surgery and length of stay; counterfeit diseases are drawn per age label.
+pub(crate) const DEMO_WORKLOAD: &str =
+    ", workload => 'age:5, sex, surgery, los', counterfeit_by => 'age'";
 
 fn specs(args: &Args) -> Vec<Spec> {
     let mut out = vec![
@@ -101,6 +110,7 @@ fn specs(args: &Args) -> Vec<Spec> {
             }
             };
             out.push(ipa("ipa", "", seed));
+            out.push(ipa("ipa_workload", DEMO_WORKLOAD, seed + 5));
             out.push(ipa(
                 "ipa_weighted",
                 &format!(", qi_weights => '{QUERY_WEIGHTS}'"),
@@ -171,6 +181,17 @@ async fn main() -> Result<()> {
         eprintln!("--runs must be at least 1 and --epsilons non-empty");
         std::process::exit(2);
     }
+    if let Some(unknown) = args
+        .methods
+        .iter()
+        .find(|m| !report::METHOD_ORDER.contains(&m.as_str()))
+    {
+        eprintln!(
+            "--methods: '{unknown}' is not one of {}",
+            report::METHOD_ORDER.join(", ")
+        );
+        std::process::exit(2);
+    }
     std::fs::create_dir_all(&args.out)?;
     let start = Instant::now();
     let ctx = SessionContext::new();
@@ -184,7 +205,10 @@ async fn main() -> Result<()> {
     .await?;
     let nps = ctx.table_provider("nps").await?;
     let evaluator = evaluator_sql();
-    let specs = specs(&args);
+    let mut specs = specs(&args);
+    if !args.methods.is_empty() {
+        specs.retain(|spec| args.methods.iter().any(|m| m == spec.method));
+    }
     let mut outcomes = Vec::with_capacity(specs.len());
     for (i, spec) in specs.iter().enumerate() {
         let outcome = match evaluate(nps.clone(), spec, &evaluator).await {

@@ -70,8 +70,9 @@ fn group(outcomes: &[Outcome]) -> Groups<'_> {
 }
 
 /// Order of the methods in tables.
-const METHOD_ORDER: [&str; 11] = [
+pub(crate) const METHOD_ORDER: [&str; 12] = [
     "ipa",
+    "ipa_workload",
     "ipa_midpoint",
     "ipa_weighted",
     "ipa_paper",
@@ -94,6 +95,7 @@ fn method_style(m: &str) -> (&'static str, Style) {
     match m {
         "ipa" => ("#1f77b4", Style::Line),
         "ipa_weighted" => ("#17becf", Style::Line),
+        "ipa_workload" => ("#000000", Style::Line),
         "ipa_midpoint" => ("#17becf", Style::Dashed),
         "ipa_paper" => ("#1f77b4", Style::Dashed),
         "ipa_paper_node" => ("#9467bd", Style::Dashed),
@@ -112,6 +114,7 @@ fn method_title(m: &str) -> &'static str {
         "ipa" => "IPA (utility score, default: marginal counterfeit values, stays read by the published interval means)",
         "ipa_midpoint" => "IPA (utility score, marginal counterfeit values, no interval means: stays read by midpoints)",
         "ipa_weighted" => "IPA (utility score, qi_weights location=0)",
+        "ipa_workload" => "IPA with the analyst's workload stated (workload 'age:5, sex, surgery, los', counterfeit_by 'age'), as the demo releases it",
         "ipa_paper" => "IPA (paper's score)",
         "ipa_paper_node" => "IPA at the paper's node",
         "safepub" => "SafePub (delta 1e-7)",
