@@ -40,6 +40,14 @@ impl ExactScale {
         })
     }
 
+    /// The whole-number scale `n` (at least 1: `0` is taken as 1).
+    pub fn whole(n: u64) -> Self {
+        ExactScale {
+            num: n.max(1),
+            den: 1,
+        }
+    }
+
     /// Returns an exact scale `>= sensitivity / epsilon` for the Laplace-type
     /// mechanisms.
     ///
