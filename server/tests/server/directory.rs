@@ -3,7 +3,8 @@
 //! group logs in as an owner, a reader of the analysts group as a public user, over psql
 //! and ADBC with their directory passwords; a wrong password, a user in no group and an
 //! unknown user are refused alike; local users still log in; the audit trail has every
-//! attempt with its reason and the release with its charge. Both ways of finding a user
+//! attempt with its reason and the release with its charge, in whole lines after the server
+//! is killed (SIGKILL) during a release. Both ways of finding a user
 //! (a DN template over LDAPS, a search with a service account over StartTLS) are used.
 
 use std::net::TcpListener;
@@ -263,6 +264,27 @@ fn directory_users_log_in_with_their_directory_password() {
     // Local users still log in with their own passwords (SCRAM).
     let local = verified_psql(&ca, port, "owner", "owner-pw", "SELECT 1");
     assert_eq!(local, Ok(vec![vec!["1".to_string()]]));
+
+    // The server is killed (SIGKILL) while the steward's release runs: the trail keeps
+    // whole lines, and everything above.
+    let release = {
+        let ca = ca.clone();
+        std::thread::spawn(move || {
+            verified_psql(
+                &ca,
+                port,
+                "steward",
+                "steward-dir-pw",
+                "SELECT COUNT(*) FROM anonymize('nps', method => 'kanon', \
+                 qi => 'age, sex, los, surgery, location', sensitive => 'disease', k => 3)",
+            )
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let mut server = server;
+    let _ = server.child.kill();
+    let _ = server.child.wait();
+    let _ = release.join();
 
     let all = audit_lines(&site.dir.path().join("audit.jsonl"));
     let logins: Vec<&Value> = all.iter().filter(|l| l["event"] == "login").collect();
