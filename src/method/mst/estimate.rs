@@ -27,14 +27,45 @@ pub struct Fitted {
     pub total: f64,
 }
 
-/// A rooted view of the tree: an order from the root, each node's parent and the edge to
-/// it (oriented parent → child).
-struct Rooted {
-    order: Vec<usize>,
-    parent: Vec<Option<(usize, usize)>>,
+impl Fitted {
+    /// The distribution of attribute `attr` from the table of edge `e` (which holds it).
+    pub fn node_marginal(&self, e: usize, attr: usize) -> Vec<f64> {
+        one_way(
+            &self.tree,
+            &self.edge_marginals[e],
+            self.tree.edges[e],
+            attr,
+        )
+    }
+
+    /// The distribution of the other attribute of edge `e` given `given = value`
+    /// (weights; uniform where the table gives the value no mass).
+    pub fn conditional(&self, e: usize, given: usize, value: usize) -> Vec<f64> {
+        let (a, b) = self.tree.edges[e];
+        let (ca, cb) = (self.tree.cards[a], self.tree.cards[b]);
+        let table = &self.edge_marginals[e];
+        let row: Vec<f64> = match given == a {
+            true => (0..cb).map(|j| table[value * cb + j]).collect(),
+            false => (0..ca).map(|i| table[i * cb + value]).collect(),
+        };
+        match row.iter().sum::<f64>() > 0.0 {
+            true => row,
+            false => vec![1.0; row.len()],
+        }
+    }
 }
 
-fn root(tree: &Tree) -> Rooted {
+/// A rooted view of the tree: an order from the root, each node's parent and the edge to
+/// it (oriented parent → child).
+pub(super) struct Rooted {
+    /// The attributes, the root (attribute 0) first, each after its parent.
+    pub(super) order: Vec<usize>,
+    /// Each attribute's parent and the edge to it (`None` for the root).
+    pub(super) parent: Vec<Option<(usize, usize)>>,
+}
+
+/// The tree rooted at attribute 0.
+pub(super) fn rooted(tree: &Tree) -> Rooted {
     let d = tree.cards.len();
     let mut neighbours: Vec<Vec<(usize, usize)>> = vec![Vec::new(); d];
     for (e, &(a, b)) in tree.edges.iter().enumerate() {
@@ -213,7 +244,7 @@ pub fn fit(
     total: f64,
     iterations: usize,
 ) -> Fitted {
-    let rooted = root(&tree);
+    let rooted = rooted(&tree);
     let mut theta: Vec<Vec<f64>> = tree
         .edges
         .iter()
@@ -312,7 +343,7 @@ mod tests {
             cards: vec![3, 2, 4, 2],
             edges: vec![(0, 1), (2, 0), (1, 3)],
         };
-        let rooted = root(&tree);
+        let rooted = rooted(&tree);
         let theta: Vec<Vec<f64>> = tree
             .edges
             .iter()
@@ -343,7 +374,7 @@ mod tests {
                 .sum::<f64>()
                 .exp()
         };
-        let mut joint01 = vec![0.0; 6];
+        let mut joint01 = [0.0; 6];
         let mut z = 0.0;
         for x0 in 0..3 {
             for x1 in 0..2 {
