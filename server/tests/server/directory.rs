@@ -145,6 +145,18 @@ fn make_certificates(dir: &Path) -> PathBuf {
     dir.join("ca.pem")
 }
 
+/// The steward (of the stewards group) reads the source: an owner.
+fn steward_is_an_owner(ca: &Path, port: u16) {
+    let count = verified_psql(
+        ca,
+        port,
+        "steward",
+        "steward-dir-pw",
+        "SELECT COUNT(*) FROM nps",
+    );
+    assert_eq!(count, Ok(vec![vec!["20000".to_string()]]));
+}
+
 fn audit_lines(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).expect("the audit trail");
     assert!(text.ends_with('\n'), "a torn last line");
@@ -223,14 +235,7 @@ fn directory_users_log_in_with_their_directory_password() {
     );
     assert!(hidden.is_err(), "{hidden:?}");
     // The steward (stewards) is an owner.
-    let count = verified_psql(
-        &ca,
-        port,
-        "steward",
-        "steward-dir-pw",
-        "SELECT COUNT(*) FROM nps",
-    );
-    assert_eq!(count, Ok(vec![vec!["20000".to_string()]]));
+    steward_is_an_owner(&ca, port);
     // Refused alike: a wrong password, a user in no group, an unknown user, and a name
     // with a comma (escaped in the DN: it binds as itself, and is in no group).
     for (user, password) in [
@@ -352,14 +357,7 @@ fn a_search_with_a_service_account_over_starttls_finds_the_user() {
     });
     let server = site.start();
     let port = server.postgres;
-    let count = verified_psql(
-        &ca,
-        port,
-        "steward",
-        "steward-dir-pw",
-        "SELECT COUNT(*) FROM nps",
-    );
-    assert_eq!(count, Ok(vec![vec!["20000".to_string()]]));
+    steward_is_an_owner(&ca, port);
     let wrong = verified_psql(&ca, port, "steward", "reader-dir-pw", "SELECT 1");
     assert!(wrong.is_err_and(|e| e.contains("assword authentication failed")));
     // A name with filter syntax finds nobody: the filter is built in BER, not text.

@@ -97,11 +97,7 @@ pub fn sample_discrete_gaussian<R: RngCore + ?Sized>(rng: &mut R, variance: Exac
     let den = BigUint::from(2u32) * &a * &b * &t_big * &t_big;
     let mut bits = BitSource::new(rng);
     loop {
-        let negative = bits.bit();
-        let y = bits.geometric(scale);
-        if negative && y == 0 {
-            continue;
-        }
+        let (negative, y) = bits.discrete_laplace(scale);
         let magnitude = BigUint::from(y) * &b * &t_big;
         let gap = if magnitude >= a {
             magnitude - &a

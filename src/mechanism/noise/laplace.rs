@@ -19,15 +19,27 @@ use super::ExactScale;
 /// The magnitude saturates at `i64::MAX`, with the probability bound given
 /// for `sample_geometric` (geometric.rs).
 pub fn sample_discrete_laplace<R: RngCore + ?Sized>(rng: &mut R, scale: ExactScale) -> i64 {
-    let mut bits = BitSource::new(rng);
-    loop {
-        let negative = bits.bit();
-        let y = bits.geometric(scale);
-        if negative && y == 0 {
-            continue;
+    let (negative, y) = BitSource::new(rng).discrete_laplace(scale);
+    let y = geometric_to_i64(y);
+    if negative {
+        -y
+    } else {
+        y
+    }
+}
+
+impl<R: RngCore + ?Sized> BitSource<'_, R> {
+    /// One discrete Laplace draw of `scale` as its sign and magnitude: a fair sign bit and a
+    /// geometric magnitude, "negative zero" rejected ([`sample_discrete_laplace`]; the
+    /// discrete Gaussian draws its proposals here too).
+    pub(super) fn discrete_laplace(&mut self, scale: ExactScale) -> (bool, u64) {
+        loop {
+            let negative = self.bit();
+            let y = self.geometric(scale);
+            if !(negative && y == 0) {
+                return (negative, y);
+            }
         }
-        let y = geometric_to_i64(y);
-        return if negative { -y } else { y };
     }
 }
 
