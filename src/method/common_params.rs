@@ -48,7 +48,7 @@ pub const COMMON_PARAMS: &[ParamSpec] = &[
         "max_rows_per_person",
         ParamKind::Count,
         ParamDefault::Optional("1"),
-        "with person, for the differentially private methods (ipa, safepub, dp_histogram): the most rows of one person the release uses (the rest are left out at random); epsilon and delta stay per person, each row gets epsilon / max_rows_per_person (group privacy)",
+        "with person, for the differentially private methods (ipa, safepub, dp_histogram, mst): the most rows of one person the release uses (the rest are left out at random); epsilon and delta stay per person, each row gets epsilon / max_rows_per_person (group privacy)",
     ),
     ParamSpec::new(
         "identifiers",

@@ -10,9 +10,8 @@ pub mod common_params;
 pub mod dp_histogram;
 pub mod ipa;
 pub mod kanon;
+pub mod levels;
 pub mod microaggregation;
-// In progress: not a method yet (its estimation and sampling are not built).
-#[allow(dead_code)]
 pub mod mst;
 pub mod numeric;
 pub mod safepub;
@@ -20,6 +19,7 @@ pub mod sweep;
 pub mod upa;
 
 pub use common_params::COMMON_PARAMS;
+pub use levels::{check_levels_within_bounds, level_bounds, MAX_LEVELS, MIN_LEVELS};
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -32,7 +32,7 @@ use datafusion::execution::memory_pool::{MemoryPool, UnboundedMemoryPool};
 use crate::budget::Cost;
 use crate::hierarchy::Hierarchy;
 use crate::histogram::GroupedHistogram;
-use crate::lattice::{parse_level_list, Lattice, LevelBounds, Node, NO_LEVEL_BOUNDS};
+use crate::lattice::{Lattice, LevelBounds, Node, NO_LEVEL_BOUNDS};
 use crate::mechanism::rng::AnonRng;
 use crate::names::PairsError;
 use crate::params::ParamValue;
@@ -451,6 +451,7 @@ pub const METHODS: &[&MethodSpec] = &[
     &dp_histogram::METHOD,
     &upa::METHOD,
     &microaggregation::METHOD,
+    &mst::METHOD,
 ];
 
 /// The methods whose whole release is differentially private ([`Guarantee::WholeReleaseDp`]):
@@ -494,38 +495,6 @@ pub const MAX_NODES: ParamSpec = ParamSpec::new(
     ParamDefault::Integer(crate::lattice::DEFAULT_MAX_NODES as u64),
     "largest lattice to evaluate (the product of the hierarchy heights + 1)",
 );
-
-/// `min_levels` of the lattice methods.
-pub const MIN_LEVELS: ParamSpec = ParamSpec::new(
-    "min_levels",
-    ParamKind::Text,
-    ParamDefault::Optional("none: every attribute may stay at level 0"),
-    "lowest generalization level per attribute, 'col=level, ...': the lattice holds only nodes at or above it",
-);
-
-/// `max_levels` of the lattice methods.
-pub const MAX_LEVELS: ParamSpec = ParamSpec::new(
-    "max_levels",
-    ParamKind::Text,
-    ParamDefault::Optional("none: every attribute may reach its hierarchy's top"),
-    "highest generalization level per attribute, 'col=level, ...' (e.g. 'age=1' keeps ages in the first level's intervals): the lattice holds only nodes at or below it",
-);
-
-/// Reads the `min_levels` and `max_levels` arguments (names and levels are checked against
-/// the quasi-identifiers and their hierarchies when those are known, see
-/// [`LevelBounds::resolve`]).
-pub fn level_bounds(values: &ParamValues) -> Result<LevelBounds> {
-    let read = |name: &str| -> Result<Vec<(String, usize)>> {
-        match values.opt_text(name) {
-            Some(text) => Ok(parse_level_list(name, text)?),
-            None => Ok(Vec::new()),
-        }
-    };
-    Ok(LevelBounds {
-        min: read("min_levels")?,
-        max: read("max_levels")?,
-    })
-}
 
 /// Parses `qi_weights => 'age=3, los=2'` into `(column, weight)` pairs as written (names
 /// as in `qi`, a name containing `,` or `=` in double quotes: [`crate::names::parse_pairs`]):
@@ -673,10 +642,11 @@ mod tests {
             }
             let values =
                 ParamValues::parse("anonymize", method.name, method.params, &given).unwrap();
+            let qi = ["age".to_string()];
             let configured = (method.configure)(&MethodArgs {
                 values: &values,
                 has_informative: true,
-                qi: &[],
+                qi: &qi,
             })
             .unwrap();
             assert_eq!(configured.name(), method.name);

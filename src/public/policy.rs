@@ -61,7 +61,7 @@ pub struct PublicPolicy {
     /// the tables the session had when it was registered.
     pub tables: Vec<String>,
     /// The methods public users may call (default: the methods whose whole release is
-    /// differentially private, `dp_histogram` and `safepub`). Any other method needs
+    /// differentially private: `dp_histogram`, `mst` and `safepub`). Any other method needs
     /// [`Self::allow_non_dp`].
     pub methods: Vec<String>,
     /// The owner's consent to give public users methods whose release is not
@@ -421,7 +421,7 @@ mod tests {
     #[test]
     fn a_policy_from_json_has_the_defaults_it_does_not_name() {
         let policy = nps();
-        assert_eq!(policy.methods, ["dp_histogram", "safepub"]);
+        assert_eq!(policy.methods, ["dp_histogram", "mst", "safepub"]);
         assert_eq!(policy.min_epsilon, DEFAULT_PUBLIC_MIN_EPSILON);
         assert_eq!(policy.validate(), Ok(()));
         let source = &policy.sources["nps"];

@@ -89,6 +89,10 @@ const DRAWN: &[&str] = &[
 /// entries are draws too, for `safepub` only (dp_histogram's node is a public choice).
 const DRAWN_BY_SEARCH: &[&str] = &["levels", "node", "steps_run"];
 
+/// MST's tree (chosen by exponential mechanisms), the domains its noisy 1-way marginals
+/// compress and its noisy total: draws too, for `mst` only (its node is a public choice).
+const DRAWN_BY_MST: &[&str] = &["tree", "compressed_domains", "records_estimate"];
+
 /// A small deterministic generator (splitmix64): the corpus is the same on every run.
 struct Draw(u64);
 
@@ -175,6 +179,7 @@ fn corpus(count: usize) -> Vec<String> {
     let methods: &[&str] = &[
         "'dp_histogram'",
         "'safepub'",
+        "'mst'",
         "'DP_Histogram'",
         "'ipa'",
         "'kanon'",
@@ -241,6 +246,8 @@ fn corpus(count: usize) -> Vec<String> {
         ", max_cells => 3",
         ", max_cells => 18",
         ", max_cells => 1000000000000",
+        ", iterations => 20",
+        ", iterations => 1000000",
         ", seed => 1",
         ", max_release_rows => 5",
         ", delta => 1e-5, steps => 3",
@@ -344,9 +351,12 @@ async fn observe(ctx: &SessionContext, sql: &str) -> Seen {
                 metadata.insert(key.unwrap_or_default(), value.unwrap_or_default());
             }
         }
-        let searched = metadata.get("method").is_some_and(|m| m == "safepub");
-        let drawn =
-            |key: &str| DRAWN.contains(&key) || (searched && DRAWN_BY_SEARCH.contains(&key));
+        let method = metadata.get("method").cloned().unwrap_or_default();
+        let drawn = |key: &str| {
+            DRAWN.contains(&key)
+                || (method == "safepub" && DRAWN_BY_SEARCH.contains(&key))
+                || (method == "mst" && DRAWN_BY_MST.contains(&key))
+        };
         metadata.retain(|key, _| !drawn(key));
     }
     Seen::Ran { schema, metadata }

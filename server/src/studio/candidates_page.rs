@@ -211,6 +211,7 @@ pub fn guarantee(candidate: &Candidate) -> String {
         "safepub" => format!("(ε = {}, δ = {})-differential privacy (SafePub): whether any one row is in the source changes the chance of any release by at most that much.", arg("epsilon", "1"), arg("delta", "?")),
         "ipa" => format!("ε = {} differential privacy (IPA): true rows generalized, some suppressed, counterfeit rows added.", arg("epsilon", "1")),
         "dp_histogram" => format!("ε = {} differential privacy: rows drawn from a noisy histogram of the generalized table.", arg("epsilon", "1")),
+        "mst" => format!("(ε = {}, δ = {})-differential privacy (MST): synthetic rows drawn from a model of the columns' pairwise counts, measured with noise.", arg("epsilon", "1"), arg("delta", "1e-9")),
         "upa" => format!("k-anonymity with counterfeits (UPA, k = {}): every class holds at least k rows, some of them counterfeit.", arg("k", "10")),
         "microaggregation" => format!("groups of at least {} similar rows share their mean values: k-anonymity of the aggregated values, not differential privacy.", arg("k", "3")),
         other => escape(other),
@@ -219,7 +220,7 @@ pub fn guarantee(candidate: &Candidate) -> String {
 
 /// The candidates side by side.
 pub fn candidates(body: &mut String, user: &StudioUser, bench: &Workbench) {
-    body.push_str("<section id=\"candidates\"><h2>5. Candidates</h2><p class=\"explain\">Configurations to compare. Each runs as a <b>trial</b>: a seeded draw that charges no privacy budget and can never be published; publishing draws again, unseeded. Fill in the fields the method uses (k for k-anonymity, UPA and microaggregation; ε for the differentially private methods, δ for SafePub).</p>");
+    body.push_str("<section id=\"candidates\"><h2>5. Candidates</h2><p class=\"explain\">Configurations to compare. Each runs as a <b>trial</b>: a seeded draw that charges no privacy budget and can never be published; publishing draws again, unseeded. Fill in the fields the method uses (k for k-anonymity, UPA and microaggregation; ε for the differentially private methods, δ for SafePub and MST).</p>");
     if bench.project.columns(ColumnRole::Quasi).is_empty() {
         body.push_str("<p>Choose quasi-identifiers first.</p></section>");
         return;
@@ -230,6 +231,7 @@ pub fn candidates(body: &mut String, user: &StudioUser, bench: &Workbench) {
         <option value=\"safepub\">SafePub (differential privacy)</option>\
         <option value=\"ipa\">IPA (differential privacy, counterfeits)</option>\
         <option value=\"dp_histogram\">DP histogram</option>\
+        <option value=\"mst\">MST (differential privacy, synthetic rows)</option>\
         <option value=\"upa\">UPA (k-anonymity, counterfeits)</option>\
         <option value=\"microaggregation\">microaggregation</option></select></label> \
         <label>k <input name=\"k\" value=\"5\" size=\"4\"></label> \

@@ -304,7 +304,7 @@ pub fn candidate(form: &Fields) -> Result<Candidate, String> {
     let method = field(form, "method").unwrap_or("kanon").to_string();
     let names: &[&str] = match method.as_str() {
         "kanon" => &["k", "suppression_limit"],
-        "safepub" => &["epsilon", "delta"],
+        "safepub" | "mst" => &["epsilon", "delta"],
         "ipa" | "dp_histogram" => &["epsilon"],
         "upa" | "microaggregation" => &["k"],
         other => return Err(format!("unknown method '{other}'")),

@@ -39,8 +39,6 @@
 
 mod big;
 mod bits;
-// The MST method's measurements (issue 54, in progress) will be its first user.
-#[allow(dead_code)]
 mod gaussian;
 mod geometric;
 mod interval;
@@ -60,8 +58,7 @@ use big::{bernoulli_exp_big, sample_uniform_below_big};
 use bits::bernoulli_exp;
 pub(crate) use bits::BitSource;
 pub use bits::{bernoulli_rational, sample_uniform_below};
-#[allow(unused_imports)]
-pub use gaussian::{sample_discrete_gaussian, ExactVariance, VARIANCE_GRID};
+pub use gaussian::{sample_discrete_gaussian, ExactVariance};
 #[cfg(test)]
 use geometric::sample_geometric;
 pub use interval::{one_cell_half_width, sum_noise};

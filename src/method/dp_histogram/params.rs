@@ -9,10 +9,10 @@ use datafusion::common::{plan_err, Result};
 use super::DpHistogram;
 use super::DEFAULT_MAX_CELLS;
 use crate::lattice::parse_level_list;
-use crate::lattice::LevelBounds;
 use crate::mechanism::noise::ExactScale;
 use crate::method::{
-    level_bounds, max_nodes, Method, MethodArgs, EPSILON, MAX_LEVELS, MIN_LEVELS, SEED,
+    check_levels_within_bounds, level_bounds, max_nodes, Method, MethodArgs, EPSILON, MAX_LEVELS,
+    MIN_LEVELS, SEED,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
 
@@ -66,34 +66,6 @@ pub(super) fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
         max_nodes: max_nodes(values)?,
         level_bounds,
     }))
-}
-
-/// `levels` names one node; it must satisfy `min_levels` and `max_levels` (a column not
-/// named in `levels` is at level 0).
-fn check_levels_within_bounds(levels: &[(String, usize)], bounds: &LevelBounds) -> Result<()> {
-    let level_of = |column: &str| {
-        levels
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(column))
-            .map_or(0, |(_, l)| *l)
-    };
-    for (column, min) in &bounds.min {
-        if level_of(column) < *min {
-            return plan_err!(
-                "levels: level {} of '{column}' is below its min_levels {min}",
-                level_of(column)
-            );
-        }
-    }
-    for (column, max) in &bounds.max {
-        if level_of(column) > *max {
-            return plan_err!(
-                "levels: level {} of '{column}' is above its max_levels {max}",
-                level_of(column)
-            );
-        }
-    }
-    Ok(())
 }
 
 /// Parameters of the DP histogram.

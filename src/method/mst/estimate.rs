@@ -4,7 +4,10 @@
 //! sum-product on the tree, minimizing `Σ (μ − y)² / (2·variance)` over every measured cell.
 //! Post-processing of the measurements: nothing here reads the data.
 
+use datafusion::common::Result;
+
 use super::select::Measurement;
+use crate::progress::Progress;
 
 /// A spanning tree over `cards.len()` attributes.
 #[derive(Debug, Clone)]
@@ -16,15 +19,13 @@ pub struct Tree {
 }
 
 /// The fitted model: one probability table per edge (row-major over `(a, b)`), consistent
-/// on shared attributes, times the total.
+/// on shared attributes.
 #[derive(Debug, Clone)]
 pub struct Fitted {
     /// The tree.
     pub tree: Tree,
     /// `p(x_a, x_b)` per edge.
     pub edge_marginals: Vec<Vec<f64>>,
-    /// The estimated number of records.
-    pub total: f64,
 }
 
 impl Fitted {
@@ -236,14 +237,16 @@ fn loss(
 /// Fits the tree's distribution to the 1-way measurements `one` (per attribute) and the
 /// 2-way measurements `two` (per edge, row-major over `(a, b)`), with `total` records,
 /// in at most `iterations` steps of mirror descent (each step halved until the loss falls,
-/// then grown by a quarter).
+/// then grown by a quarter). Each step is reported to `progress`, whose error (nobody
+/// waits for the release any more) stops the fit.
 pub fn fit(
     tree: Tree,
     one: &[Measurement],
     two: &[Measurement],
     total: f64,
     iterations: usize,
-) -> Fitted {
+    progress: &Progress,
+) -> Result<Fitted> {
     let rooted = rooted(&tree);
     let mut theta: Vec<Vec<f64>> = tree
         .edges
@@ -260,7 +263,11 @@ pub fn fit(
         .fold(0.0f64, |m, g| m.max(g.abs()))
         .max(f64::MIN_POSITIVE);
     let mut step = 1.0 / largest;
-    for _ in 0..iterations {
+    for iteration in 0..iterations {
+        match iteration % 16 {
+            0 => progress.report(iteration, iterations)?,
+            _ => progress.check()?,
+        }
         let mut accepted = false;
         for _ in 0..40 {
             let trial: Vec<Vec<f64>> = theta
@@ -286,11 +293,11 @@ pub fn fit(
             break;
         }
     }
-    Fitted {
+    progress.report(iterations, iterations)?;
+    Ok(Fitted {
         tree,
         edge_marginals: p,
-        total,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -324,7 +331,7 @@ mod tests {
         };
         let one = vec![exact(scale(&p0)), exact(scale(&p1)), exact(scale(&p2))];
         let two = vec![exact(scale(&p12)), exact(scale(&p01))];
-        let fitted = fit(tree, &one, &two, 1000.0, 5000);
+        let fitted = fit(tree, &one, &two, 1000.0, 5000, &Progress::silent()).expect("fitted");
         for (got, want) in fitted
             .edge_marginals
             .iter()

@@ -182,7 +182,6 @@ mod tests {
                 edges: vec![(0, 1), (1, 2)],
             },
             edge_marginals: vec![p01.clone(), p12.clone()],
-            total: 10_000.0,
         };
         let mut rng = TestRng::seed_from_u64(5);
         let records = sample(&mut rng, &fitted, 10_000);

@@ -115,19 +115,32 @@ pub fn independent(one_way: &[Measurement]) -> (f64, Vec<Vec<f64>>) {
 }
 
 /// The score of the pair `(a, b)`: the L1 distance between its true 2-way marginal in
-/// `records` and the independent prediction `total · p_a ⊗ p_b`. One record added or
-/// removed moves one cell by 1, so the score moves by at most 1 (the prediction is fixed:
-/// it comes from the 1-way measurements).
+/// `records` and the independent prediction `total · p_a ⊗ p_b`, in units of 2^-10 added
+/// exactly in integers and capped at 2^52 units (2^42 records) before it becomes a float: one record added
+/// or removed moves one cell's count by 1, so the score moves by at most 1 exactly, not
+/// only up to rounding (the prediction is fixed: it comes from the 1-way measurements).
 pub fn pair_score(records: &Records, a: usize, b: usize, total: f64, shares: &[Vec<f64>]) -> f64 {
+    const UNIT: f64 = 1024.0;
+    const CAP: u128 = 1 << 52;
     let x = records.marginal(&[a, b]);
     let cb = records.cards[b];
-    x.iter()
+    let units: u128 = x
+        .iter()
         .enumerate()
         .map(|(cell, &count)| {
-            let predicted = total * shares[a][cell / cb] * shares[b][cell % cb];
-            (count as f64 - predicted).abs()
+            // The prediction on the grid of 2^-10, as an integer (saturating: a prediction
+            // that large is capped below anyway).
+            let predicted = (total * shares[a][cell / cb] * shares[b][cell % cb] * UNIT).round();
+            let predicted = if predicted.is_finite() && predicted > 0.0 {
+                predicted.min(CAP as f64) as u128
+            } else {
+                0
+            };
+            (u128::from(count) * 1024).abs_diff(predicted)
         })
-        .sum()
+        .fold(0u128, |sum, d| sum.saturating_add(d).min(CAP));
+    // At most 2^52 units: an integer a float holds exactly, and a division by 2^10 is exact.
+    units as f64 / UNIT
 }
 
 /// A union-find over attributes.
