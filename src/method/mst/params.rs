@@ -15,7 +15,7 @@ pub const DEFAULT_DELTA: f64 = 1e-9;
 pub const DEFAULT_MAX_CELLS: u64 = 100_000;
 
 /// Default number of steps of the fit.
-pub const DEFAULT_ITERATIONS: u64 = 1_000;
+pub const DEFAULT_ITERATIONS: u64 = 100;
 
 /// Largest number of steps of the fit one call may ask for: every step walks every edge's
 /// marginal, so this bounds the work of one call with `max_cells`.
@@ -58,7 +58,7 @@ pub(super) const PARAMS: &[ParamSpec] = &[
         "iterations",
         ParamKind::Count,
         ParamDefault::Integer(DEFAULT_ITERATIONS),
-        "steps of the model's fit to the noisy marginals (at most 20000; post-processing, no privacy cost)",
+        "steps of the model's fit to the noisy marginals, which starts from the 2-way measurements' own tree distribution (at most 20000; post-processing, no privacy cost)",
     ),
 ];
 

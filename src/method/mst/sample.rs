@@ -88,17 +88,7 @@ pub fn sample<R: RngCore + ?Sized>(rng: &mut R, fitted: &Fitted, rows: u64) -> R
             }
         }
     }
-    let mut merged: std::collections::BTreeMap<Vec<u32>, u64> = Default::default();
-    for r in 0..rows_usize {
-        *merged
-            .entry(codes[r * d..(r + 1) * d].to_vec())
-            .or_default() += 1;
-    }
-    let mut out = Records::new(tree.cards.clone());
-    for (tuple, count) in merged {
-        out.push(&tuple, count);
-    }
-    out
+    Records::merged(tree.cards.clone(), &codes, &vec![1; rows_usize])
 }
 
 /// `records` over compressed codes back over the original values: a code that stands for
@@ -122,29 +112,23 @@ pub fn decompress<R: RngCore + ?Sized>(
             m
         })
         .collect();
-    let mut merged: std::collections::BTreeMap<Vec<u32>, u64> = Default::default();
+    let d = records.width();
+    let rows = usize::try_from(records.total()).unwrap_or(usize::MAX);
+    let mut codes: Vec<u32> = Vec::with_capacity(rows.saturating_mul(d));
     for i in 0..records.counts.len() {
         let tuple = records.tuple(i);
         for _ in 0..records.counts[i] {
-            let original: Vec<u32> = tuple
-                .iter()
-                .enumerate()
-                .map(|(a, &code)| {
-                    let choices = &members[a][code as usize];
-                    match choices.len() {
-                        0 | 1 => choices.first().copied().unwrap_or(0),
-                        n => choices[sample_uniform_below(rng, n as u64) as usize],
-                    }
-                })
-                .collect();
-            *merged.entry(original).or_default() += 1;
+            for (a, &code) in tuple.iter().enumerate() {
+                let choices = &members[a][code as usize];
+                codes.push(match choices.len() {
+                    0 | 1 => choices.first().copied().unwrap_or(0),
+                    n => choices[sample_uniform_below(rng, n as u64) as usize],
+                });
+            }
         }
     }
-    let mut out = Records::new(cards.to_vec());
-    for (tuple, count) in merged {
-        out.push(&tuple, count);
-    }
-    out
+    let rows = codes.len() / d.max(1);
+    Records::merged(cards.to_vec(), &codes, &vec![1; rows])
 }
 
 #[cfg(test)]
