@@ -134,6 +134,16 @@ fn specs(args: &Args) -> Vec<Spec> {
                 ),
             });
             out.push(Spec {
+                method: "mst",
+                epsilon: Some(epsilon),
+                run,
+                source: "nps",
+                args: format!(
+                    "method => 'mst', qi => '{QI}', informative => 'disease', epsilon => {epsilon}, seed => {}",
+                    seed + 6
+                ),
+            });
+            out.push(Spec {
                 method: "safepub",
                 epsilon: Some(epsilon),
                 run,

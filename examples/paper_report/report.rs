@@ -70,7 +70,7 @@ fn group(outcomes: &[Outcome]) -> Groups<'_> {
 }
 
 /// Order of the methods in tables.
-pub(crate) const METHOD_ORDER: [&str; 12] = [
+pub(crate) const METHOD_ORDER: [&str; 13] = [
     "ipa",
     "ipa_workload",
     "ipa_midpoint",
@@ -83,6 +83,7 @@ pub(crate) const METHOD_ORDER: [&str; 12] = [
     "upa_constrained",
     "safepub",
     "dp_histogram",
+    "mst",
 ];
 
 /// Methods with no ε: their releases are grouped under `epsilon=none`.
@@ -104,6 +105,7 @@ fn method_style(m: &str) -> (&'static str, Style) {
         "safepub" => ("#d62728", Style::Line),
         "upa" => ("#8c564b", Style::Line),
         "upa_constrained" => ("#8c564b", Style::Dashed),
+        "mst" => ("#e377c2", Style::Line),
         _ => ("#2ca02c", Style::Line),
     }
 }
@@ -121,6 +123,7 @@ fn method_title(m: &str) -> &'static str {
         "kanon" => "k-anonymization",
         "kanon_nosup" => "k-anonymization without suppression",
         "dp_histogram" => "DP histogram",
+        "mst" => "MST (delta 1e-9, synthetic rows)",
         "upa" => "UPA (k = 10, h = 0.2)",
         "upa_constrained" => "UPA (k = 10, h = 0.2, constrained counterfeits)",
         _ => "?",
