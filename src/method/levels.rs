@@ -1,8 +1,10 @@
 //! The level arguments of the lattice methods: `min_levels` and `max_levels` (bounds on
-//! the lattice a method works on) and the check of a `levels` node against them.
+//! the lattice a method works on), the check of a `levels` node against them, and a node
+//! written as `levels` text.
 
 use datafusion::common::{plan_err, Result};
 
+use crate::hierarchy::Hierarchy;
 use crate::lattice::{parse_level_list, LevelBounds};
 use crate::params::{ParamDefault, ParamKind, ParamSpec, ParamValues};
 
@@ -64,4 +66,14 @@ pub fn check_levels_within_bounds(levels: &[(String, usize)], bounds: &LevelBoun
         }
     }
     Ok(())
+}
+
+/// A node as `levels` text, `age=1, sex=0`: each hierarchy's attribute with its level.
+pub fn node_levels(hierarchies: &[&Hierarchy], node: &[usize]) -> String {
+    hierarchies
+        .iter()
+        .zip(node)
+        .map(|(h, l)| format!("{}={l}", h.attribute()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -91,14 +91,7 @@ pub(super) fn cell_count(
     Some(cells)
 }
 
-pub(super) fn describe(hierarchies: &[&Hierarchy], node: &[usize]) -> String {
-    hierarchies
-        .iter()
-        .zip(node)
-        .map(|(h, l)| format!("{}={l}", h.attribute()))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
+pub(super) use crate::method::levels::node_levels as describe;
 
 /// The node to release at: the requested levels, or the default rule.
 pub fn resolve_node(

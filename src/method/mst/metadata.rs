@@ -13,6 +13,7 @@ use super::Synthesis;
 use crate::hierarchy::Hierarchy;
 use crate::lattice::{node_label, Node};
 use crate::mechanism::noise::ExactVariance;
+use crate::method::levels::node_levels as describe;
 use crate::sensitive::SensitiveDomain;
 
 /// What one release drew and how close it came (owner-only diagnostics).
@@ -73,16 +74,6 @@ impl MstStats {
             pair_distance_mean: distances.iter().sum::<f64>() / count,
         }
     }
-}
-
-/// `age=1, sex=0`.
-pub(super) fn describe(hierarchies: &[&Hierarchy], node: &[usize]) -> String {
-    hierarchies
-        .iter()
-        .zip(node)
-        .map(|(h, l)| format!("{}={l}", h.attribute()))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// The model's attributes by name: the quasi-identifiers, then the informative column(s).

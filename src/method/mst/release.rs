@@ -10,9 +10,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{plan_err, DataFusionError, Result};
 
 use super::budget::Split;
-use super::metadata::{
-    describe, mst_diagnostics_batch, mst_diagnostics_schema, mst_metadata, MstStats,
-};
+use super::metadata::{mst_diagnostics_batch, mst_diagnostics_schema, mst_metadata, MstStats};
 use super::params::{self, MstParams, DEFAULT_MAX_CELLS};
 use super::records::Records;
 use crate::budget::Cost;
@@ -20,6 +18,7 @@ use crate::hierarchy::Hierarchy;
 use crate::lattice::{node_from_levels, parse_level_list, Lattice, LevelBounds, Node};
 use crate::mechanism::noise::ExactVariance;
 use crate::mechanism::rng::AnonRng;
+use crate::method::levels::node_levels as describe;
 use crate::method::{check_levels_within_bounds, level_bounds, max_nodes, MethodArgs};
 use crate::method::{Guarantee, Input, Method, MethodInput, MethodOutput, MethodSpec, Persons};
 use crate::release::{ReleaseSize, ReleasedHistogram, TooManyRows, SIZE_FAILURE};
