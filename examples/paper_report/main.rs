@@ -154,6 +154,17 @@ fn specs(args: &Args) -> Vec<Spec> {
                     seed + 4
                 ),
             });
+            out.push(Spec {
+                method: "safepub_paper",
+                epsilon: Some(epsilon),
+                run,
+                source: "nps",
+                args: format!(
+                    "method => 'safepub', qi => '{QI}', informative => 'disease', epsilon => {epsilon}, epsilon_search => {}, delta => 1e-7, final_selection => 'best', search_sample => 'shared', seed => {}",
+                    epsilon / 10.0,
+                    seed + 4
+                ),
+            });
         }
         for (method, extra, offset) in [
             ("upa", "", 8),

@@ -70,7 +70,7 @@ fn group(outcomes: &[Outcome]) -> Groups<'_> {
 }
 
 /// Order of the methods in tables.
-pub(crate) const METHOD_ORDER: [&str; 13] = [
+pub(crate) const METHOD_ORDER: [&str; 14] = [
     "ipa",
     "ipa_workload",
     "ipa_midpoint",
@@ -82,6 +82,7 @@ pub(crate) const METHOD_ORDER: [&str; 13] = [
     "upa",
     "upa_constrained",
     "safepub",
+    "safepub_paper",
     "dp_histogram",
     "mst",
 ];
@@ -103,6 +104,7 @@ fn method_style(m: &str) -> (&'static str, Style) {
         "kanon" => ("#ff7f0e", Style::Line),
         "kanon_nosup" => ("#ff7f0e", Style::Dashed),
         "safepub" => ("#d62728", Style::Line),
+        "safepub_paper" => ("#d62728", Style::Dashed),
         "upa" => ("#8c564b", Style::Line),
         "upa_constrained" => ("#8c564b", Style::Dashed),
         "mst" => ("#e377c2", Style::Line),
@@ -120,6 +122,7 @@ fn method_title(m: &str) -> &'static str {
         "ipa_paper" => "IPA (paper's score)",
         "ipa_paper_node" => "IPA at the paper's node",
         "safepub" => "SafePub (delta 1e-7)",
+        "safepub_paper" => "SafePub, the paper's search (best pivot on the released sample: not proven)",
         "kanon" => "k-anonymization",
         "kanon_nosup" => "k-anonymization without suppression",
         "dp_histogram" => "DP histogram",
@@ -198,7 +201,8 @@ fn header(ctx: &Ctx, md: &mut String, total_seconds: f64) {
          **IPA at the paper's node** (Algorithm 1 at {PAPER_NODE}, the node behind the paper's Tables 9–12, on a pre-generalized source with identity hierarchies; \
          its IL is not meaningful and not reported); **k-anonymization** (`method => 'kanon'`, k = 10, ≤ 5 % suppression, minimal NCP); \
          **k-anonymization without suppression** (the same with `suppression_limit => 0`); \
-         **SafePub** (`method => 'safepub'`, δ = 1e-7, ε_search = ε/10, granularity score); \
+         **SafePub** (`method => 'safepub'`, δ = 1e-7, ε_search = ε/10, granularity score, the proven defaults); \
+         **SafePub, the paper's search** (the same with `final_selection => 'best', search_sample => 'shared'`: not proven); \
          **DP histogram** (`method => 'dp_histogram'` at {PAPER_NODE}); \
          **UPA (k = 10, h = 0.2)** (`method => 'upa'`, the UPA paper's NPS setting, disease sensitive; the release as published, counterfeits included: \
          the UPA paper reports no figures for it, only that it is closer to the original than k-anonymity, especially for Q3/Q4); \

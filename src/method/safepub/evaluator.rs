@@ -6,14 +6,15 @@ use std::collections::HashMap;
 use datafusion::common::{internal_err, Result};
 
 use super::partition::{unit_level, Grouper, Partition, SampleData};
-use super::score::{Evaluation, ScoreAccumulator, ScoreFunction, ScoreTables};
+use super::score::{Evaluation, ScoreAccumulator, ScoreFunction, ScoreSuppression, ScoreTables};
 use super::search::NodeScorer;
 use crate::hierarchy::Hierarchy;
 use crate::lattice::Lattice;
 
 /// The records kept among the leaf classes of `units` of `partition` when every (class,
-/// informative value) group of fewer than `k` records is suppressed, and the largest kept
-/// group (the most frequent informative value among the kept records; 0 if none is kept).
+/// informative value) group of fewer than `k` records is suppressed, the records the score
+/// counts as kept (`suppression`), and the largest kept group (the most frequent
+/// informative value among the kept records; 0 if none is kept).
 ///
 /// A released record is its generalized quasi-identifiers *with* its informative value, so
 /// SafePub's Theorem 3 needs each such combination to occur at least k times.
@@ -22,9 +23,10 @@ fn kept_by_value(
     partition: &Partition,
     units: impl Iterator<Item = u32>,
     k: u64,
+    suppression: ScoreSuppression,
     counts: &mut [u64],
     touched: &mut Vec<u32>,
-) -> (u64, u64) {
+) -> (u64, u64, u64) {
     let h = &sample.histogram;
     for u in units {
         for &m in partition.unit_members(u as usize) {
@@ -37,17 +39,25 @@ fn kept_by_value(
             }
         }
     }
-    let (mut kept, mut best) = (0, 0);
+    let (mut kept, mut counted, mut best) = (0, 0, 0);
     for &v in touched.iter() {
         let c = counts[v as usize];
         if c >= k {
             kept += c;
             best = best.max(c);
         }
+        counted += suppression.kept_weight(c, k);
         counts[v as usize] = 0;
     }
     touched.clear();
-    (kept, best)
+    (kept, counted, best)
+}
+
+/// What a class of `size` records adds without an informative column: its kept records
+/// (all or none), the records the score counts as kept, and its majority.
+fn whole_class(size: u64, k: u64, suppression: ScoreSuppression) -> (u64, u64, u64) {
+    let kept = if size >= k { size } else { 0 };
+    (kept, suppression.kept_weight(size, k), kept)
 }
 
 /// Default memory the partitions of past pivots may hold (see [`Evaluator`]).
@@ -68,6 +78,11 @@ pub(crate) struct Evaluator<'a> {
     lattice: &'a Lattice,
     k: u64,
     function: ScoreFunction,
+    /// How groups below k count.
+    suppression: ScoreSuppression,
+    /// Partitions hold the classes of at least this many records (the smallest that can
+    /// count for anything).
+    counts_from: u64,
     /// More than one informative value: records are kept per (class, value) group.
     by_value: bool,
     tables: ScoreTables,
@@ -112,6 +127,8 @@ impl<'a> Evaluator<'a> {
             lattice,
             k,
             function,
+            suppression: ScoreSuppression::AtK,
+            counts_from: k,
             by_value: value_domain > 1,
             tables: ScoreTables::new(hierarchies),
             partitions: HashMap::new(),
@@ -126,6 +143,18 @@ impl<'a> Evaluator<'a> {
             value_counts: vec![0; value_domain.max(1)],
             value_touched: Vec::new(),
         }
+    }
+
+    /// Counts groups below k as `suppression` says (at k unless set).
+    pub fn with_suppression(mut self, suppression: ScoreSuppression) -> Self {
+        self.suppression = suppression;
+        self.counts_from = suppression.counts_from(self.k);
+        self
+    }
+
+    /// The partition of `node` grouped from the sample's leaf classes.
+    pub fn partition(&self, node: &[usize]) -> Partition {
+        Partition::from_scratch(self.sample, self.hierarchies, node, self.counts_from)
     }
 
     /// Code maps (leaf → code) of every attribute at `levels`.
@@ -147,21 +176,22 @@ impl<'a> Evaluator<'a> {
         );
         for s in 0..partition.class_count() {
             let rep = partition.class_members(s)[0];
-            let (kept, best) = if self.by_value {
+            let (kept, counted, best) = if self.by_value {
                 let units = partition.class_units(s);
                 kept_by_value(
                     sample,
                     partition,
                     units.start as u32..units.end as u32,
                     self.k,
+                    self.suppression,
                     &mut self.value_counts,
                     &mut self.value_touched,
                 )
             } else {
-                (partition.class_sizes[s], partition.class_sizes[s])
+                whole_class(partition.class_sizes[s], self.k, self.suppression)
             };
-            if kept > 0 {
-                acc.add_class(kept, |a| maps[a][sample.leaf(a, rep) as usize], best);
+            if counted > 0 {
+                acc.add_class(kept, counted, |a| maps[a][sample.leaf(a, rep) as usize], best);
             }
         }
         acc.finish()
@@ -181,7 +211,8 @@ impl<'a> Evaluator<'a> {
         let weight = |u: u32| parent.unit_sizes[u as usize];
         let mut acc =
             ScoreAccumulator::new(self.function, &self.tables, &levels, sample.input_rows);
-        let (by_value, k) = (self.by_value, self.k);
+        let (by_value, k, suppression) = (self.by_value, self.k, self.suppression);
+        let counts_from = self.counts_from;
         let g = &mut self.classes;
         for s in 0..parent.class_count() {
             let units = parent.class_units(s);
@@ -191,47 +222,49 @@ impl<'a> Evaluator<'a> {
             }
             if units.len() == 1 || g.touched.len() == 1 {
                 // The whole class stays one class.
-                let (kept, best) = if by_value {
+                let (kept, counted, best) = if by_value {
                     kept_by_value(
                         sample,
                         parent,
                         range,
                         k,
+                        suppression,
                         &mut self.value_counts,
                         &mut self.value_touched,
                     )
                 } else {
-                    (parent.class_sizes[s], parent.class_sizes[s])
+                    whole_class(parent.class_sizes[s], k, suppression)
                 };
-                if kept > 0 {
+                if counted > 0 {
                     let rep = first(units.start as u32);
-                    acc.add_class(kept, |a| maps[a][sample.leaf(a, rep) as usize], best);
+                    acc.add_class(kept, counted, |a| maps[a][sample.leaf(a, rep) as usize], best);
                 }
             } else if by_value {
                 g.group(range, code);
                 for &(c, start, end) in &g.runs {
-                    if g.size[c as usize] < k {
+                    if g.size[c as usize] < counts_from {
                         continue;
                     }
-                    let (kept, best) = kept_by_value(
+                    let (kept, counted, best) = kept_by_value(
                         sample,
                         parent,
                         g.grouped[start..end].iter().copied(),
                         k,
+                        suppression,
                         &mut self.value_counts,
                         &mut self.value_touched,
                     );
-                    if kept > 0 {
+                    if counted > 0 {
                         let rep = first(g.rep[c as usize]);
-                        acc.add_class(kept, |a| maps[a][sample.leaf(a, rep) as usize], best);
+                        acc.add_class(kept, counted, |a| maps[a][sample.leaf(a, rep) as usize], best);
                     }
                 }
             } else {
                 for &c in &g.touched {
-                    let size = g.size[c as usize];
-                    if size >= k {
+                    let (kept, counted, best) = whole_class(g.size[c as usize], k, suppression);
+                    if counted > 0 {
                         let rep = first(g.rep[c as usize]);
-                        acc.add_class(size, |a| maps[a][sample.leaf(a, rep) as usize], size);
+                        acc.add_class(kept, counted, |a| maps[a][sample.leaf(a, rep) as usize], best);
                     }
                 }
             }
@@ -294,7 +327,7 @@ impl<'a> Evaluator<'a> {
                 g.group(range, code);
                 for &(c, start, end) in &g.runs {
                     let size = g.size[c as usize];
-                    if size >= self.k {
+                    if size >= self.counts_from {
                         push_units(&mut child, &mut g.grouped[start..end].iter().copied());
                         child.close_class(size);
                     }
@@ -341,9 +374,9 @@ impl<'a> Evaluator<'a> {
                 self.put(parent_index, parent);
                 Ok(child)
             }
-            None if index == self.lattice.index_of(&self.lattice.top()) => Ok(
-                Partition::from_scratch(self.sample, self.hierarchies, &self.lattice.top(), self.k),
-            ),
+            None if index == self.lattice.index_of(&self.lattice.top()) => {
+                Ok(self.partition(&self.lattice.top()))
+            }
             None => internal_err!("safepub: lattice node {index} was never scored"),
         }
     }
@@ -372,8 +405,7 @@ impl NodeScorer for Evaluator<'_> {
         let index = self.lattice.index_of(node);
         match from {
             None => {
-                let partition =
-                    Partition::from_scratch(self.sample, self.hierarchies, node, self.k);
+                let partition = self.partition(node);
                 let evaluation = self.score_partition(&partition);
                 self.put(index, partition);
                 Ok(evaluation)

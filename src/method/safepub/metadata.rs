@@ -2,7 +2,8 @@
 //! owner-only diagnostics.
 
 use super::sample::SearchSample;
-use super::search::FinalSelection;
+use super::search::{FinalSelection, SearchStrategy};
+use super::score::ScoreSuppression;
 use super::{SafePubParams, SafePubResult, SUPPRESSION_WARNING_SHARE};
 use crate::lattice::{node_label, Lattice};
 use datafusion::arrow::array::{
@@ -32,15 +33,23 @@ pub fn safepub_metadata(
         )
     };
     let guarantee = guarantee_text(params, result, lattice.heights().len());
-    let steps_run = result.search.steps.len().saturating_sub(1);
+    let steps_run = match result.strategy {
+        SearchStrategy::Exhaustive => 0,
+        _ => result.search.steps.len().saturating_sub(1),
+    };
+    let (walk, last) = match result.strategy {
+        SearchStrategy::Exhaustive => (0.0, params.epsilon_search),
+        _ => params.final_selection.split(params.epsilon_search),
+    };
     let mut out: Vec<(String, String)> = vec![
         ("epsilon".into(), format!("{}", params.epsilon)),
         ("epsilon_anon".into(), format!("{epsilon_anon}")),
         ("epsilon_search".into(), format!("{}", params.epsilon_search)),
         (
             "epsilon_per_step".into(),
-            format!("{}", params.epsilon_search / params.steps.max(1) as f64),
+            format!("{}", walk / params.steps.max(1) as f64),
         ),
+        ("epsilon_final".into(), format!("{last}")),
         ("delta".into(), format!("{}", params.delta)),
         ("delta_delivered".into(), format!("{:e}", c.delta_delivered)),
         ("beta".into(), format!("{}", c.beta)),
@@ -49,15 +58,15 @@ pub fn safepub_metadata(
         ("steps".into(), params.steps.to_string()),
         ("steps_run".into(), steps_run.to_string()),
         ("score".into(), params.score.name().into()),
+        ("score_suppression".into(), params.suppression.name().into()),
         (
             "score_sensitivity".into(),
             format!(
                 "{}",
-                params
-                    .score
-                    .sensitivity(c.k, lattice.heights().len())
+                params.score_sensitivity(c.k, lattice.heights().len())
             ),
         ),
+        ("search".into(), result.strategy.name().into()),
         ("final_selection".into(), params.final_selection.name().into()),
         ("search_sample".into(), params.search_sample.name().into()),
         ("smoothness_epsilon".into(), format!("{}", params.smoothness_epsilon())),
@@ -109,9 +118,12 @@ pub fn guarantee_text(params: &SafePubParams, result: &SafePubResult, attrs: usi
     );
     let truthful = "Truthful: every released row is a real input record with its quasi-identifiers generalized; no value is \
                     perturbed or invented.";
-    let per_record = params
-        .score
-        .epsilon_excess_per_record(params.epsilon_search, c.k, attrs);
+    let per_record = params.score.epsilon_excess_per_record(
+        params.epsilon_search,
+        c.k,
+        attrs,
+        params.suppression,
+    );
     let excess = match per_record == 0.0 {
         true => "The exponential mechanism is exact and this score is an exact integer, so epsilon_search holds \
                  exactly."
@@ -121,16 +133,40 @@ pub fn guarantee_text(params: &SafePubParams, result: &SafePubResult, attrs: usi
              with N input records epsilon_search is exceeded by at most N x {per_record:.1e} (docs/METHODS.md section 2.10)."
         ),
     };
+    let search_step = match (result.strategy, params.final_selection) {
+        (SearchStrategy::Exhaustive, _) => format!(
+            "every scheme of the lattice is scored on it, and the released levels are drawn by the exponential mechanism \
+             at epsilon_search = {} with the score's sensitivity",
+            params.epsilon_search
+        ),
+        (_, FinalSelection::Exponential) => {
+            let (walk, last) = params.final_selection.split(params.epsilon_search);
+            format!(
+                "a top-down walk draws its pivots by the exponential mechanism at {walk} / steps each with the score's \
+                 sensitivity (SafePub Theorem 10), and the released levels are drawn by the exponential mechanism at {last} \
+                 among every scheme the walk scored (a set determined by the pivots); {walk} + {last} = epsilon_search"
+            )
+        }
+        _ => "every step is the exponential mechanism at epsilon_search / steps with the score's sensitivity, and the \
+              released levels are its last pivot (SafePub Theorem 10)"
+            .to_string(),
+    };
+    let graded = match params.suppression {
+        ScoreSuppression::Graded => {
+            " The score counts a group of s < k sampled records as max(0, 2s - k) kept records (the release still removes \
+             it), so one record changes it by at most the number of quasi-identifiers (docs/METHODS.md section 2.12, Lemma 2)."
+        }
+        ScoreSuppression::AtK => "",
+    };
     if params.proven() {
         return format!(
             "({epsilon}, {delta:e})-differential privacy, proven by sequential composition (docs/METHODS.md section 2.12): \
              epsilon = epsilon_search + epsilon_anon = {search} + {epsilon_anon}. {common} \
              (1) The search is epsilon_search-differentially private: it scores its own random sample (each record kept with \
-             probability beta, independently of the released sample), every step is the exponential mechanism at \
-             epsilon_search / steps with the score's sensitivity, and the released levels are its last pivot (SafePub Theorem 10). \
+             probability beta, independently of the released sample); {search_step}.{graded} \
              (2) For any fixed levels, {release_step}, is (epsilon_anon, delta)-differentially private (SafePub Theorems 3 and 4, \
              from Li, Qardaji & Su); its randomness is independent of the search's. \
-             Covered: the released rows and the search's pivots (so the levels, steps_run and everything computed from them); \
+             Covered: the released rows and the search's outputs (its pivots and the drawn levels, so steps_run and everything computed from them); \
              a warning that most of the sample was suppressed is one bit about the released sample outside this accounting, \
              shown to the data owner only (anonymize_warnings). {truthful} \
              Smoothness (Theorem 11): the release step is also ({eps_prime}, {delta_prime:e})-differentially private, so the \
@@ -160,7 +196,7 @@ pub fn guarantee_text(params: &SafePubParams, result: &SafePubResult, attrs: usi
     format!(
         "NOT PROVEN: ({epsilon}, {delta:e})-differential privacy with epsilon = epsilon_search + epsilon_anon = {search} + \
          {epsilon_anon} is the paper's claim for this configuration; it is not proven here: {why}. The defaults \
-         (final_selection => 'last', search_sample => 'independent') are proven. What holds: for any fixed levels, \
+         (final_selection => 'exponential', search_sample => 'independent') are proven. What holds: for any fixed levels, \
          {release_step}, is (epsilon_anon, delta)-differentially private (SafePub Theorems 3 and 4); here the levels depend on \
          the data in a way no proof covers. {common} {truthful} {excess}",
         epsilon = params.epsilon,

@@ -61,7 +61,8 @@ pub use sample::SearchSample;
 use score::Evaluation;
 pub use score::ScoreFunction;
 pub use search::FinalSelection;
-use search::{top_down_search, SearchResult};
+pub use search::SearchStrategy;
+use search::{exhaustive_search, top_down_search, SearchResult};
 
 /// Default ε of the search.
 pub const DEFAULT_EPSILON_SEARCH: f64 = 0.1;
@@ -93,6 +94,21 @@ fn search_candidates_bound(steps: u64, nodes: u64, movable: u64) -> u64 {
         }
     }
     total
+}
+
+/// Largest lattice `search => 'exhaustive'` scores (ten times the `auto` limit).
+pub const MAX_EXHAUSTIVE_NODES: usize = 10 * search::EXHAUSTIVE_MAX_NODES;
+
+/// Refuses an exhaustive search of more than [`MAX_EXHAUSTIVE_NODES`] schemes (the
+/// lattice's shape is public).
+pub fn check_exhaustive_work(lattice: &Lattice) -> Result<()> {
+    let nodes = lattice.len();
+    if nodes > MAX_EXHAUSTIVE_NODES {
+        return exec_err!(
+            "safepub: search => 'exhaustive' would score all {nodes} schemes of this lattice, more than {MAX_EXHAUSTIVE_NODES}; use search => 'top_down', or a smaller lattice (fewer quasi-identifiers, min_levels / max_levels)"
+        );
+    }
+    Ok(())
 }
 
 /// Refuses a search whose draws would exceed [`MAX_SEARCH_CANDIDATES`], naming `steps` and
@@ -135,6 +151,8 @@ pub struct SafePubResult {
     pub calibration: SafePubCalibration,
     /// The search and its pivots (scored on the search's sample).
     pub search: SearchResult,
+    /// The search that ran (`auto` resolved).
+    pub strategy: SearchStrategy,
     /// The released histogram.
     pub release: ReleasedHistogram,
     /// The chosen scheme evaluated on the released sample (its `kept` is the number of
@@ -244,7 +262,13 @@ pub fn run(
     // An empty table (a public release whose records were all left out) is released like
     // any other: the search runs on equal scores, the sample and the release are empty.
     let input_rows = input.histogram.total();
-    check_search_work(params.steps, input.lattice)?;
+    let strategy = params
+        .search
+        .resolve(input.lattice.len(), params.final_selection);
+    match strategy {
+        SearchStrategy::Exhaustive => check_exhaustive_work(input.lattice)?,
+        _ => check_search_work(params.steps, input.lattice)?,
+    }
     let calibration = calibrate(params.epsilon_anon(), params.delta, params.arx_compat)?;
     let smoothness =
         smoothness_delta(calibration.k, calibration.beta, params.smoothness_epsilon())?;
@@ -277,17 +301,30 @@ pub fn run(
         calibration.k,
         params.score,
         input.value_domain,
-    );
-    let search = top_down_search(
-        &mut evaluator,
-        input.lattice,
-        params.steps,
-        params.epsilon_search,
-        params.score.sensitivity(calibration.k, attrs),
-        params.final_selection,
-        &mut search_rng,
-        input.progress,
-    )?;
+    )
+    .with_suppression(params.suppression);
+    let sensitivity = params.score_sensitivity(calibration.k, attrs);
+    let search = match strategy {
+        SearchStrategy::Exhaustive => exhaustive_search(
+            &mut evaluator,
+            input.lattice,
+            params.epsilon_search,
+            sensitivity,
+            params.final_selection == FinalSelection::Best,
+            &mut search_rng,
+            input.progress,
+        )?,
+        _ => top_down_search(
+            &mut evaluator,
+            input.lattice,
+            params.steps,
+            params.epsilon_search,
+            sensitivity,
+            params.final_selection,
+            &mut search_rng,
+            input.progress,
+        )?,
+    };
 
     // The release: the released sample at the chosen scheme; every released record
     // (generalized quasi-identifiers with its informative value) occurring fewer than k
@@ -337,6 +374,7 @@ pub fn run(
     Ok(SafePubResult {
         calibration,
         search,
+        strategy,
         release,
         released,
         input_rows,
@@ -346,6 +384,8 @@ pub fn run(
     })
 }
 
+#[cfg(test)]
+mod graded_tests;
 #[cfg(test)]
 mod rounding_tests;
 #[cfg(test)]

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use datafusion::common::{plan_err, Result};
 
 use super::SafePub;
+use super::score::ScoreSuppression;
+use super::search::SearchStrategy;
 use super::{FinalSelection, ScoreFunction, SearchSample, DEFAULT_EPSILON_SEARCH, DEFAULT_STEPS};
 use super::{MAX_STEPS, MIN_DELTA};
 use crate::method::{level_bounds, Method, MethodArgs, EPSILON, MAX_LEVELS, MIN_LEVELS, SEED};
@@ -57,9 +59,21 @@ pub(super) const PARAMS: &[ParamSpec] = &[
     ),
     ParamSpec::new(
         "final_selection",
-        ParamKind::Choice(&["last", "best"]),
-        ParamDefault::Text("last"),
-        "'last' (the last pivot, a function of the private choices only: proven) or 'best' (the best-scoring pivot, as in the paper and ARX: not proven, the guarantee text says so)",
+        ParamKind::Choice(&["exponential", "last", "best"]),
+        ParamDefault::Text("exponential"),
+        "'exponential' (drawn by the exponential mechanism among every scheme the search scored, with half of epsilon_search after a top-down walk: proven), 'last' (the last pivot of the walk: proven) or 'best' (the best-scoring pivot, as in the paper and ARX: not proven, the guarantee text says so)",
+    ),
+    ParamSpec::new(
+        "search",
+        ParamKind::Choice(&["auto", "exhaustive", "top_down"]),
+        ParamDefault::Text("auto"),
+        "'exhaustive' (score every scheme of the lattice), 'top_down' (the paper's walk of `steps` steps) or 'auto': exhaustive when the lattice has at most 20000 schemes and final_selection is 'exponential'",
+    ),
+    ParamSpec::new(
+        "score_suppression",
+        ParamKind::Choice(&["graded", "at_k"]),
+        ParamDefault::Optional("'graded' for the granularity and intensity scores with final_selection 'exponential', else 'at_k'"),
+        "how the score counts a group of s < k records (always suppressed in the release): 'graded' as max(0, 2s - k) kept records, so the score's sensitivity is m instead of (k - 1)·m, or 'at_k' as suppressed (the paper)",
     ),
     ParamSpec::new(
         "search_sample",
@@ -81,6 +95,11 @@ pub(super) fn configure(args: &MethodArgs<'_>) -> Result<Arc<dyn Method>> {
     params.arx_compat = values.bool("arx_compat")?;
     params.final_selection = FinalSelection::parse(values.text("final_selection")?)?;
     params.search_sample = SearchSample::parse(values.text("search_sample")?)?;
+    params.search = SearchStrategy::parse(values.text("search")?)?;
+    params.suppression = match values.opt_text("score_suppression") {
+        Some(text) => ScoreSuppression::parse(text)?,
+        None => params.default_suppression(),
+    };
     if params.score == ScoreFunction::Classification && !args.has_informative {
         return plan_err!(
             "score 'classification' needs a class attribute: name it with informative => '<column>' (released unchanged, never generalized)"
@@ -119,6 +138,10 @@ pub struct SafePubParams {
     pub final_selection: FinalSelection,
     /// The search's own sample (default, proven) or the released one (the paper's).
     pub search_sample: SearchSample,
+    /// Every scheme, the top-down walk, or the first when the lattice is small.
+    pub search: SearchStrategy,
+    /// How the score counts groups below k.
+    pub suppression: ScoreSuppression,
 }
 
 impl SafePubParams {
@@ -135,7 +158,25 @@ impl SafePubParams {
             arx_compat: false,
             final_selection: FinalSelection::default(),
             search_sample: SearchSample::default(),
+            search: SearchStrategy::default(),
+            suppression: ScoreSuppression::Graded,
         }
+    }
+
+    /// Graded for granularity and intensity with the exponential final selection, else
+    /// at k (so `last` and `best` score as before).
+    pub fn default_suppression(&self) -> ScoreSuppression {
+        let graded = ScoreSuppression::Graded;
+        match graded.supports(self.score) && self.final_selection == FinalSelection::Exponential
+        {
+            true => graded,
+            false => ScoreSuppression::AtK,
+        }
+    }
+
+    /// Sensitivity of the search's score at threshold `k` over `attrs` quasi-identifiers.
+    pub fn score_sensitivity(&self, k: u64, attrs: usize) -> f64 {
+        self.score.sensitivity_with(self.suppression, k, attrs)
     }
 
     #[cfg(test)]
@@ -145,14 +186,17 @@ impl SafePubParams {
         Self {
             final_selection: FinalSelection::Best,
             search_sample: SearchSample::Shared,
+            search: SearchStrategy::TopDown,
+            suppression: ScoreSuppression::AtK,
             ..Self::with_defaults(epsilon, delta)
         }
     }
 
-    /// Whether the configuration is the one the privacy proof covers (docs/METHODS.md
-    /// §2.12): the last pivot of a search on an independent sample.
+    /// Whether the configuration is one the privacy proof covers (docs/METHODS.md §2.12):
+    /// a scheme drawn by the exponential mechanism, or the last pivot, of a search on an
+    /// independent sample.
     pub fn proven(&self) -> bool {
-        self.final_selection == FinalSelection::Last
+        self.final_selection != FinalSelection::Best
             && self.search_sample == SearchSample::Independent
     }
 
@@ -189,6 +233,18 @@ impl SafePubParams {
             return plan_err!(
                 "delta = {:e} is below the smallest supported delta, {MIN_DELTA:e} (the search for k would not finish); choose a delta between {MIN_DELTA:e} and 1e-4, e.g. 1e-6",
                 self.delta
+            );
+        }
+        if !self.suppression.supports(self.score) {
+            return plan_err!(
+                "score_suppression '{}' needs score 'granularity' or 'intensity' (score '{}' counts groups below k as suppressed: score_suppression => 'at_k')",
+                self.suppression.name(),
+                self.score.name()
+            );
+        }
+        if self.search == SearchStrategy::Exhaustive && self.final_selection == FinalSelection::Last {
+            return plan_err!(
+                "search 'exhaustive' has no last pivot: use final_selection => 'exponential' (or search => 'top_down')"
             );
         }
         if self.steps > MAX_STEPS {

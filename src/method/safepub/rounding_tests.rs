@@ -10,7 +10,7 @@ use rand::Rng;
 
 use super::evaluator::Evaluator;
 use super::partition::{Partition, SampleData};
-use super::score::ScoreFunction;
+use super::score::{ScoreFunction, ScoreSuppression};
 use super::tests::kept_classes;
 use crate::hierarchy::Hierarchy;
 use crate::lattice::Lattice;
@@ -241,17 +241,23 @@ fn sensitivities_are_rounded_up() {
 #[test]
 fn the_stated_excess_follows_the_rounding() {
     assert_eq!(
-        ScoreFunction::GroupSize.epsilon_excess_per_record(0.1, 50, 9),
+        ScoreFunction::GroupSize.epsilon_excess_per_record(0.1, 50, 9, ScoreSuppression::AtK),
         0.0
     );
     assert_eq!(
-        ScoreFunction::Classification.epsilon_excess_per_record(0.1, 50, 9),
+        ScoreFunction::Classification.epsilon_excess_per_record(0.1, 50, 9, ScoreSuppression::AtK),
         0.0
     );
     let e = ScoreFunction::Granularity.rounding_per_record(9);
-    let excess = ScoreFunction::Granularity.epsilon_excess_per_record(0.1, 50, 9);
+    let excess = ScoreFunction::Granularity.epsilon_excess_per_record(0.1, 50, 9, ScoreSuppression::AtK);
     let plain = 0.1 * 2.0 * e / (49.0 * 9.0);
     assert!(excess >= plain && excess <= plain * (1.0 + 1e-5));
     // Adult-sized (30,162 records): far below 1e-9.
     assert!(excess * 30_162.0 < 1e-9, "{excess:e}");
+    // Graded suppression: the sensitivity is m, so the excess is larger by k - 1.
+    let graded =
+        ScoreFunction::Granularity.epsilon_excess_per_record(0.1, 50, 9, ScoreSuppression::Graded);
+    let plain = 0.1 * 2.0 * e / 9.0;
+    assert!(graded >= plain && graded <= plain * (1.0 + 1e-5));
+    assert!(graded * 30_162.0 < 1e-9, "{graded:e}");
 }

@@ -37,6 +37,69 @@ use datafusion::common::{plan_err, Result};
 
 use crate::hierarchy::Hierarchy;
 
+/// How a score counts a group (a class, or a (class, informative value) pair) of fewer
+/// than k sampled records. The release always suppresses such a group; only the score's
+/// view of it differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ScoreSuppression {
+    /// A group of `s < k` records counts as `max(0, 2s − k)` kept records and the rest as
+    /// suppressed (the default for granularity and intensity): one record more or less
+    /// moves the score by at most `m`, where suppression at k moves it by `(k − 1)·m`
+    /// (docs/METHODS.md §2.12, Lemma 2).
+    #[default]
+    Graded,
+    /// A group of `s < k` records counts as suppressed, as in the paper.
+    AtK,
+}
+
+impl ScoreSuppression {
+    /// Parses `graded` or `at_k`.
+    pub fn parse(text: &str) -> Result<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "graded" => Ok(Self::Graded),
+            "at_k" => Ok(Self::AtK),
+            other => plan_err!(
+                "unknown score_suppression '{other}' for method 'safepub'; valid: 'graded', 'at_k'"
+            ),
+        }
+    }
+
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Graded => "graded",
+            Self::AtK => "at_k",
+        }
+    }
+
+    /// The records a group of `size` records counts as kept, at threshold `k`.
+    pub fn kept_weight(self, size: u64, k: u64) -> u64 {
+        match (size >= k, self) {
+            (true, _) => size,
+            (false, Self::AtK) => 0,
+            (false, Self::Graded) => (2 * size).saturating_sub(k),
+        }
+    }
+
+    /// The smallest group that counts for anything: `k`, or `⌊k/2⌋ + 1` graded.
+    pub fn counts_from(self, k: u64) -> u64 {
+        match self {
+            Self::AtK => k,
+            Self::Graded => (k / 2 + 1).min(k),
+        }
+    }
+
+    /// Whether `function` supports this way of counting (graded: granularity and
+    /// intensity, whose records each cost between 0 and m).
+    pub fn supports(self, function: ScoreFunction) -> bool {
+        self == Self::AtK
+            || matches!(
+                function,
+                ScoreFunction::Granularity | ScoreFunction::Intensity
+            )
+    }
+}
+
 /// A score function of SafePub.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScoreFunction {
@@ -97,8 +160,18 @@ impl ScoreFunction {
         }
     }
 
+    /// Sensitivity of the score counting groups below k as `suppression` says: `m` for
+    /// graded granularity and intensity (docs/METHODS.md §2.12, Lemma 2), else
+    /// [`ScoreFunction::sensitivity`].
+    pub fn sensitivity_with(self, suppression: ScoreSuppression, k: u64, attrs: usize) -> f64 {
+        match (suppression, self) {
+            (ScoreSuppression::Graded, Self::Granularity | Self::Intensity) => attrs as f64,
+            _ => self.sensitivity(k, attrs),
+        }
+    }
+
     /// Sensitivity of the score for threshold `k` and `attrs` quasi-identifiers
-    /// (Theorems 6–9).
+    /// (Theorems 6–9), groups below k counted as suppressed.
     ///
     /// Rounded up where the exact value is not an `f64`: discernibility's
     /// `k²/(k−1) + 1 = (k² + k − 1)/(k − 1)` is one correctly rounded division of exact
@@ -150,11 +223,20 @@ impl ScoreFunction {
     }
 
     /// The additive ε excess, per input record, of a search spending `epsilon` in total
-    /// with threshold `k` over `attrs` quasi-identifiers: `epsilon · 2e/Δ`, so that over `N`
-    /// records the search is `epsilon · (1 + 2·N·e/Δ)`-DP. Depends on public parameters only.
-    pub fn epsilon_excess_per_record(self, epsilon: f64, k: u64, attrs: usize) -> f64 {
+    /// with threshold `k` over `attrs` quasi-identifiers, groups below k counted as
+    /// `suppression` says: `epsilon · 2e/Δ`, so that over `N` records the search is
+    /// `epsilon · (1 + 2·N·e/Δ)`-DP. Depends on public parameters only.
+    pub fn epsilon_excess_per_record(
+        self,
+        epsilon: f64,
+        k: u64,
+        attrs: usize,
+        suppression: ScoreSuppression,
+    ) -> f64 {
         // Rounded up by a factor 1 + 1e-6 (far above the rounding of this product).
-        epsilon * 2.0 * self.rounding_per_record(attrs) / self.sensitivity(k, attrs) * (1.0 + 1e-6)
+        epsilon * 2.0 * self.rounding_per_record(attrs)
+            / self.sensitivity_with(suppression, k, attrs)
+            * (1.0 + 1e-6)
     }
 }
 
@@ -243,8 +325,10 @@ pub struct ScoreAccumulator<'t> {
     levels: &'t [usize],
     total: u64,
     kept: u64,
+    /// Records counted as kept (graded: groups below k in part).
+    counted: u64,
     classes: u64,
-    /// Per attribute, `Σ_kept records leaves_under` (granularity).
+    /// Per attribute, `Σ_counted records leaves_under` (granularity).
     weighted: Vec<u128>,
     /// `Σ_E |E|²` (discernibility).
     squares: u128,
@@ -281,6 +365,7 @@ impl<'t> ScoreAccumulator<'t> {
             levels,
             total,
             kept: 0,
+            counted: 0,
             classes: 0,
             weighted,
             squares: 0,
@@ -290,17 +375,21 @@ impl<'t> ScoreAccumulator<'t> {
         }
     }
 
-    /// Adds a kept class of `size` records whose code at attribute `a` is `code(a)`;
-    /// `majority` is the largest number of its records sharing one informative value
-    /// (needed for classification only).
-    pub fn add_class(&mut self, size: u64, code: impl Fn(usize) -> u32, majority: u64) {
-        self.kept += size;
-        self.classes += 1;
+    /// Adds a class of `kept` kept records (at least k per group) that the score counts as
+    /// `counted` kept records (`kept` itself when groups below k count as suppressed; more
+    /// with [`ScoreSuppression::Graded`]), whose code at attribute `a` is `code(a)`;
+    /// `majority` is the largest number of its kept records sharing one informative value
+    /// (needed for classification only). A class with `kept = 0` is not a released class.
+    pub fn add_class(&mut self, kept: u64, counted: u64, code: impl Fn(usize) -> u32, majority: u64) {
+        self.kept += kept;
+        self.counted += counted;
+        self.classes += u64::from(kept > 0);
+        let size = kept;
         match self.function {
             ScoreFunction::Granularity => {
                 for (a, &l) in self.levels.iter().enumerate() {
                     let under = self.tables.leaves_under[a][l][code(a) as usize];
-                    self.weighted[a] += size as u128 * under as u128;
+                    self.weighted[a] += counted as u128 * under as u128;
                 }
             }
             ScoreFunction::Discernibility => {
@@ -329,6 +418,7 @@ impl<'t> ScoreAccumulator<'t> {
         let n = self.total as f64;
         let m = self.levels.len() as f64;
         let suppressed = self.total.saturating_sub(self.kept) as f64;
+        let uncounted = self.total.saturating_sub(self.counted) as f64;
         let score = match self.function {
             ScoreFunction::Granularity => {
                 let cells: f64 = self
@@ -337,7 +427,7 @@ impl<'t> ScoreAccumulator<'t> {
                     .zip(&self.tables.leaves)
                     .map(|(&w, &leaves)| w as f64 / leaves as f64)
                     .sum();
-                -(cells + suppressed * m)
+                -(cells + uncounted * m)
             }
             ScoreFunction::Intensity => {
                 let per_record: f64 = self
@@ -346,7 +436,7 @@ impl<'t> ScoreAccumulator<'t> {
                     .enumerate()
                     .map(|(a, &l)| self.tables.intensity[a][l])
                     .sum();
-                -(self.kept as f64 * per_record + suppressed * m)
+                -(self.counted as f64 * per_record + uncounted * m)
             }
             // Sums over records divided by N: 0 for a table without records (whose
             // squares are 0 too), so every scheme of an empty table scores alike.

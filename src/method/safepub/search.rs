@@ -2,9 +2,15 @@
 //!
 //! Starting at the top of the lattice, every step adds the direct predecessors of the
 //! current pivot to the candidate set, removes the pivot, and draws the next pivot from
-//! the candidates with the exponential mechanism at `ε_search / steps`. Every candidate
-//! is scored once, when first inserted. The result is the last pivot (the default: a
-//! function of the private choices only) or, as in the paper, the pivot with the best score.
+//! the candidates with the exponential mechanism at `ε_walk / steps`. Every candidate
+//! is scored once, when first inserted. The result is drawn by the exponential mechanism
+//! among every scheme the walk scored, at `ε_final` (the default: [`FINAL_SHARE`] of
+//! `ε_search`), or is the last pivot (a function of the private choices only, the walk
+//! spending all of `ε_search`), or, as in the paper, the pivot with the best score.
+//!
+//! [`exhaustive_search`] instead scores every scheme of the lattice and draws one with
+//! the exponential mechanism at `ε_search` (the default on lattices of at most
+//! [`EXHAUSTIVE_MAX_NODES`] schemes).
 
 use datafusion::common::{DataFusionError, Result};
 
@@ -29,20 +35,41 @@ pub enum FinalSelection {
     /// The pivot with the best score (the paper's and ARX's rule): an exact comparison of
     /// scores computed on the data, not covered by the privacy proof.
     Best,
-    /// The last pivot, a function of the differentially private choices only (the default).
-    #[default]
+    /// The last pivot, a function of the differentially private choices only.
     Last,
+    /// Drawn by the exponential mechanism among every scheme the search scored (the
+    /// default): the walk spends `1 − FINAL_SHARE` of `ε_search`, the draw the rest.
+    #[default]
+    Exponential,
 }
 
+/// Share of `ε_search` the final exponential draw spends after a top-down walk.
+pub const FINAL_SHARE: f64 = 0.5;
+
+/// Largest lattice the default search scores in full (`search => 'auto'`).
+pub const EXHAUSTIVE_MAX_NODES: usize = 20_000;
+
 impl FinalSelection {
-    /// Parses `best` or `last`.
+    /// Parses `exponential`, `last` or `best`.
     pub fn parse(text: &str) -> Result<Self> {
         match text.trim().to_ascii_lowercase().as_str() {
             "best" => Ok(Self::Best),
             "last" => Ok(Self::Last),
+            "exponential" => Ok(Self::Exponential),
             other => Err(DataFusionError::Plan(format!(
-                "unknown final_selection '{other}' for method 'safepub'; valid: 'best', 'last'"
+                "unknown final_selection '{other}' for method 'safepub'; valid: 'exponential', 'last', 'best'"
             ))),
+        }
+    }
+
+    /// `(ε_walk, ε_final)` of a top-down search spending `epsilon`.
+    pub fn split(self, epsilon: f64) -> (f64, f64) {
+        match self {
+            Self::Exponential => {
+                let last = epsilon * FINAL_SHARE;
+                (epsilon - last, last)
+            }
+            Self::Best | Self::Last => (epsilon, 0.0),
         }
     }
 
@@ -51,6 +78,57 @@ impl FinalSelection {
         match self {
             Self::Best => "best",
             Self::Last => "last",
+            Self::Exponential => "exponential",
+        }
+    }
+}
+
+/// How the search walks the lattice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SearchStrategy {
+    /// Every scheme when the lattice has at most [`EXHAUSTIVE_MAX_NODES`] and the final
+    /// selection is `exponential`, else the top-down walk (the default).
+    #[default]
+    Auto,
+    /// Every scheme of the lattice is scored.
+    Exhaustive,
+    /// The paper's top-down walk.
+    TopDown,
+}
+
+impl SearchStrategy {
+    /// Parses `auto`, `exhaustive` or `top_down`.
+    pub fn parse(text: &str) -> Result<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Auto),
+            "exhaustive" => Ok(Self::Exhaustive),
+            "top_down" => Ok(Self::TopDown),
+            other => Err(DataFusionError::Plan(format!(
+                "unknown search '{other}' for method 'safepub'; valid: 'auto', 'exhaustive', 'top_down'"
+            ))),
+        }
+    }
+
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Exhaustive => "exhaustive",
+            Self::TopDown => "top_down",
+        }
+    }
+
+    /// `Exhaustive` or `TopDown` for a lattice of `nodes` schemes (public: the
+    /// hierarchies' heights and the level bounds).
+    pub fn resolve(self, nodes: usize, selection: FinalSelection) -> Self {
+        match self {
+            Self::Auto
+                if selection == FinalSelection::Exponential && nodes <= EXHAUSTIVE_MAX_NODES =>
+            {
+                Self::Exhaustive
+            }
+            Self::Auto => Self::TopDown,
+            other => other,
         }
     }
 }
@@ -111,10 +189,11 @@ pub fn top_down_search(
         evaluation: top_eval,
         candidates: 1,
     }];
+    let (walk_epsilon, final_epsilon) = selection.split(epsilon);
     let step_epsilon = if steps > 0 {
-        epsilon / steps as f64
+        walk_epsilon / steps as f64
     } else {
-        epsilon
+        walk_epsilon
     };
     let total = usize::try_from(steps).unwrap_or(usize::MAX);
 
@@ -164,11 +243,116 @@ pub fn top_down_search(
             let last = history.last().map(|s| (s.pivot.clone(), s.evaluation));
             last.unwrap_or(best)
         }
+        FinalSelection::Exponential => {
+            // Every scheme scored: a function of the pivots (the top and the direct
+            // predecessors of each), in lattice order.
+            let mut scored: Vec<(usize, Evaluation)> =
+                scores.iter().map(|(&i, &e)| (i, e)).collect();
+            scored.sort_unstable_by_key(|&(i, _)| i);
+            draw(lattice, &scored, final_epsilon, sensitivity, rng)?
+        }
     };
     Ok(SearchResult {
         chosen,
         evaluation,
         steps: history,
         scored: scores.len(),
+    })
+}
+
+/// The exponential mechanism at `epsilon` over `scored` (lattice index, evaluation).
+fn draw(
+    lattice: &Lattice,
+    scored: &[(usize, Evaluation)],
+    epsilon: f64,
+    sensitivity: f64,
+    rng: &mut AnonRng,
+) -> Result<(Node, Evaluation)> {
+    let utilities: Vec<f64> = scored.iter().map(|(_, e)| e.score).collect();
+    let choice = exponential_mechanism(rng, &utilities, epsilon, sensitivity)?;
+    let (index, evaluation) = scored[choice];
+    let node = lattice.node_at(index).ok_or_else(|| {
+        DataFusionError::Internal(format!("safepub: lattice node {index} out of range"))
+    })?;
+    Ok((node, evaluation))
+}
+
+/// Scores every scheme of `lattice` and draws one with the exponential mechanism at
+/// `epsilon`, scores of the given `sensitivity` (`best = true`: the best-scoring scheme
+/// instead, not private). Each scheme is scored as a refinement of its parent in a spanning
+/// tree of the lattice (one level coarser in its first attribute below its maximum), so
+/// every scheme costs one pass over its parent's kept classes.
+pub fn exhaustive_search(
+    scorer: &mut dyn NodeScorer,
+    lattice: &Lattice,
+    epsilon: f64,
+    sensitivity: f64,
+    best: bool,
+    rng: &mut AnonRng,
+    progress: &Progress,
+) -> Result<SearchResult> {
+    let (min, max) = (lattice.min_levels(), lattice.max_levels());
+    let top = lattice.top();
+    let top_eval = scorer.score(&top, None)?;
+    let mut scored = vec![(lattice.index_of(&top), top_eval)];
+    let mut stack = vec![top.clone()];
+    let total = lattice.len();
+    while let Some(parent) = stack.pop() {
+        // Children in the spanning tree: one level finer in attribute a, every attribute
+        // before a at its maximum.
+        let mut children = Vec::new();
+        for a in 0..parent.len() {
+            if parent[a] > min[a] {
+                children.push(a);
+            }
+            if parent[a] < max[a] {
+                break;
+            }
+        }
+        if children.is_empty() {
+            continue;
+        }
+        scorer.enter(&parent)?;
+        for a in children {
+            let mut child = parent.clone();
+            child[a] -= 1;
+            let evaluation = scorer.score(&child, Some((&parent, a)))?;
+            scored.push((lattice.index_of(&child), evaluation));
+            stack.push(child);
+        }
+        progress.report(scored.len(), total)?;
+    }
+    scored.sort_unstable_by_key(|&(i, _)| i);
+    let (chosen, evaluation) = if best {
+        let (index, evaluation) = scored
+            .iter()
+            .copied()
+            .fold(scored[0], |b, s| if s.1.score > b.1.score { s } else { b });
+        let node = lattice.node_at(index).ok_or_else(|| {
+            DataFusionError::Internal(format!("safepub: lattice node {index} out of range"))
+        })?;
+        (node, evaluation)
+    } else {
+        draw(lattice, &scored, epsilon, sensitivity, rng)?
+    };
+    let steps = vec![
+        SearchStep {
+            step: 0,
+            pivot: top,
+            evaluation: top_eval,
+            candidates: 1,
+        },
+        SearchStep {
+            step: 1,
+            pivot: chosen.clone(),
+            evaluation,
+            candidates: scored.len(),
+        },
+    ];
+    Ok(SearchResult {
+        chosen,
+        evaluation,
+        steps,
+        scored: scored.len(),
     })
 }

@@ -5,7 +5,7 @@ use rand::Rng;
 use super::evaluator::Evaluator;
 use super::partition::{Partition, SampleData};
 use super::sample::{binomial, sample_histogram};
-use super::score::{Evaluation, ScoreFunction};
+use super::score::{Evaluation, ScoreFunction, ScoreSuppression};
 use super::search::{top_down_search, FinalSelection, NodeScorer};
 use super::*;
 use crate::hierarchy::Hierarchy;
@@ -738,7 +738,15 @@ fn metadata_and_diagnostics() {
     assert_eq!(meta["epsilon_search"], "0.1");
     assert_eq!(meta["steps"], "300");
     assert_eq!(meta["score"], "granularity");
-    assert_eq!(meta["score_sensitivity"], format!("{}", 43.0 * 3.0));
+    // Graded suppression: the sensitivity is m = 3, not (k - 1)·m = 129.
+    assert_eq!(meta["score_suppression"], "graded");
+    assert_eq!(meta["score_sensitivity"], "3");
+    // The 24-scheme lattice is searched in full, all of epsilon_search on the final draw.
+    assert_eq!(meta["search"], "exhaustive");
+    assert_eq!(meta["epsilon_final"], "0.1");
+    assert_eq!(meta["epsilon_per_step"], "0");
+    assert_eq!(meta["steps_run"], "0");
+    assert_eq!(result.search.scored, lattice.len());
     assert_eq!(meta["smoothness_epsilon"], "2");
     assert!(meta["delta_delivered"].parse::<f64>().unwrap() <= 1e-4);
     assert!(meta["smoothness_delta"].parse::<f64>().unwrap() < 1e-4);
@@ -746,9 +754,19 @@ fn metadata_and_diagnostics() {
         meta["guarantee"].contains("differential privacy")
             && meta["guarantee"].contains("Truthful")
     );
-    assert_eq!(meta["final_selection"], "last");
+    assert_eq!(meta["final_selection"], "exponential");
     assert_eq!(meta["search_sample"], "independent");
     assert_eq!(meta.contains_key("warning"), result.mostly_suppressed());
+    // The paper's walk with the exponential final draw: half of epsilon_search each.
+    let mut walk = params.clone();
+    walk.search = SearchStrategy::TopDown;
+    let walked = run(&f, &walk, 3);
+    let meta: BTreeMap<String, String> = safepub_metadata(&walk, &walked, &lattice)
+        .into_iter()
+        .collect();
+    assert_eq!(meta["search"], "top_down");
+    assert_eq!(meta["epsilon_final"], "0.05");
+    assert_eq!(meta["epsilon_per_step"], format!("{}", 0.05 / 300.0));
 
     let batch = safepub_diagnostics_batch(&result).unwrap();
     assert_eq!(batch.num_rows(), result.search.steps.len());
@@ -1042,9 +1060,16 @@ fn a_lone_informative_value_is_never_released() {
 #[test]
 fn defaults_are_the_proven_configuration() {
     let defaults = SafePubParams::with_defaults(1.0, 1e-4);
-    assert_eq!(defaults.final_selection, FinalSelection::Last);
+    assert_eq!(defaults.final_selection, FinalSelection::Exponential);
     assert_eq!(defaults.search_sample, SearchSample::Independent);
+    assert_eq!(defaults.search, SearchStrategy::Auto);
+    assert_eq!(defaults.suppression, ScoreSuppression::Graded);
     assert!(defaults.proven());
+    let mut last = defaults.clone();
+    last.final_selection = FinalSelection::Last;
+    assert!(last.proven());
+    assert_eq!(last.default_suppression(), ScoreSuppression::AtK);
+    last.suppression = last.default_suppression();
     let spec = |name: &str| {
         METHOD
             .params
@@ -1054,7 +1079,11 @@ fn defaults_are_the_proven_configuration() {
     };
     assert!(matches!(
         spec("final_selection").default,
-        crate::params::ParamDefault::Text("last")
+        crate::params::ParamDefault::Text("exponential")
+    ));
+    assert!(matches!(
+        spec("search").default,
+        crate::params::ParamDefault::Text("auto")
     ));
     assert!(matches!(
         spec("search_sample").default,
@@ -1083,7 +1112,9 @@ fn defaults_are_the_proven_configuration() {
         "epsilon = epsilon_search + epsilon_anon = 0.1 + 0.9",
         "scores its own random sample",
         "independently of the released sample",
-        "the released levels are its last pivot",
+        "every scheme of the lattice is scored on it",
+        "the released levels are drawn by the exponential mechanism at epsilon_search = 0.1",
+        "max(0, 2s - k) kept records",
         "generalized quasi-identifiers with its informative value",
         "(epsilon_anon, delta)-differentially private",
         "its randomness is independent of the search's",
@@ -1091,6 +1122,15 @@ fn defaults_are_the_proven_configuration() {
         assert!(proven.contains(phrase), "missing '{phrase}': {proven}");
     }
     assert!(!proven.contains("NOT PROVEN") && !proven.contains("best"));
+    let mut walk = defaults.clone();
+    walk.search = SearchStrategy::TopDown;
+    let walked = text(&walk);
+    assert!(
+        walked.contains("at 0.05 / steps each") && walked.contains("at 0.05 among every scheme the walk scored"),
+        "{walked}"
+    );
+    let last = text(&last);
+    assert!(last.contains("the released levels are its last pivot") && !last.contains("2s - k"), "{last}");
 
     let paper = text(&SafePubParams::paper(1.0, 1e-4));
     assert!(paper.starts_with("NOT PROVEN"), "{paper}");
