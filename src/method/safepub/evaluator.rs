@@ -190,7 +190,7 @@ impl<'a> Evaluator<'a> {
             } else {
                 whole_class(partition.class_sizes[s], self.k, self.suppression)
             };
-            if counted > 0 {
+            if kept > 0 || counted > 0 {
                 acc.add_class(kept, counted, |a| maps[a][sample.leaf(a, rep) as usize], best);
             }
         }
@@ -235,7 +235,7 @@ impl<'a> Evaluator<'a> {
                 } else {
                     whole_class(parent.class_sizes[s], k, suppression)
                 };
-                if counted > 0 {
+                if kept > 0 || counted > 0 {
                     let rep = first(units.start as u32);
                     acc.add_class(kept, counted, |a| maps[a][sample.leaf(a, rep) as usize], best);
                 }
@@ -254,7 +254,7 @@ impl<'a> Evaluator<'a> {
                         &mut self.value_counts,
                         &mut self.value_touched,
                     );
-                    if counted > 0 {
+                    if kept > 0 || counted > 0 {
                         let rep = first(g.rep[c as usize]);
                         acc.add_class(kept, counted, |a| maps[a][sample.leaf(a, rep) as usize], best);
                     }
@@ -262,7 +262,7 @@ impl<'a> Evaluator<'a> {
             } else {
                 for &c in &g.touched {
                     let (kept, counted, best) = whole_class(g.size[c as usize], k, suppression);
-                    if counted > 0 {
+                    if kept > 0 || counted > 0 {
                         let rep = first(g.rep[c as usize]);
                         acc.add_class(kept, counted, |a| maps[a][sample.leaf(a, rep) as usize], best);
                     }

@@ -63,9 +63,9 @@ fn graded_score(
 }
 
 /// The definition record by record: each (generalized quasi-identifiers, informative
-/// value) group of s sampled records counts as `w(s)` kept records (`s` from k on,
-/// `max(0, 2s − k)` below), each kept record costing its cells; every other input record
-/// costs m. Also the hard counts: records and classes with a group of at least k.
+/// value) group of s sampled records counts as `w(s) = min(s, max(0, 2s − ⌈4k/3⌉))` kept
+/// records, each costing its cells; every other input record costs m. Also the release's
+/// counts: records and classes with a group of at least k.
 fn graded_definition(
     function: ScoreFunction,
     hs: &[&Hierarchy],
@@ -87,7 +87,8 @@ fn graded_definition(
     let mut kept = 0;
     let mut classes: HashSet<Vec<u32>> = HashSet::new();
     for ((codes, _), &s) in &groups {
-        let w = if s >= k { s } else { (2 * s).saturating_sub(k) } as f64;
+        let c = (4 * k).div_ceil(3);
+        let w = s.min((2 * s).saturating_sub(c)) as f64;
         if s >= k {
             kept += s;
             classes.insert(codes.clone());
@@ -146,7 +147,7 @@ fn graded_scores_match_the_definition() {
 
 /// Scoring and refining from a pivot's partition give the scores and partitions of
 /// grouping from the leaves, with the graded score's lower threshold (groups from
-/// ⌊k/2⌋ + 1 on count).
+/// ⌊⌈4k/3⌉/2⌋ + 1 on count).
 #[test]
 fn graded_refinement_matches_from_scratch() {
     let owned = hierarchies();
@@ -233,25 +234,32 @@ fn graded_sensitivity_is_m_on_random_neighbours() {
     }
 }
 
-/// The graded bound is attained: a group of k − 1 becomes k (its counted records go from
-/// k − 2 to k at a cost of 1/100 each, while N grows by one).
+/// The graded bound is attained: inside the ramp one record adds two counted records at a
+/// cost of 1/100 each, while N grows by one (k = 6, c = 8: a group of 5 counts 2, of 6
+/// counts 4).
 #[test]
 fn graded_sensitivity_bound_is_tight() {
     let h = interval("a", "0..99", &["10"]);
     let hs = [&h];
     let lattice = lattice_of(&hs);
-    let k = 5u64;
+    let k = 6u64;
+    assert_eq!(ScoreSuppression::ramp_end(k), 8);
+    assert_eq!(ScoreSuppression::Graded.counts_from(k), 5);
+    let weights: Vec<u64> = (0..12).map(|s| ScoreSuppression::Graded.kept_weight(s, k)).collect();
+    assert_eq!(weights, [0, 0, 0, 0, 0, 2, 4, 6, 8, 9, 10, 11]);
     let before: Vec<Record> = (0..k - 1).map(|_| (vec![0], 0)).collect();
     let after: Vec<Record> = (0..k).map(|_| (vec![0], 0)).collect();
     let d1 = SampleData::new(histogram(&hs, &before, 1), k - 1);
     let d2 = SampleData::new(histogram(&hs, &after, 1), k);
     let f = ScoreFunction::Granularity;
-    let s1 = graded_score(f, &hs, &lattice, &d1, &[0], k, 1).score;
-    let s2 = graded_score(f, &hs, &lattice, &d2, &[0], k, 1).score;
-    // Before: 3 counted at 0.01, 1 at 1; after: 5 counted at 0.01.
-    assert!(close(s1, -(3.0 * 0.01 + 1.0)));
-    assert!(close(s2, -(5.0 * 0.01)));
-    assert!(close(s2 - s1, 1.0 - 2.0 * 0.01));
+    let s1 = graded_score(f, &hs, &lattice, &d1, &[0], k, 1);
+    let s2 = graded_score(f, &hs, &lattice, &d2, &[0], k, 1);
+    // Before: 2 counted at 0.01, 3 at 1; after: 4 counted at 0.01, 2 at 1.
+    assert!(close(s1.score, -(2.0 * 0.01 + 3.0)));
+    assert!(close(s2.score, -(4.0 * 0.01 + 2.0)));
+    assert!(close(s2.score - s1.score, 1.0 - 2.0 * 0.01));
+    // The release's counts stay at k.
+    assert_eq!((s1.kept, s1.classes, s2.kept, s2.classes), (0, 0, 6, 1));
 }
 
 /// A scorer with fixed scores: `−Σ weight_a · level_a`.

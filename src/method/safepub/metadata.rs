@@ -153,8 +153,9 @@ pub fn guarantee_text(params: &SafePubParams, result: &SafePubResult, attrs: usi
     };
     let graded = match params.suppression {
         ScoreSuppression::Graded => {
-            " The score counts a group of s < k sampled records as max(0, 2s - k) kept records (the release still removes \
-             it), so one record changes it by at most the number of quasi-identifiers (docs/METHODS.md section 2.12, Lemma 2)."
+            " The score counts a group of s sampled records as min(s, max(0, 2s - c)) kept records, c = ceil(4k/3) (the \
+             release keeps exactly the groups of at least k), so one record changes it by at most the number of \
+             quasi-identifiers (docs/METHODS.md section 2.12, Lemma 2)."
         }
         ScoreSuppression::AtK => "",
     };

@@ -73,7 +73,7 @@ pub(super) const PARAMS: &[ParamSpec] = &[
         "score_suppression",
         ParamKind::Choice(&["graded", "at_k"]),
         ParamDefault::Optional("'graded' for the granularity and intensity scores with final_selection 'exponential', else 'at_k'"),
-        "how the score counts a group of s < k records (always suppressed in the release): 'graded' as max(0, 2s - k) kept records, so the score's sensitivity is m instead of (k - 1)·m, or 'at_k' as suppressed (the paper)",
+        "how the score counts a group of s records (the release keeps it when s >= k): 'graded' as min(s, max(0, 2s - c)) kept records with c = ceil(4k/3), a ramp centred on k, so the score's sensitivity is m instead of (k - 1)·m, or 'at_k' as s when s >= k and 0 below (the paper)",
     ),
     ParamSpec::new(
         "search_sample",

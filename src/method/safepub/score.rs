@@ -37,15 +37,17 @@ use datafusion::common::{plan_err, Result};
 
 use crate::hierarchy::Hierarchy;
 
-/// How a score counts a group (a class, or a (class, informative value) pair) of fewer
-/// than k sampled records. The release always suppresses such a group; only the score's
-/// view of it differs.
+/// How a score counts a group (a class, or a (class, informative value) pair) of sampled
+/// records. The release always suppresses a group of fewer than k records and keeps the
+/// others; only the score's view differs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ScoreSuppression {
-    /// A group of `s < k` records counts as `max(0, 2s − k)` kept records and the rest as
-    /// suppressed (the default for granularity and intensity): one record more or less
-    /// moves the score by at most `m`, where suppression at k moves it by `(k − 1)·m`
-    /// (docs/METHODS.md §2.12, Lemma 2).
+    /// A group of `s` records counts as `min(s, max(0, 2s − c))` kept records, `c = ⌈4k/3⌉`,
+    /// and the rest as suppressed (the default for granularity and intensity): nothing up
+    /// to `2k/3`, everything from `4k/3`, a ramp of slope 2 centred on k in between, since
+    /// whether a group near k reaches k in the released sample (an independent draw) is
+    /// itself uncertain. One record more or less moves the score by at most `m`, where
+    /// suppression at k moves it by `(k − 1)·m` (docs/METHODS.md §2.12, Lemma 2).
     #[default]
     Graded,
     /// A group of `s < k` records counts as suppressed, as in the paper.
@@ -74,18 +76,25 @@ impl ScoreSuppression {
 
     /// The records a group of `size` records counts as kept, at threshold `k`.
     pub fn kept_weight(self, size: u64, k: u64) -> u64 {
-        match (size >= k, self) {
-            (true, _) => size,
-            (false, Self::AtK) => 0,
-            (false, Self::Graded) => (2 * size).saturating_sub(k),
+        match self {
+            Self::AtK if size >= k => size,
+            Self::AtK => 0,
+            Self::Graded => size.min((2 * size).saturating_sub(Self::ramp_end(k))),
         }
     }
 
-    /// The smallest group that counts for anything: `k`, or `⌊k/2⌋ + 1` graded.
+    /// `c = ⌈4k/3⌉`: graded, a group of `s` records counts as `min(s, max(0, 2s − c))`
+    /// kept records, a ramp of slope 2 from `c/2 = 2k/3` to `c = 4k/3`, centred on k.
+    pub fn ramp_end(k: u64) -> u64 {
+        (4 * k).div_ceil(3)
+    }
+
+    /// The smallest group that counts for anything (kept by the release or counted by the
+    /// score): `k`, or `min(⌊c/2⌋ + 1, k)` graded.
     pub fn counts_from(self, k: u64) -> u64 {
         match self {
             Self::AtK => k,
-            Self::Graded => (k / 2 + 1).min(k),
+            Self::Graded => (Self::ramp_end(k) / 2 + 1).min(k),
         }
     }
 
@@ -468,3 +477,4 @@ impl<'t> ScoreAccumulator<'t> {
         }
     }
 }
+

@@ -1114,7 +1114,7 @@ fn defaults_are_the_proven_configuration() {
         "independently of the released sample",
         "every scheme of the lattice is scored on it",
         "the released levels are drawn by the exponential mechanism at epsilon_search = 0.1",
-        "max(0, 2s - k) kept records",
+        "min(s, max(0, 2s - c)) kept records, c = ceil(4k/3)",
         "generalized quasi-identifiers with its informative value",
         "(epsilon_anon, delta)-differentially private",
         "its randomness is independent of the search's",
@@ -1130,7 +1130,7 @@ fn defaults_are_the_proven_configuration() {
         "{walked}"
     );
     let last = text(&last);
-    assert!(last.contains("the released levels are its last pivot") && !last.contains("2s - k"), "{last}");
+    assert!(last.contains("the released levels are its last pivot") && !last.contains("2s - c"), "{last}");
 
     let paper = text(&SafePubParams::paper(1.0, 1e-4));
     assert!(paper.starts_with("NOT PROVEN"), "{paper}");
@@ -1154,6 +1154,7 @@ fn defaults_are_the_proven_configuration() {
 fn the_search_scores_an_independent_sample() {
     let f = fixture(3000, 34);
     let mut params = SafePubParams::with_defaults(1.0, 1e-3);
+    params.search = SearchStrategy::TopDown;
     params.steps = 0;
     let independent = run(&f, &params, 8);
     params.search_sample = SearchSample::Shared;
@@ -1258,7 +1259,7 @@ fn audit_safepub_with_informative_column() {
             .chain((0..n).map(|_| (vec![1], 1)))
             .collect()
     };
-    let bins = 3 * 2 * 5;
+    let bins = 2 * 5;
     let trials = 40_000u64;
     let released = |records: &[Record], seed: u64| {
         let base = histogram(&hs, records, 2);
@@ -1279,7 +1280,6 @@ fn audit_safepub_with_informative_column() {
         };
         audit_histogram(bins, trials, seed, |rng| {
             let result = super::run(&input, &params, rng).unwrap();
-            let level = result.release.levels[0];
             let hiv = usize::from(released_with_value(&result.release, 1) > 0);
             let flu = released_with_value(&result.release, 0);
             // Expected 'flu' rows: about 0.63 · 70 = 44.
@@ -1290,7 +1290,10 @@ fn audit_safepub_with_informative_column() {
                 45..=49 => 3,
                 _ => 4,
             };
-            (level * 2 + hiv) * 5 + bucket
+            // Not binned by level: the exhaustive search draws all three schemes, which
+            // would spread the violating outcome (a group of k 'HIV' rows, at any level)
+            // over three bins; the audit holds for any function of the output.
+            hiv * 5 + bucket
         })
     };
     for (pair, hiv) in [(1u64, 0u64), (2, k - 1)] {
