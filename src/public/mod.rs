@@ -243,7 +243,7 @@ impl PublicRules {
     ) -> Result<()> {
         if !configured.proven() {
             return plan_err!(
-                "{function}(): method '{method}' with these options has no proven guarantee (its guarantee text says NOT PROVEN) and is available to the data owner only; public users use its defaults (for safepub: final_selection => 'last', search_sample => 'independent')"
+                "{function}(): method '{method}' with these options has no proven guarantee (its guarantee text says NOT PROVEN) and is available to the data owner only; public users use its defaults (for safepub: final_selection => 'exponential' or 'last', search_sample => 'independent')"
             );
         }
         if let Some((argument, cells, default)) = configured.cells_bound() {

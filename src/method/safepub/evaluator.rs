@@ -63,6 +63,11 @@ fn whole_class(size: u64, k: u64, suppression: ScoreSuppression) -> (u64, u64, u
 /// Default memory the partitions of past pivots may hold (see [`Evaluator`]).
 pub const PARTITION_CACHE_BYTES: usize = 256 << 20;
 
+/// Memory the partitions may hold during an exhaustive search: its depth-first order needs
+/// only the partitions along the current path (Adult's 12,960 schemes, two runs in one
+/// process: peak RSS 134 MB instead of 392 MB with the default, 1.09 s instead of 1.36 s).
+pub const EXHAUSTIVE_CACHE_BYTES: usize = 32 << 20;
+
 /// Scores schemes on the sample, keeping the partitions of the search's pivots.
 ///
 /// Every pivot's partition is refined from the partition of the pivot it was first scored
@@ -191,7 +196,12 @@ impl<'a> Evaluator<'a> {
                 whole_class(partition.class_sizes[s], self.k, self.suppression)
             };
             if kept > 0 || counted > 0 {
-                acc.add_class(kept, counted, |a| maps[a][sample.leaf(a, rep) as usize], best);
+                acc.add_class(
+                    kept,
+                    counted,
+                    |a| maps[a][sample.leaf(a, rep) as usize],
+                    best,
+                );
             }
         }
         acc.finish()
@@ -237,7 +247,12 @@ impl<'a> Evaluator<'a> {
                 };
                 if kept > 0 || counted > 0 {
                     let rep = first(units.start as u32);
-                    acc.add_class(kept, counted, |a| maps[a][sample.leaf(a, rep) as usize], best);
+                    acc.add_class(
+                        kept,
+                        counted,
+                        |a| maps[a][sample.leaf(a, rep) as usize],
+                        best,
+                    );
                 }
             } else if by_value {
                 g.group(range, code);
@@ -256,7 +271,12 @@ impl<'a> Evaluator<'a> {
                     );
                     if kept > 0 || counted > 0 {
                         let rep = first(g.rep[c as usize]);
-                        acc.add_class(kept, counted, |a| maps[a][sample.leaf(a, rep) as usize], best);
+                        acc.add_class(
+                            kept,
+                            counted,
+                            |a| maps[a][sample.leaf(a, rep) as usize],
+                            best,
+                        );
                     }
                 }
             } else {
@@ -264,7 +284,12 @@ impl<'a> Evaluator<'a> {
                     let (kept, counted, best) = whole_class(g.size[c as usize], k, suppression);
                     if kept > 0 || counted > 0 {
                         let rep = first(g.rep[c as usize]);
-                        acc.add_class(kept, counted, |a| maps[a][sample.leaf(a, rep) as usize], best);
+                        acc.add_class(
+                            kept,
+                            counted,
+                            |a| maps[a][sample.leaf(a, rep) as usize],
+                            best,
+                        );
                     }
                 }
             }
@@ -335,6 +360,7 @@ impl<'a> Evaluator<'a> {
             }
             g.reset();
         }
+        child.shrink();
         child
     }
 
@@ -352,7 +378,6 @@ impl<'a> Evaluator<'a> {
 
     /// Sets the memory the partitions of past pivots may hold (default
     /// [`PARTITION_CACHE_BYTES`]).
-    #[cfg(test)]
     pub fn with_cache_bytes(mut self, bytes: usize) -> Self {
         self.cache_bytes = bytes;
         self

@@ -31,7 +31,12 @@ fn lattice_of(hs: &[&Hierarchy]) -> Lattice {
     Lattice::new(hs.iter().map(|h| h.height()).collect(), 1_000_000).unwrap()
 }
 
-fn random_records(rng: &mut crate::mechanism::rng::AnonRng, n: usize, hs: &[&Hierarchy], values: u32) -> Vec<Record> {
+fn random_records(
+    rng: &mut crate::mechanism::rng::AnonRng,
+    n: usize,
+    hs: &[&Hierarchy],
+    values: u32,
+) -> Vec<Record> {
     (0..n)
         .map(|_| {
             let codes = hs
@@ -169,7 +174,10 @@ fn graded_refinement_matches_from_scratch() {
                         let direct = evaluator.partition(&child);
                         let want = evaluator.score_partition(&direct);
                         let via = evaluator.score_refinement(&parent, attr);
-                        assert!(close(via.score, want.score), "{function:?} {node:?} -{attr}");
+                        assert!(
+                            close(via.score, want.score),
+                            "{function:?} {node:?} -{attr}"
+                        );
                         assert_eq!((via.kept, via.classes), (want.kept, want.classes));
                         let refined = evaluator.refine(&parent, attr);
                         assert_eq!(refined.class_count(), direct.class_count());
@@ -245,7 +253,9 @@ fn graded_sensitivity_bound_is_tight() {
     let k = 6u64;
     assert_eq!(ScoreSuppression::ramp_end(k), 8);
     assert_eq!(ScoreSuppression::Graded.counts_from(k), 5);
-    let weights: Vec<u64> = (0..12).map(|s| ScoreSuppression::Graded.kept_weight(s, k)).collect();
+    let weights: Vec<u64> = (0..12)
+        .map(|s| ScoreSuppression::Graded.kept_weight(s, k))
+        .collect();
     assert_eq!(weights, [0, 0, 0, 0, 0, 2, 4, 6, 8, 9, 10, 11]);
     let before: Vec<Record> = (0..k - 1).map(|_| (vec![0], 0)).collect();
     let after: Vec<Record> = (0..k).map(|_| (vec![0], 0)).collect();
@@ -276,7 +286,10 @@ impl NodeScorer for Fixed<'_> {
         node: &[usize],
         from: Option<(&[usize], usize)>,
     ) -> datafusion::common::Result<Evaluation> {
-        assert!(self.scored.insert(self.lattice.index_of(node)), "{node:?} scored twice");
+        assert!(
+            self.scored.insert(self.lattice.index_of(node)),
+            "{node:?} scored twice"
+        );
         if let Some((parent, attr)) = from {
             assert_eq!(self.entered.last().map(Vec::as_slice), Some(parent));
             let mut expected = parent.to_vec();
@@ -298,7 +311,11 @@ impl NodeScorer for Fixed<'_> {
 
 impl Fixed<'_> {
     fn score_of(&self, node: &[usize]) -> f64 {
-        -node.iter().zip(&self.weights).map(|(&l, w)| l as f64 * w).sum::<f64>()
+        -node
+            .iter()
+            .zip(&self.weights)
+            .map(|(&l, w)| l as f64 * w)
+            .sum::<f64>()
     }
 }
 
@@ -323,12 +340,22 @@ fn exhaustive_search_scores_every_scheme_once() {
         Lattice::bounded(vec![4, 3, 2], vec![1, 0, 1], vec![3, 3, 2], 1000).unwrap(),
     ] {
         let mut scorer = fixed(&lattice, &[1.0, 10.0, 100.0, 0.5]);
-        let result =
-            exhaustive_search(&mut scorer, &lattice, 1.0, 1.0, true, &mut rng, &no_progress)
-                .unwrap();
+        let result = exhaustive_search(
+            &mut scorer,
+            &lattice,
+            1.0,
+            1.0,
+            true,
+            &mut rng,
+            &no_progress,
+        )
+        .unwrap();
         assert_eq!(result.scored, lattice.len());
         assert_eq!(scorer.scored.len(), lattice.len());
-        assert!(lattice.nodes().iter().all(|n| scorer.scored.contains(&lattice.index_of(n))));
+        assert!(lattice
+            .nodes()
+            .iter()
+            .all(|n| scorer.scored.contains(&lattice.index_of(n))));
         assert_eq!(result.chosen, lattice.bottom());
         assert_eq!(result.steps.len(), 2);
         assert_eq!(result.steps[1].candidates, lattice.len());
@@ -341,8 +368,16 @@ fn exhaustive_search_scores_every_scheme_once() {
     let sample = SampleData::new(histogram(&hs, &records, 3), 450);
     let mut evaluator = Evaluator::new(&sample, &hs, &lattice, 6, ScoreFunction::Granularity, 3)
         .with_suppression(ScoreSuppression::Graded);
-    let result =
-        exhaustive_search(&mut evaluator, &lattice, 1.0, 3.0, true, &mut rng, &no_progress).unwrap();
+    let result = exhaustive_search(
+        &mut evaluator,
+        &lattice,
+        1.0,
+        3.0,
+        true,
+        &mut rng,
+        &no_progress,
+    )
+    .unwrap();
     let best = lattice
         .nodes()
         .into_iter()
@@ -384,7 +419,9 @@ fn exhaustive_draw_distribution() {
             &no_progress,
         )
         .unwrap();
-        *counts.entry(lattice.index_of(&result.chosen) as i64).or_default() += 1;
+        *counts
+            .entry(lattice.index_of(&result.chosen) as i64)
+            .or_default() += 1;
     }
     let bins = categorical_bins(&expected);
     assert_chi_square_fits(&counts, draws, &bins, "exhaustive draw");

@@ -2,8 +2,8 @@
 //! owner-only diagnostics.
 
 use super::sample::SearchSample;
-use super::search::{FinalSelection, SearchStrategy};
 use super::score::ScoreSuppression;
+use super::search::{FinalSelection, SearchStrategy};
 use super::{SafePubParams, SafePubResult, SUPPRESSION_WARNING_SHARE};
 use crate::lattice::{node_label, Lattice};
 use datafusion::arrow::array::{

@@ -8,11 +8,13 @@
 //!    trials on the histogram's counts). Two independent samples are drawn: one for the
 //!    search and one for the release (`search_sample => 'shared'`, the paper's behaviour,
 //!    searches the released sample instead).
-//! 3. **Search** ([`search`]): a top-down walk through the generalization lattice, each
-//!    step an exponential-mechanism choice at ε_search / steps among the predecessors of
-//!    the pivots so far, scored by one of the [`score`] functions on the search's sample
-//!    ([`partition`]). The scheme released is the last pivot (`final_selection => 'best'`,
-//!    the paper's rule, takes the best-scoring one).
+//! 3. **Search** ([`search`]): on the search's sample ([`partition`]), scored by one of the
+//!    [`score`] functions (granularity and intensity with graded suppression, sensitivity
+//!    m). On a lattice of at most 20,000 schemes every scheme is scored and one is drawn by
+//!    the exponential mechanism at ε_search; on a larger one, a top-down walk whose steps
+//!    are exponential-mechanism choices among the predecessors of the pivots so far, and a
+//!    final draw among every scheme the walk scored (`final_selection => 'last'` takes the
+//!    last pivot; `'best'`, the paper's rule, the best-scoring one).
 //! 4. **Release**: the released sample generalized with the chosen scheme; every record
 //!    whose released form (generalized quasi-identifiers with its informative value) occurs
 //!    fewer than k times in that sample is suppressed.
@@ -212,8 +214,8 @@ impl Method for SafePub {
         &METHOD
     }
 
-    /// The last pivot of a search on an independent sample (§2.12); `final_selection =>
-    /// 'best'` and `search_sample => 'shared'` are not proven.
+    /// A drawn scheme or the last pivot of a search on an independent sample (§2.12);
+    /// `final_selection => 'best'` and `search_sample => 'shared'` are not proven.
     fn proven(&self) -> bool {
         self.params.proven()
     }
@@ -303,6 +305,9 @@ pub fn run(
         input.value_domain,
     )
     .with_suppression(params.suppression);
+    if strategy == SearchStrategy::Exhaustive {
+        evaluator = evaluator.with_cache_bytes(evaluator::EXHAUSTIVE_CACHE_BYTES);
+    }
     let sensitivity = params.score_sensitivity(calibration.k, attrs);
     let search = match strategy {
         SearchStrategy::Exhaustive => exhaustive_search(

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use datafusion::common::{plan_err, Result};
 
-use super::SafePub;
 use super::score::ScoreSuppression;
 use super::search::SearchStrategy;
+use super::SafePub;
 use super::{FinalSelection, ScoreFunction, SearchSample, DEFAULT_EPSILON_SEARCH, DEFAULT_STEPS};
 use super::{MAX_STEPS, MIN_DELTA};
 use crate::method::{level_bounds, Method, MethodArgs, EPSILON, MAX_LEVELS, MIN_LEVELS, SEED};
@@ -167,8 +167,7 @@ impl SafePubParams {
     /// at k (so `last` and `best` score as before).
     pub fn default_suppression(&self) -> ScoreSuppression {
         let graded = ScoreSuppression::Graded;
-        match graded.supports(self.score) && self.final_selection == FinalSelection::Exponential
-        {
+        match graded.supports(self.score) && self.final_selection == FinalSelection::Exponential {
             true => graded,
             false => ScoreSuppression::AtK,
         }
@@ -242,7 +241,8 @@ impl SafePubParams {
                 self.score.name()
             );
         }
-        if self.search == SearchStrategy::Exhaustive && self.final_selection == FinalSelection::Last {
+        if self.search == SearchStrategy::Exhaustive && self.final_selection == FinalSelection::Last
+        {
             return plan_err!(
                 "search 'exhaustive' has no last pivot: use final_selection => 'exponential' (or search => 'top_down')"
             );

@@ -93,15 +93,27 @@ impl Partition {
     }
 
     /// Memory held by this partition, in bytes (approximately).
+    /// (allocated capacity, not just the elements in use).
     pub fn bytes(&self) -> usize {
         std::mem::size_of::<Self>()
-            + self.levels.len() * std::mem::size_of::<usize>()
-            + (self.members.len()
-                + self.unit_starts.len()
-                + self.unit_reps.len()
-                + self.class_starts.len())
+            + self.levels.capacity() * std::mem::size_of::<usize>()
+            + (self.members.capacity()
+                + self.unit_starts.capacity()
+                + self.unit_reps.capacity()
+                + self.class_starts.capacity())
                 * std::mem::size_of::<u32>()
-            + (self.unit_sizes.len() + self.class_sizes.len()) * std::mem::size_of::<u64>()
+            + (self.unit_sizes.capacity() + self.class_sizes.capacity())
+                * std::mem::size_of::<u64>()
+    }
+
+    /// Releases the capacity a refinement reserved beyond what it kept.
+    pub(super) fn shrink(&mut self) {
+        self.members.shrink_to_fit();
+        self.unit_starts.shrink_to_fit();
+        self.unit_reps.shrink_to_fit();
+        self.unit_sizes.shrink_to_fit();
+        self.class_starts.shrink_to_fit();
+        self.class_sizes.shrink_to_fit();
     }
 
     /// Number of kept classes.

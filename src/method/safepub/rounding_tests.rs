@@ -249,7 +249,8 @@ fn the_stated_excess_follows_the_rounding() {
         0.0
     );
     let e = ScoreFunction::Granularity.rounding_per_record(9);
-    let excess = ScoreFunction::Granularity.epsilon_excess_per_record(0.1, 50, 9, ScoreSuppression::AtK);
+    let excess =
+        ScoreFunction::Granularity.epsilon_excess_per_record(0.1, 50, 9, ScoreSuppression::AtK);
     let plain = 0.1 * 2.0 * e / (49.0 * 9.0);
     assert!(excess >= plain && excess <= plain * (1.0 + 1e-5));
     // Adult-sized (30,162 records): far below 1e-9.

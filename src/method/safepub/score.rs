@@ -389,7 +389,13 @@ impl<'t> ScoreAccumulator<'t> {
     /// with [`ScoreSuppression::Graded`]), whose code at attribute `a` is `code(a)`;
     /// `majority` is the largest number of its kept records sharing one informative value
     /// (needed for classification only). A class with `kept = 0` is not a released class.
-    pub fn add_class(&mut self, kept: u64, counted: u64, code: impl Fn(usize) -> u32, majority: u64) {
+    pub fn add_class(
+        &mut self,
+        kept: u64,
+        counted: u64,
+        code: impl Fn(usize) -> u32,
+        majority: u64,
+    ) {
         self.kept += kept;
         self.counted += counted;
         self.classes += u64::from(kept > 0);
@@ -477,4 +483,3 @@ impl<'t> ScoreAccumulator<'t> {
         }
     }
 }
-

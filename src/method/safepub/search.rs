@@ -324,10 +324,11 @@ pub fn exhaustive_search(
     }
     scored.sort_unstable_by_key(|&(i, _)| i);
     let (chosen, evaluation) = if best {
-        let (index, evaluation) = scored
-            .iter()
-            .copied()
-            .fold(scored[0], |b, s| if s.1.score > b.1.score { s } else { b });
+        let (index, evaluation) =
+            scored
+                .iter()
+                .copied()
+                .fold(scored[0], |b, s| if s.1.score > b.1.score { s } else { b });
         let node = lattice.node_at(index).ok_or_else(|| {
             DataFusionError::Internal(format!("safepub: lattice node {index} out of range"))
         })?;

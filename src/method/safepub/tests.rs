@@ -1054,7 +1054,7 @@ fn a_lone_informative_value_is_never_released() {
     }
 }
 
-/// The defaults are the configuration the proof covers (last pivot, independent search
+/// The defaults are a configuration the proof covers (exponential draw, independent search
 /// sample), and their `guarantee` text states the theorem of METHODS §2.12; the paper's
 /// configuration is available but its text says plainly what is not proven.
 #[test]
@@ -1126,11 +1126,15 @@ fn defaults_are_the_proven_configuration() {
     walk.search = SearchStrategy::TopDown;
     let walked = text(&walk);
     assert!(
-        walked.contains("at 0.05 / steps each") && walked.contains("at 0.05 among every scheme the walk scored"),
+        walked.contains("at 0.05 / steps each")
+            && walked.contains("at 0.05 among every scheme the walk scored"),
         "{walked}"
     );
     let last = text(&last);
-    assert!(last.contains("the released levels are its last pivot") && !last.contains("2s - c"), "{last}");
+    assert!(
+        last.contains("the released levels are its last pivot") && !last.contains("2s - c"),
+        "{last}"
+    );
 
     let paper = text(&SafePubParams::paper(1.0, 1e-4));
     assert!(paper.starts_with("NOT PROVEN"), "{paper}");
@@ -1215,7 +1219,7 @@ fn sensitivities_hold_for_value_groups() {
     }
 }
 
-/// DP audit of the whole of SafePub (defaults: independent search sample, last pivot) with
+/// DP audit of the whole of SafePub (defaults: independent search sample, exhaustive search) with
 /// an informative column, on two pairs of neighbouring tables over one attribute
 /// (0..3, lattice of 3 nodes), ε = 1.1 (ε_search = 0.1, ε_anon = 1), δ = 0.05 (k = d'(δ)):
 ///
