@@ -14,6 +14,10 @@
 //! 2-way k-marginal score of each release against the source (`anonymize_utility`,
 //! 0–1000), the median over the runs.
 //!
+//! On the NPS data the line also carries the IPA paper's queries Q1–Q4 (sql/paper_q1_q4.sql's
+//! evaluator, relative L1 error, median over the runs) of both releases: `q=<q1>/<q2>/<q3>/<q4>`
+//! and `pgm_q=…`.
+//!
 //! `cargo bench --bench mst` runs both cases; `-- <filter>` only the cases whose name
 //! contains it; `--runs N` sets the repetitions (default 3). private-pgm runs in the virtual
 //! environment `$HOME/.cache/dfanon-pgm-venv`, which the bench makes with `pip install
@@ -35,6 +39,8 @@ struct Case {
     setup: &'static str,
     qi: &'static [&'static str],
     informative: Option<&'static str>,
+    /// Whether the IPA paper's queries Q1–Q4 (sql/paper_q1_q4.sql) apply to the data.
+    paper_queries: bool,
 }
 
 const CASES: &[Case] = &[
@@ -54,12 +60,14 @@ const CASES: &[Case] = &[
             "salary-class",
         ],
         informative: None,
+        paper_queries: false,
     },
     Case {
         name: "mst_nps_1361000",
         setup: "CREATE TABLE src AS SELECT * FROM nps_demo()",
         qi: &["age", "sex", "surgery", "los", "location"],
         informative: Some("disease"),
+        paper_queries: true,
     },
 ];
 
@@ -303,6 +311,15 @@ async fn case_run(case: &Case, runs: usize, dir: &Path, python: &Path) -> Result
         )
         .await?;
         times.push(start.elapsed().as_secs_f64());
+        if case.paper_queries {
+            run(
+                &ctx,
+                &format!(
+                    "CREATE TABLE ours_{seed} AS SELECT * FROM anonymize('src', method => 'mst', {arguments})"
+                ),
+            )
+            .await?;
+        }
         rss = rss.max(peak_rss_mb());
         scores.push(k_marginal(&ctx, &arguments).await?);
     }
@@ -315,13 +332,94 @@ async fn case_run(case: &Case, runs: usize, dir: &Path, python: &Path) -> Result
         pgm_rss = pgm_rss.max(peak);
     }
     let (ours, theirs) = (median(times), median(pgm_times));
+    let queries = match case.paper_queries {
+        true => {
+            let (q, pgm_q) = paper_queries(&ctx, runs).await?;
+            format!(" q={q} pgm_q={pgm_q}")
+        }
+        false => String::new(),
+    };
     Ok(format!(
-        "CASE name={} rows={rows} median_s={ours:.3} peak_rss_mb={rss:.0} k_marginal={:.1} pgm_median_s={theirs:.3} pgm_rss_mb={pgm_rss:.0} pgm_k_marginal={:.1} speedup={:.1}",
+        "CASE name={} rows={rows} median_s={ours:.3} peak_rss_mb={rss:.0} k_marginal={:.1} pgm_median_s={theirs:.3} pgm_rss_mb={pgm_rss:.0} pgm_k_marginal={:.1} speedup={:.1}{queries}",
         case.name,
         median(scores),
         median(pgm_scores),
         theirs / ours
     ))
+}
+
+/// Q1–Q4's median relative L1 errors over the runs, `q1/q2/q3/q4`, of our releases
+/// (`ours_<seed>`) and private-pgm's (`pgm_<seed>`), with sql/paper_q1_q4.sql's evaluator
+/// against the source.
+async fn paper_queries(ctx: &SessionContext, runs: usize) -> Result<(String, String)> {
+    let text = std::fs::read_to_string("sql/paper_q1_q4.sql")?;
+    let (begin, end) = (
+        text.find("-- @evaluator begin")
+            .ok_or_else(|| fail("no evaluator in sql/paper_q1_q4.sql"))?,
+        text.find("-- @evaluator end")
+            .ok_or_else(|| fail("no evaluator end in sql/paper_q1_q4.sql"))?,
+    );
+    let columns = ["age", "sex", "los", "surgery", "location", "disease"];
+    let select = columns
+        .iter()
+        .map(|c| format!("CAST({c} AS VARCHAR) AS {c}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let releases = (0..runs)
+        .flat_map(|seed| ["ours", "pgm"].map(|who| (who, seed)))
+        .map(|(who, seed)| {
+            format!("SELECT '{who}_{seed}' AS release, {select} FROM {who}_{seed} WHERE disease LIKE 'I6%'")
+        })
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ");
+    run(ctx, "CREATE VIEW nps AS SELECT * FROM src").await?;
+    run(ctx, &format!("CREATE TABLE releases AS {releases}")).await?;
+    run(
+        ctx,
+        "CREATE TABLE release_means (release VARCHAR, column_name VARCHAR, label VARCHAR, mean DOUBLE)",
+    )
+    .await?;
+    // Comment lines out first: they may hold semicolons.
+    let code: String = text[begin..end]
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for sql in code.split(';').filter(|s| !s.trim().is_empty()) {
+        run(ctx, sql).await?;
+    }
+    let mut medians = Vec::new();
+    for who in ["ours", "pgm"] {
+        let mut per_query = Vec::new();
+        for query in ["Q1", "Q2", "Q3", "Q4"] {
+            let batches = run(
+                ctx,
+                &format!(
+                    "SELECT rel_l1 FROM paper_error WHERE query = '{query}' AND starts_with(release, '{who}_')"
+                ),
+            )
+            .await?;
+            let errors: Vec<f64> = batches
+                .iter()
+                .flat_map(|b| {
+                    b.column(0)
+                        .as_primitive::<Float64Type>()
+                        .iter()
+                        .flatten()
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            if errors.len() != runs {
+                return Err(fail(format!(
+                    "{who} {query}: {} errors for {runs} runs",
+                    errors.len()
+                )));
+            }
+            per_query.push(format!("{:.3}", median(errors)));
+        }
+        medians.push(per_query.join("/"));
+    }
+    Ok((medians[0].clone(), medians[1].clone()))
 }
 
 #[tokio::main]
