@@ -282,7 +282,8 @@ fn warm_start(tree: &Tree, rooted: &Rooted, two: &[Measurement]) -> Vec<Vec<f64>
 /// Fits the tree's distribution to the 1-way measurements `one` (per attribute) and the
 /// 2-way measurements `two` (per edge, row-major over `(a, b)`), with `total` records,
 /// in at most `iterations` steps of mirror descent (each step halved until the loss falls,
-/// then grown by a quarter). Each step is reported to `progress`, whose error (nobody
+/// then grown by a quarter) with Nesterov's momentum, restarted whenever the loss does not
+/// fall. Each step is reported to `progress`, whose error (nobody
 /// waits for the release any more) stops the fit.
 pub fn fit(
     tree: Tree,
@@ -304,33 +305,64 @@ pub fn fit(
         .fold(0.0f64, |m, g| m.max(g.abs()))
         .max(f64::MIN_POSITIVE);
     let mut step = 1.0 / largest;
+    // Nesterov's acceleration: each step is taken from the extrapolated point `y`, and the
+    // momentum restarts whenever the loss does not fall.
+    let mut y = theta.clone();
+    let (mut y_value, mut y_gradient) = (current, gradient.clone());
+    let mut t = 1.0f64;
     for iteration in 0..iterations {
         match iteration % 16 {
             0 => progress.report(iteration, iterations)?,
             _ => progress.check()?,
         }
-        let mut accepted = false;
+        let mut accepted = None;
         for _ in 0..40 {
-            let trial: Vec<Vec<f64>> = theta
+            let trial: Vec<Vec<f64>> = y
                 .iter()
-                .zip(&gradient)
+                .zip(&y_gradient)
                 .map(|(t, g)| t.iter().zip(g).map(|(t, g)| t - step * g).collect())
                 .collect();
             let q = marginals(&tree, &rooted, &trial);
             let (value, next_gradient) = loss(&tree, &q, total, one, two);
-            if value < current {
-                theta = trial;
-                p = q;
-                gradient = next_gradient;
-                let improvement = (current - value) / current.max(f64::MIN_POSITIVE);
-                current = value;
+            if value < y_value {
+                accepted = Some((trial, q, value, next_gradient));
                 step *= 1.25;
-                accepted = improvement > 1e-12;
                 break;
             }
             step /= 2.0;
         }
-        if !accepted {
+        let Some((next, q, value, next_gradient)) = accepted else {
+            break;
+        };
+        let improvement = (current - value) / current.max(f64::MIN_POSITIVE);
+        if value >= current {
+            // No progress from the extrapolated point: restart the momentum at theta.
+            t = 1.0;
+            y = theta.clone();
+            y_value = current;
+            y_gradient = gradient.clone();
+            continue;
+        }
+        let t_next = (1.0 + (1.0 + 4.0 * t * t).sqrt()) / 2.0;
+        let beta = (t - 1.0) / t_next;
+        y = next
+            .iter()
+            .zip(&theta)
+            .map(|(n, o)| n.iter().zip(o).map(|(n, o)| n + beta * (n - o)).collect())
+            .collect();
+        t = t_next;
+        theta = next;
+        p = q;
+        current = value;
+        gradient = next_gradient;
+        if beta == 0.0 {
+            y_value = current;
+            y_gradient = gradient.clone();
+        } else {
+            let py = marginals(&tree, &rooted, &y);
+            (y_value, y_gradient) = loss(&tree, &py, total, one, two);
+        }
+        if improvement <= 1e-12 {
             break;
         }
     }
