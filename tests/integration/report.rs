@@ -452,6 +452,39 @@ async fn the_crc_measures_are_anonymize_utilitys() -> Result<()> {
     Ok(())
 }
 
+/// An MST release's page: the NIST CRC measures of its synthetic rows are
+/// `anonymize_utility`'s for the same (seeded) release, and the page has the 2-way
+/// k-marginal section.
+#[tokio::test]
+async fn an_mst_page_carries_its_utility() -> Result<()> {
+    let ctx = owner().await?;
+    let dir = tempfile::tempdir()?;
+    let mst = "'adult', method => 'mst', qi => 'sex, race, marital-status', \
+               informative => 'salary-class', epsilon => 1, seed => 4";
+    let path = dir.path().join("mst.html");
+    ctx.sql(&format!(
+        "SELECT * FROM anonymize_report({mst}, path => '{}', attacks => 0)",
+        path.display()
+    ))
+    .await?
+    .collect()
+    .await?;
+    let html = std::fs::read_to_string(&path)?;
+    assert!(html.contains("<h3>2-way k-marginal score</h3>"));
+    let figures = page_figures(&html);
+    let rows = text_rows(
+        &ctx,
+        &format!("SELECT metric, CAST(value AS VARCHAR) FROM anonymize_utility({mst})"),
+    )
+    .await?;
+    assert_eq!(rows.len(), 5, "{rows:?}");
+    for row in rows {
+        let key = format!("utility:{}", row[0]);
+        assert_eq!(figures[&key], row[1].parse::<f64>().unwrap(), "{key}");
+    }
+    Ok(())
+}
+
 /// SafePub's error bars: the page's intervals are `sample_count_interval`'s, and over the
 /// released cells of 30 seeded SafePub draws on sex and salary class, the intervals hold
 /// the source's rows behind each cell. Each interval holds with probability at least 95 %
