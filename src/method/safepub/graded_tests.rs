@@ -8,7 +8,8 @@ use rand::Rng;
 use super::evaluator::Evaluator;
 use super::partition::SampleData;
 use super::score::{Evaluation, ScoreFunction, ScoreSuppression};
-use super::search::{exhaustive_search, top_down_search, FinalSelection, NodeScorer};
+use super::search::{exhaustive_search, top_down_search, FinalSelection};
+use super::tests::{all_nodes, close, fixed, hierarchies, random_records};
 use crate::hierarchy::Hierarchy;
 use crate::lattice::Lattice;
 use crate::mechanism::exponential::exponential_weights;
@@ -18,38 +19,6 @@ use crate::testing::stats::{assert_chi_square_fits, categorical_bins};
 use crate::testing::{histogram, ladder as interval, Record};
 
 const GRADED: [ScoreFunction; 2] = [ScoreFunction::Granularity, ScoreFunction::Intensity];
-
-fn hierarchies() -> Vec<Hierarchy> {
-    vec![
-        interval("a", "0..15", &["4", "0,8,16"]),
-        interval("b", "0..5", &["3"]),
-        interval("c", "0..1", &["0,2"]),
-    ]
-}
-
-fn lattice_of(hs: &[&Hierarchy]) -> Lattice {
-    Lattice::new(hs.iter().map(|h| h.height()).collect(), 1_000_000).unwrap()
-}
-
-fn random_records(
-    rng: &mut crate::mechanism::rng::AnonRng,
-    n: usize,
-    hs: &[&Hierarchy],
-    values: u32,
-) -> Vec<Record> {
-    (0..n)
-        .map(|_| {
-            let codes = hs
-                .iter()
-                .map(|h| {
-                    let leaves = h.leaf_count() as u32;
-                    rng.random_range(0..leaves).min(rng.random_range(0..leaves))
-                })
-                .collect();
-            (codes, rng.random_range(0..values))
-        })
-        .collect()
-}
 
 /// The graded score of one scheme through the production path.
 fn graded_score(
@@ -114,17 +83,13 @@ fn graded_definition(
     (score, kept, classes.len() as u64)
 }
 
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs()))
-}
-
 /// Graded granularity and intensity equal the definition on every scheme, with and
 /// without an informative column, and their kept records and classes are the release's.
 #[test]
 fn graded_scores_match_the_definition() {
     let owned = hierarchies();
     let hs: Vec<&Hierarchy> = owned.iter().collect();
-    let lattice = lattice_of(&hs);
+    let lattice = all_nodes(&hs);
     let mut rng = rng_from_seed(21);
     for trial in 0..5 {
         for values in [1u32, 3] {
@@ -157,7 +122,7 @@ fn graded_scores_match_the_definition() {
 fn graded_refinement_matches_from_scratch() {
     let owned = hierarchies();
     let hs: Vec<&Hierarchy> = owned.iter().collect();
-    let lattice = lattice_of(&hs);
+    let lattice = all_nodes(&hs);
     let mut rng = rng_from_seed(22);
     for trial in 0..3 {
         let records = random_records(&mut rng, 80 + 70 * trial, &hs, 4);
@@ -198,7 +163,7 @@ fn graded_refinement_matches_from_scratch() {
 fn graded_sensitivity_is_m_on_random_neighbours() {
     let owned = hierarchies();
     let hs: Vec<&Hierarchy> = owned.iter().collect();
-    let lattice = lattice_of(&hs);
+    let lattice = all_nodes(&hs);
     let m = hs.len();
     let mut rng = rng_from_seed(23);
     let mut worst: BTreeMap<&'static str, f64> = BTreeMap::new();
@@ -249,7 +214,7 @@ fn graded_sensitivity_is_m_on_random_neighbours() {
 fn graded_sensitivity_bound_is_tight() {
     let h = interval("a", "0..99", &["10"]);
     let hs = [&h];
-    let lattice = lattice_of(&hs);
+    let lattice = all_nodes(&hs);
     let k = 6u64;
     assert_eq!(ScoreSuppression::ramp_end(k), 8);
     assert_eq!(ScoreSuppression::Graded.counts_from(k), 5);
@@ -270,62 +235,6 @@ fn graded_sensitivity_bound_is_tight() {
     assert!(close(s2.score - s1.score, 1.0 - 2.0 * 0.01));
     // The release's counts stay at k.
     assert_eq!((s1.kept, s1.classes, s2.kept, s2.classes), (0, 0, 6, 1));
-}
-
-/// A scorer with fixed scores: `−Σ weight_a · level_a`.
-struct Fixed<'a> {
-    lattice: &'a Lattice,
-    weights: Vec<f64>,
-    scored: HashSet<usize>,
-    entered: Vec<Vec<usize>>,
-}
-
-impl NodeScorer for Fixed<'_> {
-    fn score(
-        &mut self,
-        node: &[usize],
-        from: Option<(&[usize], usize)>,
-    ) -> datafusion::common::Result<Evaluation> {
-        assert!(
-            self.scored.insert(self.lattice.index_of(node)),
-            "{node:?} scored twice"
-        );
-        if let Some((parent, attr)) = from {
-            assert_eq!(self.entered.last().map(Vec::as_slice), Some(parent));
-            let mut expected = parent.to_vec();
-            expected[attr] -= 1;
-            assert_eq!(node, expected.as_slice());
-        }
-        Ok(Evaluation {
-            score: self.score_of(node),
-            kept: 0,
-            classes: 0,
-        })
-    }
-
-    fn enter(&mut self, node: &[usize]) -> datafusion::common::Result<()> {
-        self.entered.push(node.to_vec());
-        Ok(())
-    }
-}
-
-impl Fixed<'_> {
-    fn score_of(&self, node: &[usize]) -> f64 {
-        -node
-            .iter()
-            .zip(&self.weights)
-            .map(|(&l, w)| l as f64 * w)
-            .sum::<f64>()
-    }
-}
-
-fn fixed<'a>(lattice: &'a Lattice, weights: &[f64]) -> Fixed<'a> {
-    Fixed {
-        lattice,
-        weights: weights.to_vec(),
-        scored: HashSet::new(),
-        entered: Vec::new(),
-    }
 }
 
 /// The exhaustive search scores every scheme of the lattice (within level bounds) exactly
@@ -363,7 +272,7 @@ fn exhaustive_search_scores_every_scheme_once() {
     // The real evaluator: every scheme scored from a parent equals its score from scratch.
     let owned = hierarchies();
     let hs: Vec<&Hierarchy> = owned.iter().collect();
-    let lattice = lattice_of(&hs);
+    let lattice = all_nodes(&hs);
     let records = random_records(&mut rng, 400, &hs, 3);
     let sample = SampleData::new(histogram(&hs, &records, 3), 450);
     let mut evaluator = Evaluator::new(&sample, &hs, &lattice, 6, ScoreFunction::Granularity, 3)

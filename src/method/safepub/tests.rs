@@ -22,7 +22,7 @@ use datafusion::arrow::array::BooleanArray;
 use crate::testing::{histogram, ladder as interval, Record};
 
 /// Three small hierarchies: heights 3, 2 and 1 (a 24-node lattice).
-fn hierarchies() -> Vec<Hierarchy> {
+pub(super) fn hierarchies() -> Vec<Hierarchy> {
     vec![
         interval("a", "0..15", &["4", "0,8,16"]),
         interval("b", "0..5", &["3"]),
@@ -30,7 +30,12 @@ fn hierarchies() -> Vec<Hierarchy> {
     ]
 }
 
-fn random_records(rng: &mut AnonRng, n: usize, hs: &[&Hierarchy], values: u32) -> Vec<Record> {
+pub(super) fn random_records(
+    rng: &mut AnonRng,
+    n: usize,
+    hs: &[&Hierarchy],
+    values: u32,
+) -> Vec<Record> {
     // Skewed leaf codes so that some classes are large and some small.
     (0..n)
         .map(|_| {
@@ -48,7 +53,7 @@ fn random_records(rng: &mut AnonRng, n: usize, hs: &[&Hierarchy], values: u32) -
         .collect()
 }
 
-fn all_nodes(hs: &[&Hierarchy]) -> Lattice {
+pub(super) fn all_nodes(hs: &[&Hierarchy]) -> Lattice {
     Lattice::new(hs.iter().map(|h| h.height()).collect(), 1_000_000).unwrap()
 }
 
@@ -177,7 +182,7 @@ fn brute_force_score(
     }
 }
 
-fn close(a: f64, b: f64) -> bool {
+pub(super) fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs()))
 }
 
@@ -438,12 +443,24 @@ fn sampling_rate_is_beta() {
     assert_chi_square_fits(&counts, draws, &bins, "Binomial(20, beta)");
 }
 
-/// A scorer with fixed scores that checks the search's protocol.
-struct FixedScorer<'a> {
+/// A scorer with fixed scores, `−Σ weight_a · level_a`, that checks the search's protocol.
+pub(super) struct FixedScorer<'a> {
     lattice: &'a Lattice,
     weights: Vec<f64>,
-    scored: HashSet<usize>,
+    /// Lattice indices of the schemes scored.
+    pub(super) scored: HashSet<usize>,
     entered: Vec<Vec<usize>>,
+}
+
+impl FixedScorer<'_> {
+    /// The score of `node`.
+    pub(super) fn score_of(&self, node: &[usize]) -> f64 {
+        -node
+            .iter()
+            .zip(&self.weights)
+            .map(|(&l, w)| l as f64 * w)
+            .sum::<f64>()
+    }
 }
 
 impl NodeScorer for FixedScorer<'_> {
@@ -465,13 +482,8 @@ impl NodeScorer for FixedScorer<'_> {
                 assert_eq!(node, expected.as_slice());
             }
         }
-        let score = -node
-            .iter()
-            .zip(&self.weights)
-            .map(|(&l, w)| l as f64 * w)
-            .sum::<f64>();
         Ok(Evaluation {
-            score,
+            score: self.score_of(node),
             kept: 0,
             classes: 0,
         })
@@ -483,7 +495,7 @@ impl NodeScorer for FixedScorer<'_> {
     }
 }
 
-fn fixed<'a>(lattice: &'a Lattice, weights: &[f64]) -> FixedScorer<'a> {
+pub(super) fn fixed<'a>(lattice: &'a Lattice, weights: &[f64]) -> FixedScorer<'a> {
     FixedScorer {
         lattice,
         weights: weights.to_vec(),
