@@ -24,6 +24,15 @@ pub const MAX_LEVELS: ParamSpec = ParamSpec::new(
     "highest generalization level per attribute, 'col=level, ...' (e.g. 'age=1' keeps ages in the first level's intervals): the lattice holds only nodes at or below it",
 );
 
+/// `max_nodes` of the methods whose default node is the first of the lattice by a rule
+/// (`dp_histogram`, `mst`), unless `levels` names it.
+pub const NODE_RULE_MAX_NODES: ParamSpec = ParamSpec::new(
+    "max_nodes",
+    ParamKind::Count,
+    ParamDefault::Integer(crate::lattice::DEFAULT_MAX_NODES as u64),
+    "largest lattice the default node rule walks (not used when 'levels' is given)",
+);
+
 /// Reads the `min_levels` and `max_levels` arguments (names and levels are checked against
 /// the quasi-identifiers and their hierarchies when those are known, see
 /// [`LevelBounds::resolve`]).

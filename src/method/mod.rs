@@ -19,7 +19,9 @@ pub mod sweep;
 pub mod upa;
 
 pub use common_params::COMMON_PARAMS;
-pub use levels::{check_levels_within_bounds, level_bounds, MAX_LEVELS, MIN_LEVELS};
+pub use levels::{
+    check_levels_within_bounds, level_bounds, MAX_LEVELS, MIN_LEVELS, NODE_RULE_MAX_NODES,
+};
 
 use std::fmt::Debug;
 use std::sync::Arc;

@@ -12,19 +12,14 @@ use crate::lattice::parse_level_list;
 use crate::mechanism::noise::ExactScale;
 use crate::method::{
     check_levels_within_bounds, level_bounds, max_nodes, Method, MethodArgs, EPSILON, MAX_LEVELS,
-    MIN_LEVELS, SEED,
+    MIN_LEVELS, NODE_RULE_MAX_NODES, SEED,
 };
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
 
 /// The parameters of `anonymize(method => 'dp_histogram', ...)`, in the order help lists them.
 pub(super) const PARAMS: &[ParamSpec] = &[
     EPSILON,
-    ParamSpec::new(
-        "max_nodes",
-        ParamKind::Count,
-        ParamDefault::Integer(crate::lattice::DEFAULT_MAX_NODES as u64),
-        "largest lattice the default node rule walks (not used when 'levels' is given)",
-    ),
+    NODE_RULE_MAX_NODES,
     SEED,
     MIN_LEVELS,
     MAX_LEVELS,

@@ -4,7 +4,7 @@
 use datafusion::common::{plan_err, Result};
 
 use super::budget::rho_for;
-use crate::method::{EPSILON, MAX_LEVELS, MIN_LEVELS, SEED};
+use crate::method::{EPSILON, MAX_LEVELS, MIN_LEVELS, NODE_RULE_MAX_NODES, SEED};
 use crate::params::{ParamDefault, ParamKind, ParamSpec};
 
 /// Default δ: private-pgm's, far below one over the number of records of any table the
@@ -33,12 +33,7 @@ pub(super) const PARAMS: &[ParamSpec] = &[
         ParamDefault::Number(DEFAULT_DELTA),
         "delta of (epsilon, delta)-differential privacy (at most 1e-3; choose it well below 1/rows)",
     ),
-    ParamSpec::new(
-        "max_nodes",
-        ParamKind::Count,
-        ParamDefault::Integer(crate::lattice::DEFAULT_MAX_NODES as u64),
-        "largest lattice the default node rule walks (not used when 'levels' is given)",
-    ),
+    NODE_RULE_MAX_NODES,
     SEED,
     MIN_LEVELS,
     MAX_LEVELS,
