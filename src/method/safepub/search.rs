@@ -271,10 +271,14 @@ fn draw(
     let utilities: Vec<f64> = scored.iter().map(|(_, e)| e.score).collect();
     let choice = exponential_mechanism(rng, &utilities, epsilon, sensitivity)?;
     let (index, evaluation) = scored[choice];
-    let node = lattice.node_at(index).ok_or_else(|| {
+    Ok((node_at(lattice, index)?, evaluation))
+}
+
+/// The scheme at lattice index `index`.
+fn node_at(lattice: &Lattice, index: usize) -> Result<Node> {
+    lattice.node_at(index).ok_or_else(|| {
         DataFusionError::Internal(format!("safepub: lattice node {index} out of range"))
-    })?;
-    Ok((node, evaluation))
+    })
 }
 
 /// Scores every scheme of `lattice` and draws one with the exponential mechanism at
@@ -324,15 +328,13 @@ pub fn exhaustive_search(
     }
     scored.sort_unstable_by_key(|&(i, _)| i);
     let (chosen, evaluation) = if best {
+        // The first of the best-scoring schemes in lattice order.
         let (index, evaluation) =
             scored
                 .iter()
                 .copied()
                 .fold(scored[0], |b, s| if s.1.score > b.1.score { s } else { b });
-        let node = lattice.node_at(index).ok_or_else(|| {
-            DataFusionError::Internal(format!("safepub: lattice node {index} out of range"))
-        })?;
-        (node, evaluation)
+        (node_at(lattice, index)?, evaluation)
     } else {
         draw(lattice, &scored, epsilon, sensitivity, rng)?
     };
